@@ -1,0 +1,181 @@
+"""One run of the pipeline: model -> log -> producer -> channel -> writer -> reader.
+
+How this works: ``run(spec)`` builds a stream, an in-memory reader and a
+client process that connects, and reconnects with the reader's last event id
+whenever a connection ends before ``done`` (the reader hung up, or the
+``disconnect`` policy cut it off), after ``retry_ms`` as an ``EventSource``
+would.  The same processes run on the virtual clock (deterministic) or on
+real threads; ``RunResult`` holds what the reader saw and what the stream
+did, and is what the report is built from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from .channel import BoundedChannel, ChannelStats, Policy, parse_policy
+from .clock import RealClock, VirtualClock, ms_to_ns
+from .effects import Process, Sleep, TokenItem
+from .frames import DEFAULT_RETRY_MS
+from .model import ANSWER, Model, TimingModel
+from .reader import MemoryReader
+from .simulate import Simulation
+from .stream import Ending, OnDisconnect, Stream, TraceEntry
+from .threads import Threads
+from .tokenlog import MemoryTokenLog
+
+__all__ = ["ClockKind", "ConnectionRecord", "RunResult", "RunSpec", "merge_stats", "run"]
+
+# A reader that is cut off again and again must not loop forever: far more
+# reconnects than any policy here needs (disconnect needs a handful).
+MAX_CONNECTIONS = 64
+# How long a real-clock run may take before join() gives up on it.
+REAL_RUN_TIMEOUT_S = 60.0
+
+
+class ClockKind(StrEnum):
+    VIRTUAL = "virtual"
+    REAL = "real"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What to run. Times in ms (floats), counts as ints; validated on creation."""
+
+    tokens: int = 70
+    policy: Policy = Policy.BLOCK
+    capacity: int = 4
+    reader_ms: float = 0.0
+    producer_ms: float = 0.5
+    ttft_ms: float | None = None          # None: 1.6 x producer_ms, a prompt step
+    jitter: float = 0.1
+    seed: int = 1
+    hang_up_after: int | None = None      # the reader disconnects after this many tokens
+    on_disconnect: OnDisconnect = OnDisconnect.CANCEL
+    retry_ms: int = DEFAULT_RETRY_MS
+    stream_id: str = "run"
+    clock: ClockKind = ClockKind.VIRTUAL
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or not 1 <= self.tokens <= len(ANSWER):
+            raise ValueError(f"tokens must be an int from 1 to {len(ANSWER)}, got {self.tokens!r}")
+        for name in ("reader_ms", "producer_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.hang_up_after is not None and not 0 < self.hang_up_after < self.tokens:
+            raise ValueError(f"hang_up_after must be from 1 to tokens-1 ({self.tokens - 1}), got {self.hang_up_after!r}")
+        object.__setattr__(self, "policy", parse_policy(self.policy))
+        object.__setattr__(self, "on_disconnect", OnDisconnect(self.on_disconnect))
+        object.__setattr__(self, "clock", ClockKind(self.clock))
+        BoundedChannel[TokenItem](self.capacity, self.policy)  # validates capacity
+
+    def timing(self) -> TimingModel:
+        """The seeded timing model this spec describes."""
+        ttft = self.ttft_ms if self.ttft_ms is not None else 1.6 * self.producer_ms
+        return TimingModel(step_ns=ms_to_ns(self.producer_ms), ttft_ns=ms_to_ns(ttft),
+                           jitter=self.jitter, seed=self.seed)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionRecord:
+    """One connection as the reader saw it.
+
+    generated_before_next: tokens in the log when the reader reconnected
+    (None for the last connection).
+    """
+
+    start_index: int
+    tokens: int
+    last_event_id: str
+    ending: Ending
+    stats: ChannelStats
+    generated_before_next: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Everything one run produced; times in ns since the request started."""
+
+    spec: RunSpec
+    frames: tuple[tuple[bytes, ...], ...]   # every frame delivered, per connection
+    connections: tuple[ConnectionRecord, ...]
+    arrivals_ns: tuple[int, ...]
+    ids: tuple[int, ...]
+    texts: tuple[str, ...]
+    events_read: int
+    stats: ChannelStats                     # all connections' channels, summed
+    steps: dict[int, int] = field(hash=False)   # model steps per index
+    wall_ns: int = 0
+    trace: tuple[TraceEntry, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts)
+
+    @property
+    def generated_total(self) -> int:
+        return sum(self.steps.values())
+
+
+def merge_stats(stats: list[ChannelStats]) -> ChannelStats:
+    """Sum several channels' statistics (high water is the maximum)."""
+    first = stats[0]
+    return ChannelStats(
+        capacity=first.capacity, policy=first.policy,
+        delivered=sum(s.delivered for s in stats), dropped=sum(s.dropped for s in stats),
+        gap_runs=sum(s.gap_runs for s in stats), high_water=max(s.high_water for s in stats),
+        pauses=sum(s.pauses for s in stats), waited_ns=sum(s.waited_ns for s in stats),
+        cuts=sum(s.cuts for s in stats),
+    )
+
+
+def _client(stream: Stream, reader: MemoryReader, retry_ns: int, records: list[ConnectionRecord]) -> Process:
+    cursor = -1
+    for _ in range(MAX_CONNECTIONS):
+        reader.begin_connection()
+        channel = stream.new_channel()
+        before = len(reader.ids)
+        ending = yield from stream.serve(cursor, channel)
+        if ending is Ending.DONE:
+            records.append(ConnectionRecord(cursor + 1, len(reader.ids) - before, reader.last_event_id,
+                                            ending, channel.stats(), None))
+            return
+        yield Sleep(retry_ns)
+        records.append(ConnectionRecord(cursor + 1, len(reader.ids) - before, reader.last_event_id,
+                                        ending, channel.stats(), stream.log.length(stream.stream_id)))
+        cursor = reader.cursor
+    raise RuntimeError(f"the reader reconnected {MAX_CONNECTIONS} times without finishing")
+
+
+def run(spec: RunSpec) -> RunResult:
+    """Run ``spec`` once on its clock; returns what the reader saw.
+
+    Raises ``ValueError`` for a bad spec, ``Deadlock`` or ``TimeoutError`` if
+    the processes do not finish (a bug, never expected).
+    """
+    clock: VirtualClock | RealClock = VirtualClock() if spec.clock is ClockKind.VIRTUAL else RealClock()
+    log = MemoryTokenLog(clock.now)
+    model = Model(ANSWER[: spec.tokens], spec.timing())
+    stream = Stream(spec.stream_id, model, log, policy=spec.policy, capacity=spec.capacity,
+                    on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms)
+    reader = MemoryReader(ms_to_ns(spec.reader_ms), spec.hang_up_after)
+    records: list[ConnectionRecord] = []
+    client = _client(stream, reader, ms_to_ns(spec.retry_ms), records)
+    if isinstance(clock, VirtualClock):
+        sim = Simulation(clock)
+        sim.spawn(client, reader)
+        end = sim.run()
+    else:
+        threads = Threads(clock)
+        threads.spawn(client, reader)
+        end = threads.join(REAL_RUN_TIMEOUT_S)
+    return RunResult(
+        spec=spec, frames=tuple(tuple(f) for f in reader.frames), connections=tuple(records),
+        arrivals_ns=tuple(reader.arrivals), ids=tuple(reader.ids), texts=tuple(reader.texts),
+        events_read=len(reader.events), stats=merge_stats([r.stats for r in records]),
+        steps=dict(model.steps), wall_ns=reader.done_at if reader.done_at is not None else end,
+        trace=tuple(stream.trace),
+    )

@@ -1,0 +1,112 @@
+"""The virtual-clock driver: runs processes deterministically in one thread.
+
+How this works: each process is stepped from a clock callback.  ``Sleep``
+schedules the next step later; ``Send`` schedules it for when the wire is
+ready; a ``Put`` on a full ``block`` channel or a ``Get`` on an empty one
+parks the process, and after every step the parked processes are tried
+again (there are only ever a handful).  Waking happens at the current
+instant, through the clock's ``(time, sequence)`` heap, so the order of
+events, and therefore the report, is the same on every run.  If the clock
+runs dry while processes are still parked, that is a deadlock in the
+processes and is raised, never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .channel import Outcome, Taken
+from .clock import VirtualClock
+from .effects import Effect, Get, Process, Put, Send, Sleep, Spawn
+from .reader import Wire
+
+__all__ = ["Deadlock", "Simulation"]
+
+
+class Deadlock(RuntimeError):
+    """Processes are waiting on each other and nothing is scheduled."""
+
+
+@dataclass(slots=True)
+class _Parked:
+    proc: Process
+    wire: Wire | None
+    effect: Put | Get
+    since: int
+
+
+class Simulation:
+    """Run processes on a ``VirtualClock``."""
+
+    def __init__(self, clock: VirtualClock | None = None) -> None:
+        self.clock = clock or VirtualClock()
+        self._parked: list[_Parked] = []
+        self.results: dict[int, Any] = {}
+
+    def spawn(self, proc: Process, wire: Wire | None = None) -> None:
+        """Start ``proc`` at the current instant; its ``Send``s go to ``wire``."""
+        self.clock.call_later(0, lambda: self._step(proc, wire, None))
+
+    def run(self) -> int:
+        """Run to completion; returns the final time in ns; raises ``Deadlock``."""
+        end = self.clock.run()
+        if self._parked:
+            waiting = ", ".join(type(p.effect).__name__ for p in self._parked)
+            raise Deadlock(f"{len(self._parked)} process(es) still waiting ({waiting}) at {end} ns")
+        return end
+
+    def _resume(self, proc: Process, wire: Wire | None, value: object) -> Callable[[], None]:
+        return lambda: self._step(proc, wire, value)
+
+    def _step(self, proc: Process, wire: Wire | None, value: object) -> None:
+        try:
+            effect = proc.send(value)
+        except StopIteration as stop:
+            self.results[id(proc)] = stop.value
+        else:
+            self._perform(proc, wire, effect)
+        self._retry_parked()
+
+    def _perform(self, proc: Process, wire: Wire | None, effect: Effect) -> None:
+        clock = self.clock
+        if isinstance(effect, Sleep):
+            clock.call_later(effect.ns, self._resume(proc, wire, None))
+        elif isinstance(effect, Send):
+            if wire is None:
+                raise RuntimeError("a process without a wire yielded Send")
+            at = max(clock.now(), wire.ready_at())
+            clock.call_at(at, lambda: self._step(proc, wire, wire.deliver(effect.frame, clock.now())))
+        elif isinstance(effect, Spawn):
+            self.spawn(effect.process)
+            clock.call_later(0, self._resume(proc, wire, None))
+        elif not self._attempt(proc, wire, effect, clock.now()):
+            self._parked.append(_Parked(proc, wire, effect, clock.now()))
+
+    def _attempt(self, proc: Process, wire: Wire | None, effect: Put | Get, since: int) -> bool:
+        now = self.clock.now()
+        if isinstance(effect, Put):
+            outcome = effect.stream.offer(effect.item)
+            if outcome is Outcome.FULL:
+                return False
+            waited = now - since
+            channel = effect.stream.channel
+            if waited and channel is not None and outcome is not Outcome.CLOSED:
+                channel.record_pause(waited)
+            effect.stream.note(now, effect.item.index, outcome.value, waited)
+            self.clock.call_later(0, self._resume(proc, wire, outcome))
+            return True
+        got = effect.stream.take(effect.channel)
+        if got is Taken.EMPTY:
+            return False
+        if not isinstance(got, Taken):
+            effect.stream.note(now, got.index, "taken")
+        self.clock.call_later(0, self._resume(proc, wire, got))
+        return True
+
+    def _retry_parked(self) -> None:
+        if not self._parked:
+            return
+        still = [p for p in self._parked if not self._attempt(p.proc, p.wire, p.effect, p.since)]
+        self._parked = still

@@ -1,0 +1,419 @@
+"""Server-Sent Events: encode frames, decode a byte stream into events.
+
+The decoder follows the WHATWG HTML "event stream interpretation" rules
+(https://html.spec.whatwg.org/multipage/server-sent-events.html) exactly;
+the encoder writes frames that this decoder (and any conforming client)
+reads back unchanged, except that SSE cannot carry a CR in data.
+
+How this works
+--------------
+``encode`` builds one frame as a ``str`` and encodes it to UTF-8 once.
+When ``data`` holds no CR or LF (the common case for a token stream) it is
+a single f-string; otherwise the data is split on CRLF, CR and LF into one
+``data:`` line each.
+
+``Decoder.feed`` takes any chunk of bytes:
+
+1. An incremental ``utf-8-sig`` decoder (``errors="replace"``) turns the
+   bytes into text: a character split across chunks is joined, invalid
+   bytes become U+FFFD, and one BOM is dropped only at the very start of
+   the stream, even when its three bytes arrive in separate chunks.
+2. Line ends are CRLF, CR or LF only (never U+2028, U+0085, VT or FF, which
+   is why ``str.splitlines`` is not used).  A CR that ends a chunk ends a
+   line at once; a flag remembers it so that an LF opening the next chunk
+   is taken as the second half of that CRLF, not as an empty line.  Within
+   a chunk, CRLF and CR are rewritten to LF and the text is split on LF.
+3. The text after the last line end is held back (as a list of pieces, so
+   that many tiny chunks stay linear) until its line end arrives.  No line,
+   complete or not, may be longer than ``max_line`` characters: the check
+   runs on the held-back text and on each chunk's complete lines before any
+   of them is interpreted, so the outcome does not depend on how the
+   stream was chunked.
+4. Complete lines go through one tight loop that applies the field rules
+   and dispatches an :class:`Event` on each empty line.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Decoder",
+    "Event",
+    "LineTooLong",
+    "SSEError",
+    "encode",
+    "encode_comment",
+]
+
+# 1 MiB: far above any real SSE line (a token frame is tens of bytes, a
+# whole JSON completion a few KiB), yet a hostile or broken server that
+# never sends a line end can only make the decoder hold this much text.
+MAX_LINE_BYTES = 1 << 20
+
+
+class SSEError(Exception):
+    """Base class of the errors the decoder raises on a bad stream."""
+
+
+class LineTooLong(SSEError):
+    """A line grew beyond the decoder's ``max_line`` bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One dispatched event.
+
+    ``event`` is the type ("message" when the block named none), ``data``
+    the data lines joined with LF, ``id`` the last event ID in effect at
+    dispatch ("" if none) and ``retry`` the reconnection time in ms in
+    effect after this event's lines (None if never set).
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+
+# ---------------------------------------------------------------- encoder
+
+
+def _check_line_field(name: str, value: object) -> str:
+    """Return ``value`` if it can go on one ``name:`` line, else raise."""
+    if type(value) is not str:
+        raise TypeError(f"{name} must be str, got {type(value).__name__}")
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"{name} must not contain CR or LF: {value!r}")
+    return value
+
+
+def _header(event: str | None, id: str | None, retry: int | None) -> str:
+    """Return the ``retry:``, ``event:`` and ``id:`` lines, validated."""
+    head = ""
+    if retry is not None:
+        if type(retry) is not int or retry < 0:
+            raise ValueError(f"retry must be a non-negative int, got {retry!r}")
+        head = f"retry: {retry}\n"
+    if event is not None:
+        head += f"event: {_check_line_field('event', event)}\n"
+    if id is not None:
+        if "\0" in _check_line_field("id", id):
+            raise ValueError(f"id must not contain NUL: {id!r}")
+        head += f"id: {id}\n"
+    return head
+
+
+def _data_lines(data: str) -> str:
+    """Return ``data`` as ``data:`` lines, splitting on CRLF, CR and LF."""
+    lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "".join([f"data: {line}\n" for line in lines])
+
+
+def encode(
+    data: str,
+    *,
+    event: str | None = None,
+    id: str | None = None,
+    retry: int | None = None,
+) -> bytes:
+    """Return one SSE frame as UTF-8 bytes, ending with a blank line.
+
+    Lines come out in the order ``retry``, ``event``, ``id``, then one
+    ``data: <line>`` per line of ``data`` (exactly one space after the
+    colon, so leading spaces in ``data`` survive).  SSE cannot carry a CR
+    in data: CRLF and CR split lines like LF and are decoded back as LF.
+
+    Raises TypeError if ``data``, ``event`` or ``id`` is not a str, and
+    ValueError if ``event`` or ``id`` contains CR or LF, ``id`` contains
+    NUL, or ``retry`` is not a non-negative int (bool is refused).
+    """
+    if type(data) is not str:
+        raise TypeError(f"data must be str, got {type(data).__name__}")
+    if "\n" in data or "\r" in data:
+        body = _data_lines(data) + "\n"
+    else:
+        body = f"data: {data}\n\n"
+    if event is None and id is None and retry is None:
+        return body.encode()
+    return (_header(event, id, retry) + body).encode()
+
+
+def encode_comment(text: str = "ping") -> bytes:
+    """Return a comment frame ``b": <text>\\n\\n"`` (clients ignore it).
+
+    Raises TypeError if ``text`` is not a str and ValueError if it
+    contains CR or LF.
+    """
+    _check_line_field("comment text", text)
+    return f": {text}\n\n".encode()
+
+
+# ---------------------------------------------------------------- decoder
+
+# One whole event block of the shape real servers send, found in C by
+# ``findall``: optional ``retry``, ``id``, ``event``, ``id`` lines, exactly
+# one ``data`` line, then the blank line.  Groups: retry digits, id + LF,
+# event type, id + LF (the later id wins), data.  An id keeps its LF so that
+# "id:" (reset to "") differs from no id line; an id holding NUL, a retry
+# that is not all ASCII digits, a comment, a second data line, an unknown
+# field, any other order: the block falls to the second alternative, which
+# takes every line up to and including the next blank line (the last
+# group) for the line-by-line rules.  Both alternatives end on a blank
+# line, so each match starts where a block starts.
+_BLOCK = re.compile(
+    r"(?:retry: ?([0-9]+)\n)?"
+    r"(?:id: ?([^\n\0]*\n))?"
+    r"(?:event: ?([^\n]*)\n)?"
+    r"(?:id: ?([^\n\0]*\n))?"
+    r"data: ?([^\n]*)\n\n"
+    r"|((?:[^\n]+\n)*\n)"
+)
+
+
+class _EventBuilder:
+    """Same slot layout as :class:`Event`, but mutable.
+
+    The frozen dataclass ``__init__`` calls ``object.__setattr__`` four
+    times (about 0.5 us, the largest cost per decoded event); the decoder
+    instead fills one of these and then sets its ``__class__`` to ``Event``,
+    which Python allows because the two layouts are identical.
+    """
+
+    __slots__ = ("event", "data", "id", "retry")
+    event: str
+    data: str
+    id: str
+    retry: int | None
+
+
+assert _EventBuilder.__slots__ == Event.__slots__  # type: ignore[attr-defined]
+
+
+def _make_event(etype: str, data: str, id: str, retry: int | None) -> Event:
+    """Return ``Event(etype, data, id, retry)``, built the fast way."""
+    ev = _EventBuilder()
+    ev.event = etype
+    ev.data = data
+    ev.id = id
+    ev.retry = retry
+    ev.__class__ = Event  # type: ignore[assignment]
+    return ev  # type: ignore[return-value]
+
+
+def _parse_retry(value: str, current: int | None) -> int | None:
+    """Return the new reconnection time for a ``retry`` field value.
+
+    Only a non-empty string of ASCII digits counts; anything else leaves
+    ``current`` in place.  So does a number too long for ``int()`` (past
+    Python's int/str digit limit), the only value the spec allows that
+    cannot be represented here.
+    """
+    if value.isascii() and value.isdigit():
+        try:
+            return int(value)
+        except ValueError:
+            return current
+    return current
+
+
+class Decoder:
+    """Incremental SSE decoder: bytes in, :class:`Event` objects out.
+
+    ``last_event_id`` is the last event ID string (what a client sends back
+    as Last-Event-ID); it changes only when a block is dispatched.
+    ``retry`` is the reconnection time in ms, None until a stream sets it.
+    A block still open when the input ends is never dispatched.  After an
+    :class:`SSEError` the decoder's state is unspecified: discard it.
+    """
+
+    __slots__ = (
+        "_max_line",
+        "_utf8",
+        "_cr",
+        "_tail",
+        "_tail_len",
+        "_data",
+        "_type",
+        "_id_buf",
+        "_last_event_id",
+        "_retry",
+    )
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        """Make a decoder whose lines may hold at most ``max_line`` chars.
+
+        Raises ValueError if ``max_line`` is not an int of at least 1.
+        """
+        if type(max_line) is not int or max_line < 1:
+            raise ValueError(f"max_line must be an int >= 1, got {max_line!r}")
+        self._max_line = max_line
+        self._utf8 = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self._cr = False  # the last text seen ended with a CR
+        self._tail: list[str] = []  # pieces of the incomplete last line
+        self._tail_len = 0
+        self._data: list[str] = []  # data buffer, one item per data line
+        self._type = ""  # event type buffer
+        self._id_buf = ""  # last event ID buffer
+        self._last_event_id = ""
+        self._retry: int | None = None
+
+    @property
+    def last_event_id(self) -> str:
+        """Return the last event ID string committed by a dispatch."""
+        return self._last_event_id
+
+    @property
+    def retry(self) -> int | None:
+        """Return the reconnection time in ms, or None if never set."""
+        return self._retry
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Return the events completed by ``chunk`` (often an empty list).
+
+        Raises LineTooLong if a line, complete or not, exceeds ``max_line``
+        characters; no line of that chunk is interpreted then.
+        """
+        text = self._lf_text(chunk)
+        cut = text.rfind("\n") + 1
+        if not cut:
+            if text:
+                self._hold(text)
+            return []
+        lines = self._complete(text[:cut])
+        self._tail = []
+        self._tail_len = 0
+        if cut < len(text):
+            self._hold(text[cut:])
+        return self._interpret(lines)
+
+    def _lf_text(self, chunk: bytes) -> str:
+        """Return ``chunk`` decoded, with every line end turned into LF."""
+        text = self._utf8.decode(chunk)
+        if self._cr and text:
+            self._cr = False
+            if text[0] == "\n":  # second half of a CRLF split across chunks
+                text = text[1:]
+        if "\r" in text:
+            self._cr = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return text
+
+    def _hold(self, text: str) -> None:
+        """Keep ``text`` as part of the incomplete line; raise if too long."""
+        size = self._tail_len + len(text)
+        if size > self._max_line:
+            raise self._too_long(size)
+        self._tail.append(text)
+        self._tail_len = size
+
+    def _complete(self, text: str) -> str:
+        """Return held-back text + ``text`` (whole lines); check lengths."""
+        if self._tail:
+            self._tail.append(text)
+            text = "".join(self._tail)
+        if len(text) > self._max_line:
+            longest = max(map(len, text.split("\n")))
+            if longest > self._max_line:
+                raise self._too_long(longest)
+        return text
+
+    def _too_long(self, size: int) -> LineTooLong:
+        """Return the error for a line of ``size`` characters."""
+        return LineTooLong(
+            f"SSE line longer than max_line={self._max_line} characters"
+            f" (saw {size})"
+        )
+
+    def _interpret(self, text: str) -> list[Event]:
+        """Apply the rules to ``text`` (whole lines); return dispatches.
+
+        A block begun in an earlier chunk is finished line by line; then
+        whole blocks go through :meth:`_blocks`, and the lines after the
+        last blank line through :meth:`_lines` again.
+        """
+        events: list[Event] = []
+        start = 0
+        if self._data or self._type:
+            first = 0 if text[0] == "\n" else text.find("\n\n") + 1
+            start = first + 1 if first else len(text)
+            self._lines(text[:start], events)
+        end = text.rfind("\n\n") + 2
+        if end == 1:
+            end = 1 if text[0] == "\n" else 0
+        if end > start:
+            self._blocks(text, start, end, events)
+            start = end
+        if start < len(text):
+            self._lines(text[start:], events)
+        return events
+
+    def _blocks(self, text: str, start: int, end: int, events: list[Event]) -> None:
+        """Dispatch the whole blocks in ``text[start:end]`` into ``events``."""
+        append = events.append
+        builder = _EventBuilder
+        event_cls = Event
+        id_buf = self._id_buf
+        retry = self._retry
+        for r, id1, etype, id2, data, other in _BLOCK.findall(text, start, end):
+            if other:
+                self._id_buf = id_buf
+                self._retry = retry
+                self._lines(other, events)
+                id_buf = self._id_buf
+                retry = self._retry
+                continue
+            if r:
+                retry = _parse_retry(r, retry)
+            if id2:
+                id_buf = id2[:-1]
+            elif id1:
+                id_buf = id1[:-1]
+            ev = builder()
+            ev.event = etype or "message"
+            ev.data = data
+            ev.id = id_buf
+            ev.retry = retry
+            ev.__class__ = event_cls  # type: ignore[assignment]
+            append(ev)  # type: ignore[arg-type]
+        self._id_buf = id_buf
+        self._last_event_id = id_buf
+        self._retry = retry
+
+    def _lines(self, text: str, events: list[Event]) -> None:
+        """Apply the field rules to each line of ``text`` (ends in LF)."""
+        data = self._data
+        etype = self._type
+        id_buf = self._id_buf
+        last_id = self._last_event_id
+        retry = self._retry
+        for line in text[:-1].split("\n"):
+            if not line:  # blank line: dispatch
+                last_id = id_buf
+                if data:
+                    events.append(
+                        _make_event(etype or "message", "\n".join(data), last_id, retry)
+                    )
+                    data = []
+                etype = ""
+                continue
+            name, _, value = line.partition(":")  # a comment gives name ""
+            if value[:1] == " ":
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "id":
+                if "\0" not in value:
+                    id_buf = value
+            elif name == "event":
+                etype = value
+            elif name == "retry":
+                retry = _parse_retry(value, retry)
+        self._data = data
+        self._type = etype
+        self._id_buf = id_buf
+        self._last_event_id = last_id
+        self._retry = retry

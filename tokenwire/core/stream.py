@@ -1,0 +1,230 @@
+"""One stream: a model, its token log, the producer, and the connections that read it.
+
+How this works: the producer generates index ``i`` (a model step, paid for
+with a ``Sleep``), appends it to the log and ``Put``s it to whichever channel
+is attached.  A connection attaches a fresh channel with ``connect(cursor)``,
+which is atomic under the stream's condition: every index already in the log
+at that moment is replayed by the writer from the log, every later one
+arrives through the channel.  So a reconnect never misses an index that was
+generated while it was away and never gets one twice.
+
+If no producer is running when a connection attaches (it finished, or was
+cancelled when the last reader left), ``connect`` hands back a new producer
+that starts at the log's length: generation continues from the logged
+prefix, and the log refuses any second append of an index.
+
+``on_disconnect`` says what a reader leaving does: ``cancel`` (the producer
+stops before its next token, so at most one token is generated for nobody)
+or ``detach`` (generation keeps filling the log, so a reconnect catches up at
+once).  A ``disconnect``-policy cut never cancels: the server keeps
+generating, as a hub keeps publishing, and the reader resumes from the log.
+
+The condition is a ``threading.Condition``: uncontended and free in the
+single-threaded simulation, what the real-time drivers wait on.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .channel import BoundedChannel, Outcome, Policy, Taken, parse_policy
+from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn, TokenItem
+from .frames import DEFAULT_RETRY_MS, done_frame, open_frame, token_frame
+from .model import Model
+from .sse import encode_comment
+from .tokenlog import StreamState, TokenLog
+
+__all__ = ["CursorOutOfRange", "Ending", "OnDisconnect", "Stream", "StreamError", "TraceEntry"]
+
+
+class StreamError(Exception):
+    """Base class for stream errors."""
+
+
+class CursorOutOfRange(StreamError):
+    """A resume cursor that is not -1 or an index of the answer."""
+
+    def __init__(self, cursor: int, total: int) -> None:
+        super().__init__(f"last event id {cursor!r} is out of range: expected -1 (from the start) to {total - 1}")
+        self.cursor, self.total = cursor, total
+
+
+class OnDisconnect(StrEnum):
+    CANCEL = "cancel"
+    DETACH = "detach"
+
+
+class Ending(StrEnum):
+    """How one connection ended."""
+
+    DONE = "done"                  # the done frame was sent
+    CUT = "cut"                    # the disconnect policy cut the reader off
+    CLOSED_BY_SERVER = "closed"    # the server closed it after cut_after token frames
+    PEER_GONE = "peer-gone"        # the reader hung up (or a write failed)
+    REPLACED = "replaced"          # a newer connection to the same stream took over
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    """One channel decision: when, which index, what happened, queue depth after, wait before."""
+
+    t_ns: int
+    index: int
+    decision: str
+    depth: int
+    waited_ns: int = 0
+
+
+class Stream:
+    """Shared state of one stream; the producer and writers are its generator methods."""
+
+    def __init__(self, stream_id: str, model: Model, log: TokenLog, *, policy: Policy | str = Policy.BLOCK,
+                 capacity: int = 4, on_disconnect: OnDisconnect | str = OnDisconnect.CANCEL,
+                 retry_ms: int = DEFAULT_RETRY_MS) -> None:
+        self.stream_id, self.model, self.log = stream_id, model, log
+        self.policy, self.capacity = parse_policy(policy), capacity
+        BoundedChannel[TokenItem](capacity, self.policy)  # validates capacity now, not at first connect
+        self.on_disconnect = OnDisconnect(on_disconnect)
+        self.retry_ms = retry_ms
+        self.total = len(model)
+        self.cond = threading.Condition()
+        self.channel: BoundedChannel[TokenItem] | None = None
+        self.live_from = 0
+        self.producer_running = False
+        self.cancelled = False
+        self.trace: list[TraceEntry] = []
+        log.create(stream_id, {"policy": self.policy.value, "capacity": capacity}, self.total)
+
+    def new_channel(self) -> BoundedChannel[TokenItem]:
+        """Return an empty channel with this stream's capacity and policy."""
+        return BoundedChannel(self.capacity, self.policy)
+
+    # -- connections -------------------------------------------------------
+    def connect(self, cursor: int, channel: BoundedChannel[TokenItem]) -> tuple[list[TokenItem], Process | None]:
+        """Attach ``channel`` for a reader that has ``0..cursor``.
+
+        Returns the tokens to replay from the log and, when no producer is
+        running and tokens remain, a producer process to start.  Raises
+        ``CursorOutOfRange``, or the log's ``LogGap``/``UnknownStream``.
+        """
+        if not -1 <= cursor < self.total:
+            raise CursorOutOfRange(cursor, self.total)
+        with self.cond:
+            live_from = self.log.length(self.stream_id)
+            tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
+            if self.channel is not None:
+                self.channel.abandon()
+            self.channel, self.live_from, self.cancelled = channel, live_from, False
+            producer = None
+            if live_from >= self.total:
+                channel.close()
+            elif not self.producer_running:
+                self.producer_running = True
+                self.log.set_state(self.stream_id, StreamState.GENERATING)
+                producer = self.produce(live_from)
+            self.cond.notify_all()
+        return [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)], producer
+
+    def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
+        """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so."""
+        with self.cond:
+            channel.abandon()
+            if self.channel is channel:
+                self.channel = None
+                self.cancelled = self.on_disconnect is OnDisconnect.CANCEL
+            self.cond.notify_all()
+
+    # -- channel operations, called by drivers under no lock ---------------
+    def offer(self, item: TokenItem) -> Outcome:
+        """Offer ``item`` to the attached channel without waiting."""
+        with self.cond:
+            channel = self.channel
+            if channel is None or item.index < self.live_from:
+                return Outcome.CLOSED   # nobody attached, or the attached reader replays it from the log
+            outcome = channel.offer(item)
+            if outcome is Outcome.CUT:
+                self.channel = None
+            if outcome is not Outcome.FULL:
+                self.cond.notify_all()
+            return outcome
+
+    def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken:
+        """Take from ``channel`` without waiting."""
+        with self.cond:
+            got = channel.take()
+            if isinstance(got, TokenItem):
+                self.cond.notify_all()
+            return got
+
+    def note(self, t_ns: int, index: int, decision: str, waited_ns: int = 0) -> None:
+        """Record one channel decision in the trace."""
+        channel = self.channel
+        depth = len(channel) if channel is not None else 0
+        self.trace.append(TraceEntry(t_ns, index, decision, depth, waited_ns))
+
+    # -- the producer ------------------------------------------------------
+    def produce(self, start: int) -> Process:
+        """Generate ``start..total-1``, checking for cancellation before each token."""
+        for index in range(start, self.total):
+            if self._stop_if_cancelled():
+                return
+            yield Sleep(self.model.cost_ns(index))
+            with self.cond:
+                token = self.model.generate(index)
+                self.log.append(self.stream_id, index, token)
+            yield Put(self, TokenItem(index, token))
+        with self.cond:
+            self.producer_running = False
+            self.log.set_state(self.stream_id, StreamState.DONE)
+            if self.channel is not None:
+                self.channel.close()
+            self.cond.notify_all()
+
+    def _stop_if_cancelled(self) -> bool:
+        with self.cond:
+            if not self.cancelled:
+                return False
+            self.producer_running = False
+            self.log.set_state(self.stream_id, StreamState.CANCELLED)
+            self.cond.notify_all()
+            return True
+
+    # -- the writer --------------------------------------------------------
+    def serve(self, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,
+              heartbeat_ns: int | None = None) -> Process:
+        """Write one connection's frames: open, replay, live tokens, done.
+
+        Returns (as the generator's value) the ``Ending``.  ``cut_after``
+        closes the connection after that many token frames.
+        """
+        replay, producer = self.connect(cursor, channel)
+        if producer is not None:
+            yield Spawn(producer)
+        opened = open_frame(self.stream_id, resumed=cursor >= 0, start_index=cursor + 1,
+                            policy=self.policy.value, buffer=self.capacity, retry_ms=self.retry_ms)
+        if not (yield Send(opened)):
+            return self._left(channel, Ending.PEER_GONE)
+        sent = 0
+        pending: list[TokenItem] = replay
+        while True:
+            got = pending.pop(0) if pending else (yield Get(self, channel, heartbeat_ns))
+            if isinstance(got, TokenItem):
+                if not (yield Send(token_frame(got))):
+                    return self._left(channel, Ending.PEER_GONE)
+                sent += 1
+                if cut_after is not None and sent >= cut_after:
+                    return self._left(channel, Ending.CLOSED_BY_SERVER)
+            elif got is TIMEOUT:
+                if not (yield Send(encode_comment("ping"))):
+                    return self._left(channel, Ending.PEER_GONE)
+            elif got is Taken.END:
+                yield Send(done_frame(self.total, delivered_from=cursor + 1, dropped=channel.stats().dropped))
+                return Ending.DONE
+            else:
+                return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+
+    def _left(self, channel: BoundedChannel[TokenItem], ending: Ending) -> Ending:
+        self.disconnect(channel)
+        return ending
