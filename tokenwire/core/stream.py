@@ -26,8 +26,10 @@ single-threaded simulation, what the real-time drivers wait on.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, parse_policy
 from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn, TokenItem
@@ -78,11 +80,18 @@ class TraceEntry:
 
 
 class Stream:
-    """Shared state of one stream; the producer and writers are its generator methods."""
+    """Shared state of one stream; the producer and writers are its generator methods.
+
+    ``meta`` is stored in the log with the stream (what another instance needs
+    to rebuild it); ``attach=True`` joins a stream another instance already
+    created in a shared log instead of creating it (``UnknownStream`` if it is
+    not there, ``ValueError`` if its length differs from the model's).
+    """
 
     def __init__(self, stream_id: str, model: Model, log: TokenLog, *, policy: Policy | str = Policy.BLOCK,
                  capacity: int = 4, on_disconnect: OnDisconnect | str = OnDisconnect.CANCEL,
-                 retry_ms: int = DEFAULT_RETRY_MS) -> None:
+                 retry_ms: int = DEFAULT_RETRY_MS, meta: Mapping[str, Any] | None = None,
+                 attach: bool = False) -> None:
         self.stream_id, self.model, self.log = stream_id, model, log
         self.policy, self.capacity = parse_policy(policy), capacity
         BoundedChannel[TokenItem](capacity, self.policy)  # validates capacity now, not at first connect
@@ -95,7 +104,12 @@ class Stream:
         self.producer_running = False
         self.cancelled = False
         self.trace: list[TraceEntry] = []
-        log.create(stream_id, {"policy": self.policy.value, "capacity": capacity}, self.total)
+        if attach:      # another instance created it in a shared log: check it is the same answer
+            if log.total(stream_id) != self.total:
+                raise ValueError(f"stream {stream_id!r} has {log.total(stream_id)} tokens in the log, "
+                                 f"the model has {self.total}")
+        else:
+            log.create(stream_id, {**(meta or {}), "policy": self.policy.value, "capacity": capacity}, self.total)
 
     def new_channel(self) -> BoundedChannel[TokenItem]:
         """Return an empty channel with this stream's capacity and policy."""
@@ -175,6 +189,9 @@ class Stream:
                 token = self.model.generate(index)
                 self.log.append(self.stream_id, index, token)
             yield Put(self, TokenItem(index, token))
+        self._finish()
+
+    def _finish(self) -> None:
         with self.cond:
             self.producer_running = False
             self.log.set_state(self.stream_id, StreamState.DONE)

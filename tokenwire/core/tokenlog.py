@@ -28,6 +28,7 @@ __all__ = [
     "IndexConflict",
     "LogError",
     "LogGap",
+    "LogUnavailable",
     "MemoryTokenLog",
     "StreamState",
     "TokenLog",
@@ -65,6 +66,14 @@ class LogGap(LogError):
             f"the log keeps indices from {first_kept} on"
         )
         self.stream_id, self.cursor, self.first_kept = stream_id, cursor, first_kept
+
+
+class LogUnavailable(LogError):
+    """A shared log's store did not answer (down, unreachable, or failing); retry later."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"token log unavailable: {detail}")
+        self.detail = detail
 
 
 class IndexConflict(LogError):
