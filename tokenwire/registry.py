@@ -1,0 +1,214 @@
+"""The live streams registry: stream id -> stream, and the limits of a live server.
+
+How this works: ``create`` makes a ``Stream`` (a model, the shared token log,
+the producer) under a fresh unguessable id (``secrets.token_urlsafe``), so
+reading a stream requires having been told its id.  ``get`` finds it again;
+a stream the token log has evicted (too old, or too many streams) is
+forgotten here too and reported as ``UnknownStream``.  ``connection()`` is
+the admission gate for open event streams: past ``max_live`` it raises
+``Busy`` (the server answers 503 with ``Retry-After``).  Producers run on
+daemon threads started by ``spawn``; ``producers_running`` counts them, so a
+test can see a cancelled producer actually end.
+
+The token log is passed in (``MemoryTokenLog`` on this registry's clock by
+default), which is the one seam a shared log such as Redis Streams plugs
+into.  A stream's settings are written to the log's meta (``spec_to_meta``),
+so when ``get`` does not know an id it asks the log and, if another
+instance (or an earlier eviction from this registry) left the stream there,
+rebuilds it with ``Stream(..., attach=True)``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core.clock import RealClock
+from .core.effects import Process
+from .core.model import ANSWER, Model
+from .core.pipeline import RunSpec
+from .core.stream import Stream
+from .core.threads import run_process
+from .core.tokenlog import DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
+
+__all__ = ["DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream", "Registry", "UnknownStream",
+           "spec_from_meta", "spec_to_meta"]
+
+# 16 random bytes (22 URL-safe characters, 128 bits): the id is the only key
+# to a stream, so it must not be guessable or enumerable.
+STREAM_ID_BYTES = 16
+# Open event streams at once.  Each costs a request thread and a producer
+# thread (about 8 MiB of reserved stack each, little of it touched); 256
+# leaves room for the 200-stream test and refuses a flood with 503 long
+# before threads or file descriptors run out.
+DEFAULT_MAX_LIVE = 256
+
+
+class Busy(Exception):
+    """The server already holds ``max_live`` open event streams."""
+
+    def __init__(self, max_live: int) -> None:
+        super().__init__(f"too many open streams: this server holds at most {max_live}")
+        self.max_live = max_live
+
+
+@dataclass(slots=True)
+class LiveStream:
+    """A stream and its live-only settings.
+
+    ``cut_after``: close the first connection that reaches this many token
+    frames; used once, so the reconnect that follows completes the stream.
+    """
+
+    stream: Stream
+    spec: RunSpec
+    cut_after: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def stream_id(self) -> str:
+        return self.stream.stream_id
+
+    def take_cut(self, requested: int | None) -> int | None:
+        """Return the cut to apply to a new connection (``requested`` or the stored one), at most once."""
+        with self._lock:
+            cut = requested if requested is not None else self.cut_after
+            if cut is None or self.cut_after == -1:
+                return None
+            self.cut_after = -1          # spent: later connections run to the end
+            return cut
+
+
+_SPEC_FIELDS = ("tokens", "policy", "capacity", "producer_ms", "ttft_ms", "jitter", "seed",
+                "on_disconnect", "retry_ms")
+
+
+def spec_to_meta(spec: RunSpec, cut_after: int | None) -> dict[str, Any]:
+    """Return the JSON-able meta a token log keeps for a live stream (enough to rebuild it)."""
+    values = {name: getattr(spec, name) for name in _SPEC_FIELDS}
+    values["policy"], values["on_disconnect"] = spec.policy.value, spec.on_disconnect.value
+    return {"live": values, "cut_after": cut_after}
+
+
+def spec_from_meta(meta: Mapping[str, Any]) -> tuple[RunSpec, int | None]:
+    """Return the spec and cut stored by ``spec_to_meta``; raises ``KeyError``/``ValueError`` if absent or bad."""
+    values = meta["live"]
+    return RunSpec(**{name: values[name] for name in _SPEC_FIELDS}), meta.get("cut_after")
+
+
+def _stream(stream_id: str, spec: RunSpec, log: TokenLog, *, meta: Mapping[str, Any] | None = None,
+            attach: bool = False) -> Stream:
+    return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
+                  capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms,
+                  meta=meta, attach=attach)
+
+
+class Registry:
+    """Live streams by id, the producer threads, and the open-stream limit.
+
+    Raises ``ValueError`` for a ``max_streams`` or ``max_live`` below 1.
+    """
+
+    def __init__(self, log: TokenLog | None = None, *, clock: RealClock | None = None,
+                 max_streams: int = DEFAULT_MAX_STREAMS, max_live: int = DEFAULT_MAX_LIVE) -> None:
+        for name, value in (("max_streams", max_streams), ("max_live", max_live)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.clock = clock or RealClock()
+        self.log: TokenLog = log if log is not None else MemoryTokenLog(self.clock.now, max_streams=max_streams)
+        self.max_streams, self.max_live = max_streams, max_live
+        self._streams: OrderedDict[str, LiveStream] = OrderedDict()
+        self._lock = threading.Lock()
+        self.live = 0
+        self.peak_live = 0
+        self._producers = 0
+
+    # -- streams -----------------------------------------------------------
+    def create(self, spec: RunSpec, *, cut_after: int | None = None) -> LiveStream:
+        """Make a stream for ``spec`` under a new id; returns it.
+
+        ``cut_after`` (1..tokens-1) is validated here; raises ``ValueError``.
+        """
+        if cut_after is not None and not 0 < cut_after < spec.tokens:
+            raise ValueError(f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
+        stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
+        stream = _stream(stream_id, spec, self.log, meta=spec_to_meta(spec, cut_after))
+        return self._remember(LiveStream(stream, spec, cut_after))
+
+    def _remember(self, live: LiveStream) -> LiveStream:
+        with self._lock:
+            live = self._streams.setdefault(live.stream_id, live)
+            self._streams.move_to_end(live.stream_id)
+            while len(self._streams) > self.max_streams:
+                self._streams.popitem(last=False)
+        return live
+
+    def get(self, stream_id: str) -> LiveStream:
+        """Return the stream with this id; raises ``UnknownStream`` (never made here, or evicted)."""
+        with self._lock:
+            live = self._streams.get(stream_id)
+        if live is None:
+            return self._attach(stream_id)
+        try:
+            self.log.total(stream_id)
+        except UnknownStream:
+            with self._lock:
+                self._streams.pop(stream_id, None)
+            raise
+        return live
+
+    def _attach(self, stream_id: str) -> LiveStream:
+        meta = self.log.meta(stream_id)            # UnknownStream if the log has never seen it
+        try:
+            spec, cut_after = spec_from_meta(meta)
+        except (KeyError, TypeError, ValueError):
+            raise UnknownStream(stream_id) from None   # made by something that is not a live server
+        stream = _stream(stream_id, spec, self.log, attach=True)
+        # The one-time cut belongs to the instance that made the stream; a
+        # stream joined later runs to the end rather than being cut twice.
+        return self._remember(LiveStream(stream, spec, None if cut_after is None else -1))
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    # -- open connections --------------------------------------------------
+    @contextmanager
+    def connection(self) -> Iterator[None]:
+        """Hold one of ``max_live`` open-stream slots for the ``with`` body; raises ``Busy``."""
+        with self._lock:
+            if self.live >= self.max_live:
+                raise Busy(self.max_live)
+            self.live += 1
+            self.peak_live = max(self.peak_live, self.live)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.live -= 1
+
+    # -- producers -----------------------------------------------------------
+    def spawn(self, proc: Process) -> None:
+        """Run a producer ``proc`` on its own daemon thread, in real time."""
+        thread = threading.Thread(target=self._run_producer, args=(proc,), daemon=True, name="tokenwire-producer")
+        with self._lock:
+            self._producers += 1
+        thread.start()
+
+    def _run_producer(self, proc: Process) -> None:
+        try:
+            run_process(proc, self.clock, None, self.spawn)
+        except UnknownStream:
+            pass    # the log evicted the stream under it: nobody can read it any more
+        finally:
+            with self._lock:
+                self._producers -= 1
+
+    @property
+    def producers_running(self) -> int:
+        """How many producer threads are alive right now."""
+        return self._producers
