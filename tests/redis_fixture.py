@@ -1,0 +1,139 @@
+"""A private redis-server for the tests: a free loopback port, no persistence, stoppable mid-test.
+
+How this works: ``RedisServer`` starts ``redis-server`` on 127.0.0.1 with
+``--save '' --appendonly no`` (nothing touches the disk) on a port the kernel
+said was free, waits until it answers ``PING``, and stops it with SIGTERM.
+``stop()`` then ``start()`` brings it back on the same port, empty, which is
+what a crashed and restarted Redis without persistence looks like.  Every
+wait is bounded.  Without ``redis-server`` (or the ``redis`` package) the
+tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+# How long redis-server may take to answer its first PING (it starts in ~10 ms).
+START_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0
+
+
+def require(what: str, present: bool) -> None:
+    """Skip (or fail under ``TOKENWIRE_REQUIRE_ALL=1``) when ``what`` is missing."""
+    if present:
+        return
+    message = f"{what} is not installed (apt-get install redis-server; pip install 'tokenwire[redis]')"
+    if os.environ.get("TOKENWIRE_REQUIRE_ALL") == "1":
+        pytest.fail(f"TOKENWIRE_REQUIRE_ALL=1 but {message}")
+    pytest.skip(message)
+
+
+def require_redis() -> str:
+    """Return the path of ``redis-server`` once it and the ``redis`` package are known to be there."""
+    binary = shutil.which("redis-server")
+    require("redis-server", binary is not None)
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        require("the redis Python package", False)
+    assert binary is not None
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """One ``redis-server`` process on ``127.0.0.1:port``; ``url`` is its ``redis://`` URL."""
+
+    def __init__(self, binary: str, port: int | None = None) -> None:
+        self.binary, self.port = binary, port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start the server and wait until it answers; raises ``RuntimeError`` if it does not."""
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no", "--loglevel", "warning", "--logfile", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                raise RuntimeError(f"redis-server exited with {self.proc.returncode}: {err.strip()}")
+            if self.ping():
+                return
+            time.sleep(0.01)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S} s")
+
+    def ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL) and wait for it to exit."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT_S)
+        if proc.stderr:
+            proc.stderr.close()
+
+    def flush(self) -> None:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
+            sock.sendall(b"FLUSHALL\r\n")
+            sock.recv(16)
+
+
+@pytest.fixture(scope="session")
+def redis_session() -> Iterator[RedisServer]:
+    server = RedisServer(require_redis())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_server(redis_session: RedisServer) -> Iterator[RedisServer]:
+    """The session's Redis, emptied for this test."""
+    if redis_session.proc is None:
+        redis_session.start()
+    redis_session.flush()
+    yield redis_session
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A Redis of this test's own, which the test may stop and start again on the same port."""
+    server = RedisServer(require_redis())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
