@@ -12,10 +12,11 @@ test can see a cancelled producer actually end.
 
 The token log is passed in (``MemoryTokenLog`` on this registry's clock by
 default), which is the one seam a shared log such as Redis Streams plugs
-into.  A stream's settings are written to the log's meta (``spec_to_meta``),
-so when ``get`` does not know an id it asks the log and, if another
-instance (or an earlier eviction from this registry) left the stream there,
-rebuilds it with ``Stream(..., attach=True)``.
+into, with the two functions that build ``Stream`` objects for it.  A
+stream's spec is written to the log's meta (``spec_to_meta``), so when
+``get`` does not know an id it asks the log and, if another instance (or an
+earlier eviction from this registry) left the stream there, rebuilds it
+(``attach_stream``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .core.clock import RealClock
@@ -37,7 +38,7 @@ from .core.threads import run_process
 from .core.tokenlog import DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
 
 __all__ = ["DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream", "Registry", "UnknownStream",
-           "spec_from_meta", "spec_to_meta"]
+           "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
 
 # 16 random bytes (22 URL-safe characters, 128 bits): the id is the only key
 # to a stream, so it must not be guessable or enumerable.
@@ -84,44 +85,66 @@ class LiveStream:
             return cut
 
 
-_SPEC_FIELDS = ("tokens", "policy", "capacity", "producer_ms", "ttft_ms", "jitter", "seed",
-                "on_disconnect", "retry_ms")
+# The meta key a stream's spec is kept under; the same layout as
+# ``tokenwire.shared.spec_meta``, so either side can rebuild the other's streams.
+SPEC_KEY = "spec"
 
 
-def spec_to_meta(spec: RunSpec, cut_after: int | None) -> dict[str, Any]:
+def spec_to_meta(spec: RunSpec) -> dict[str, Any]:
     """Return the JSON-able meta a token log keeps for a live stream (enough to rebuild it)."""
-    values = {name: getattr(spec, name) for name in _SPEC_FIELDS}
-    values["policy"], values["on_disconnect"] = spec.policy.value, spec.on_disconnect.value
-    return {"live": values, "cut_after": cut_after}
+    return {SPEC_KEY: {key: getattr(value, "value", value) for key, value in asdict(spec).items()}}
 
 
-def spec_from_meta(meta: Mapping[str, Any]) -> tuple[RunSpec, int | None]:
-    """Return the spec and cut stored by ``spec_to_meta``; raises ``KeyError``/``ValueError`` if absent or bad."""
-    values = meta["live"]
-    return RunSpec(**{name: values[name] for name in _SPEC_FIELDS}), meta.get("cut_after")
+def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
+    """Return the spec stored by ``spec_to_meta``; raises ``ValueError`` if there is none or it is bad."""
+    values = meta.get(SPEC_KEY)
+    if not isinstance(values, dict):
+        raise ValueError(f"the log's meta carries no stream spec: {dict(meta)!r}")
+    try:
+        return RunSpec(**values)
+    except TypeError as exc:
+        raise ValueError(f"the log's meta carries a bad stream spec: {exc}") from None
 
 
-def _stream(stream_id: str, spec: RunSpec, log: TokenLog, *, meta: Mapping[str, Any] | None = None,
-            attach: bool = False) -> Stream:
+def new_stream(stream_id: str, spec: RunSpec, log: TokenLog) -> Stream:
+    """Create a stream of ``spec`` in ``log``; returns it."""
     return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
                   capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms,
-                  meta=meta, attach=attach)
+                  meta=spec_to_meta(spec))
+
+
+def attach_stream(stream_id: str, log: TokenLog) -> Stream:
+    """Rebuild a stream that is in ``log`` but not in this registry; raises ``UnknownStream``."""
+    try:
+        spec = spec_from_meta(log.meta(stream_id))
+    except ValueError:
+        raise UnknownStream(stream_id) from None      # made by something that is not a live server
+    return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
+                  capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, attach=True)
+
+
+NewStream = Callable[[str, RunSpec, TokenLog], Stream]
+AttachStream = Callable[[str, TokenLog], Stream]
 
 
 class Registry:
     """Live streams by id, the producer threads, and the open-stream limit.
 
-    Raises ``ValueError`` for a ``max_streams`` or ``max_live`` below 1.
+    ``new_stream``/``attach_stream`` build the ``Stream`` objects (a shared
+    log passes ones that make streams aware of other instances).  Raises
+    ``ValueError`` for a ``max_streams`` or ``max_live`` below 1.
     """
 
     def __init__(self, log: TokenLog | None = None, *, clock: RealClock | None = None,
-                 max_streams: int = DEFAULT_MAX_STREAMS, max_live: int = DEFAULT_MAX_LIVE) -> None:
+                 max_streams: int = DEFAULT_MAX_STREAMS, max_live: int = DEFAULT_MAX_LIVE,
+                 new_stream: NewStream = new_stream, attach_stream: AttachStream = attach_stream) -> None:
         for name, value in (("max_streams", max_streams), ("max_live", max_live)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.clock = clock or RealClock()
         self.log: TokenLog = log if log is not None else MemoryTokenLog(self.clock.now, max_streams=max_streams)
         self.max_streams, self.max_live = max_streams, max_live
+        self._new_stream, self._attach_stream = new_stream, attach_stream
         self._streams: OrderedDict[str, LiveStream] = OrderedDict()
         self._lock = threading.Lock()
         self.live = 0
@@ -136,8 +159,7 @@ class Registry:
         """
         if cut_after is not None and not 0 < cut_after < spec.tokens:
             raise ValueError(f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
-        stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
-        stream = _stream(stream_id, spec, self.log, meta=spec_to_meta(spec, cut_after))
+        stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log)
         return self._remember(LiveStream(stream, spec, cut_after))
 
     def _remember(self, live: LiveStream) -> LiveStream:
@@ -163,15 +185,11 @@ class Registry:
         return live
 
     def _attach(self, stream_id: str) -> LiveStream:
-        meta = self.log.meta(stream_id)            # UnknownStream if the log has never seen it
-        try:
-            spec, cut_after = spec_from_meta(meta)
-        except (KeyError, TypeError, ValueError):
-            raise UnknownStream(stream_id) from None   # made by something that is not a live server
-        stream = _stream(stream_id, spec, self.log, attach=True)
-        # The one-time cut belongs to the instance that made the stream; a
+        stream = self._attach_stream(stream_id, self.log)   # UnknownStream if the log does not hold it
+        spec = spec_from_meta(self.log.meta(stream_id))
+        # A one-time cut belongs to the instance that made the stream; a
         # stream joined later runs to the end rather than being cut twice.
-        return self._remember(LiveStream(stream, spec, None if cut_after is None else -1))
+        return self._remember(LiveStream(stream, spec, -1))
 
     def __len__(self) -> int:
         return len(self._streams)

@@ -44,12 +44,12 @@ from urllib.parse import parse_qsl, urlencode
 
 import jinja2
 
-from .core.channel import Policy
+from .core.channel import ChannelStats, Policy
 from .core.clock import RealClock
 from .core.pipeline import RunSpec
 from .core.stream import Ending
 from .core.threads import run_process
-from .core.tokenlog import UnknownStream
+from .core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
 from .handler import handler
 from .params import ParamError, ReportParams, parse_query
 from .registry import DEFAULT_MAX_LIVE, Busy, LiveStream, Registry
@@ -90,6 +90,9 @@ MAX_ID_DIGITS = 9
 # Pending connections the kernel queues before accept(); the default of 5
 # refuses connections when a few hundred clients arrive at once.
 REQUEST_QUEUE_SIZE = 1024
+# What a 503 asks the client to wait, in seconds: a full server frees a slot
+# as soon as any stream ends, and an EventSource retries after `retry` anyway.
+RETRY_AFTER_S = 1
 # How many finished connections the server remembers for inspection
 # (tests, the demo): bounded, so a long-running server does not grow.
 JOURNAL_SIZE = 1024
@@ -142,7 +145,8 @@ class ConnectionLog:
     last_event_id_header: the ``Last-Event-ID`` header sent (None if
     absent); cursor: the exclusive resume cursor used; tokens_sent: token
     frames handed to the kernel; generated: tokens in the log when the
-    connection ended; failure: why the wire declared the peer gone.
+    connection ended; failure: why the wire declared the peer gone; stats:
+    the connection's channel statistics.
     """
 
     stream_id: str
@@ -155,6 +159,7 @@ class ConnectionLog:
     bytes_sent: int
     generated: int
     failure: str | None
+    stats: ChannelStats
 
 
 class RequestError(Exception):
@@ -285,6 +290,7 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
     """The report handler plus ``/streams``, ``/stream``, ``/live`` and ``/static``."""
 
     server: LiveServer
+    _streaming = False       # True once an event stream's headers are out
 
     def setup(self) -> None:
         self.timeout = self.server.config.request_timeout_s   # slowloris: applied by StreamRequestHandler
@@ -326,6 +332,21 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
                 super().do_GET()
         except RequestError as exc:
             self._error(exc.status, exc.message, exc.headers)
+        except LogError as exc:
+            self._log_failure(exc)
+
+    def _log_failure(self, exc: LogError) -> None:
+        if self._streaming:       # headers already sent: all that is left is to end the stream
+            self.log_error("token log failed mid-stream: %s", exc)
+            return
+        if isinstance(exc, UnknownStream):
+            self._error(404, str(exc))
+        elif isinstance(exc, LogGap):
+            self._error(410, str(exc))
+        elif isinstance(exc, LogUnavailable):
+            self._error(503, str(exc), (("Retry-After", str(RETRY_AFTER_S)),))
+        else:
+            raise exc
 
     def do_POST(self) -> None:
         path, _, query = self.path.partition("?")
@@ -347,6 +368,8 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
             self._reply(201, "application/json", body, (("Location", url), ("Cache-Control", "no-store")))
         except RequestError as exc:
             self._error(exc.status, exc.message, exc.headers)
+        except LogError as exc:
+            self._log_failure(exc)
 
     def _lookup(self, stream_id: str) -> LiveStream:
         try:
@@ -408,6 +431,7 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
         requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
         if requested is not None and not 0 < requested < stream.total:
             raise RequestError(400, f"cut_after must be from 1 to {stream.total - 1}, got {requested!r}")
+        self.server.registry.log.read_after(stream.stream_id, cursor, 0)   # LogGap now, while a status can say so
         if cursor == stream.total - 1:
             self.close_connection = True
             self._reply(204, "text/plain; charset=utf-8", b"", (("Cache-Control", "no-store"),))
@@ -417,7 +441,7 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
                 self._write_stream(live, cursor, live.take_cut(requested), header, params.get("last_event_id"))
         except Busy as exc:
             self.close_connection = True
-            raise RequestError(503, str(exc), (("Retry-After", "1"),)) from None
+            raise RequestError(503, str(exc), (("Retry-After", str(RETRY_AFTER_S)),)) from None
 
     def _write_stream(self, live: LiveStream, cursor: int, cut: int | None,
                       header: str | None, query_id: str | None) -> None:
@@ -427,6 +451,7 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
         for name, value in (*_SSE_HEADERS, *_SECURITY_HEADERS):
             self.send_header(name, value)
         self.end_headers()
+        self._streaming = True
         sock: socket.socket = self.connection
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if server.config.sndbuf is not None:
@@ -434,12 +459,13 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
         wire = SocketWire(sock, write_timeout_s=server.config.write_timeout_s, sample=server.config.sample_queues)
         if server.config.sample_queues:
             server.wires[stream.stream_id] = wire
-        writer = stream.serve(cursor, stream.new_channel(), cut_after=cut,
+        channel = stream.new_channel()
+        writer = stream.serve(cursor, channel, cut_after=cut,
                               heartbeat_ns=round(server.config.heartbeat_s * 1e9))
         ending = run_process(writer, server.clock, wire, server.registry.spawn)
         server.journal.append(ConnectionLog(
             stream.stream_id, header, query_id, cursor, cut, ending, wire.snapshot()[1], wire.bytes_sent,
-            server.registry.log.length(stream.stream_id), wire.failure))
+            server.registry.log.length(stream.stream_id), wire.failure, channel.stats()))
 
 
 # -- the command -------------------------------------------------------------------
