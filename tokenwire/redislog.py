@@ -128,11 +128,7 @@ if not len then return {'unknown', 0} end
 len = tonumber(len)
 local index = tonumber(ARGV[2])
 local o = redis.call('GET', KEYS[3])
-if not o then
-  redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6])
-elseif o ~= ARGV[1] then
-  return {'lease', o}
-end
+if o and o ~= ARGV[1] then return {'lease', o} end
 if index ~= len or index >= tonumber(redis.call('HGET', KEYS[1], 'total')) then
   if index < len then
     local id = '0-' .. (index + 1)
@@ -141,6 +137,7 @@ if index ~= len or index >= tonumber(redis.call('HGET', KEYS[1], 'total')) then
   end
   return {'conflict', len}
 end
+if not o then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[4], '0-' .. (index + 1), 't', ARGV[3], 'by', ARGV[1])
 redis.call('HSET', KEYS[1], 'length', index + 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])

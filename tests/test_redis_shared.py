@@ -1,0 +1,188 @@
+"""SharedStream in one process: two 'instances' (two logs with their own owner ids) on one Redis.
+
+Each instance runs its processes on its own ``Threads`` driver; the reader is
+the core ``MemoryReader``.  The multi-process versions (real ``tokenwire
+serve`` processes, SIGKILL) are in test_redis_instances.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from redis_fixture import own_redis, redis_server, redis_session  # noqa: F401
+
+from tokenwire.core.model import ANSWER
+from tokenwire.core.pipeline import RunSpec
+from tokenwire.core.reader import MemoryReader
+from tokenwire.core.stream import Ending, Stream
+from tokenwire.core.threads import Threads
+from tokenwire.core.tokenlog import LogUnavailable, StreamState, UnknownStream
+
+N = 60
+
+
+def _log(url, name, **settings):
+    from tokenwire.redislog import RedisTokenLog
+    settings.setdefault("lease_ms", 300)
+    settings.setdefault("block_ms", 50)
+    return RedisTokenLog(url, name=name, **settings)
+
+
+def _spec(**kw):
+    kw.setdefault("tokens", N)
+    kw.setdefault("producer_ms", 1.0)
+    return RunSpec(**kw)
+
+
+def _connect(stream, reader, cursor, results, threads=None):
+    """Start one connection of ``reader`` to ``stream`` from ``cursor``; returns its driver."""
+    threads = threads or Threads()
+    reader.begin_connection()
+
+    def client():
+        results.append((yield from stream.serve(cursor, stream.new_channel())))
+    threads.spawn(client(), reader)
+    return threads
+
+
+def _owners(log, sid):
+    return [by.split("/")[0] for _, _, by in log.entries(sid)]
+
+
+def _assert_exact(reader, log, sid, n=N):
+    assert reader.ids == list(range(n)), reader.ids
+    assert "".join(reader.texts) == "".join(ANSWER[:n])
+    assert [i for i, _, _ in log.entries(sid)] == list(range(n))      # each index logged once
+
+
+def test_spec_round_trips_through_the_log_and_attach_needs_the_stream(redis_server):
+    from tokenwire.shared import SharedStream, attach_stream, new_stream
+    a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
+    spec = _spec(policy="drop-oldest", capacity=7, seed=9, on_disconnect="detach", jitter=0.2)
+    made = new_stream("s", spec, a)
+    again = attach_stream("s", b)
+    assert isinstance(made, SharedStream) and isinstance(again, SharedStream)
+    assert (again.policy, again.capacity, again.on_disconnect, again.total) == (made.policy, 7, made.on_disconnect, N)
+    assert [again.model.cost_ns(i) for i in range(N)] == [made.model.cost_ns(i) for i in range(N)]
+    with pytest.raises(UnknownStream):
+        attach_stream("nope", b)
+
+
+def test_the_core_stream_runs_on_the_redis_log_alone(redis_server):
+    log = _log(redis_server.url, "A")
+    from tokenwire.core.model import Model
+    stream = Stream("s", Model(ANSWER[:N], _spec().timing()), log)
+    reader, results = MemoryReader(), []
+    _connect(stream, reader, -1, results).join(30)
+    assert results == [Ending.DONE]
+    _assert_exact(reader, log, "s")
+    assert log.state("s") is StreamState.DONE and log.owner("s") is None
+
+
+def test_cut_on_a_resumed_on_b(redis_server):
+    from tokenwire.shared import attach_stream, new_stream
+    a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
+    on_a = new_stream("s", _spec(), a)
+    reader, results = MemoryReader(hang_up_after=20), []
+    _connect(on_a, reader, -1, results).join(30)         # A's reader hangs up: A's producer is cancelled
+    assert results == [Ending.PEER_GONE] and reader.ids == list(range(20))
+    assert a.state("s") is StreamState.CANCELLED and a.owner("s") is None
+    on_b = attach_stream("s", b)
+    _connect(on_b, reader, reader.cursor, results).join(30)
+    assert results[-1] is Ending.DONE
+    _assert_exact(reader, b, "s")
+    owners = _owners(b, "s")
+    k = owners.index("B")
+    assert owners == ["A"] * k + ["B"] * (N - k) and k >= 20
+    assert on_a.model.total_steps + on_b.model.total_steps == N    # nothing generated twice
+
+
+class FrozenModel:
+    """Wraps a model so that generating ``index`` blocks until ``thaw`` is set: a stalled owner."""
+
+    def __init__(self, model, index):
+        self.inner, self.index, self.frozen, self.thaw = model, index, threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def __len__(self):
+        return len(self.inner)
+
+    def generate(self, index):
+        if index == self.index:
+            self.frozen.set()
+            self.thaw.wait(20)
+        return self.inner.generate(index)
+
+
+def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
+    from tokenwire.shared import attach_stream, new_stream
+    a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
+    on_a = new_stream("s", _spec(), a)
+    on_a.model = FrozenModel(on_a.model, 25)
+    reader_a, reader_b, results_a, results_b = MemoryReader(), MemoryReader(), [], []
+    threads_a = _connect(on_a, reader_a, -1, results_a)
+    assert on_a.model.frozen.wait(10)                    # A holds the lease and is stuck in step 25
+    on_b = attach_stream("s", b)
+    threads_b = _connect(on_b, reader_b, 10, results_b)  # a reconnect lands on B: it follows, then takes over
+    threads_b.join(30)
+    on_a.model.thaw.set()                                # A wakes up; its append of 25 must be refused
+    threads_a.join(30)
+    assert results_a == results_b == [Ending.DONE]
+    assert on_a.fenced == 1
+    _assert_exact(reader_a, a, "s")
+    assert reader_b.ids == list(range(11, N))
+    owners = _owners(a, "s")
+    assert owners == ["A"] * 25 + ["B"] * (N - 25)
+    assert on_b.model.steps == {i: 1 for i in range(25, N)}
+
+
+def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_server):
+    from tokenwire.shared import attach_stream, new_stream
+    a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
+    on_a = new_stream("s", _spec(tokens=120, producer_ms=0.5), a)
+    on_b = attach_stream("s", b)
+    readers = [MemoryReader() for _ in range(4)]
+    results: list[Ending] = []
+    drivers = [_connect(on_a, readers[0], -1, results), _connect(on_b, readers[1], -1, results)]
+    time.sleep(0.02)
+    drivers += [_connect(s, r, -1, results) for s, r in ((on_a, readers[2]), (on_b, readers[3]))]
+    for driver in drivers:
+        driver.join(30)
+    # the later connection on each instance replaced the earlier one there
+    assert sorted(results) == sorted([Ending.DONE, Ending.DONE, Ending.REPLACED, Ending.REPLACED])
+    for reader in readers:
+        if reader.done_at is not None:
+            assert reader.ids == list(range(120))
+    assert [i for i, _, _ in a.entries("s")] == list(range(120))
+    assert on_a.model.total_steps + on_b.model.total_steps == 120
+    assert on_a.fenced == on_b.fenced == 0
+
+
+def test_redis_restart_ends_the_stream_then_recovers(own_redis):
+    from tokenwire.shared import new_stream
+    a = _log(own_redis.url, "A")
+    on_a = new_stream("s", _spec(tokens=200, producer_ms=3.0), a)
+    reader, results = MemoryReader(), []
+    driver = _connect(on_a, reader, -1, results)
+    deadline = time.monotonic() + 10
+    while len(reader.ids) < 20 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    own_redis.stop()
+    driver.join(30)                                       # the producer stops, the connection ends without done
+    assert results == [Ending.REPLACED] and reader.done_at is None
+    assert isinstance(on_a.failure, LogUnavailable) and not on_a.producer_running
+    assert reader.ids == list(range(len(reader.ids)))     # a prefix, no gap, no duplicate
+    with pytest.raises(LogUnavailable):
+        _connect(on_a, reader, reader.cursor, results).join(10)
+    own_redis.start()                                      # back, empty (no persistence)
+    with pytest.raises(UnknownStream):
+        _connect(on_a, reader, reader.cursor, results).join(10)
+    fresh = new_stream("t", _spec(tokens=30), a)
+    reader2, results2 = MemoryReader(), []
+    _connect(fresh, reader2, -1, results2).join(30)
+    assert results2 == [Ending.DONE]
+    _assert_exact(reader2, a, "t", 30)
