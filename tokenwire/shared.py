@@ -22,37 +22,33 @@ ended without ``done`` (the reader reconnects with ``Last-Event-ID``, gets
 503 until Redis is back, then resumes), and the lease simply expires.
 
 ``open_log`` turns ``--log`` / ``TOKENWIRE_LOG_URL`` into a token log;
-``new_stream`` and ``attach_stream`` build the right ``Stream`` for it, the
-spec stored in the log's meta so any instance can rebuild the stream.
+``new_stream`` and ``attach_stream`` are the registry's stream factories
+for it (the spec is kept in the log's meta, so any instance can rebuild a
+stream), and ``make_registry`` puts the three together for ``tokenwire serve``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import registry
+from .core.clock import RealClock
 from .core.effects import Process, Put, Sleep, TokenItem
 from .core.model import ANSWER, Model
 from .core.pipeline import RunSpec
 from .core.stream import Stream
-from .core.tokenlog import IndexConflict, LeaseLost, LogError, LogGap, MemoryTokenLog, TokenLog
+from .core.tokenlog import IndexConflict, LeaseLost, LogError, LogGap, MemoryTokenLog, TokenLog, UnknownStream
 
 if TYPE_CHECKING:
     from .redislog import Claim
 
-__all__ = ["LOG_URL_ENV", "RETRY_AFTER_S", "SharedLog", "SharedStream", "attach_stream", "is_shared",
-           "new_stream", "open_log", "spec_from_meta"]
+__all__ = ["LOG_URL_ENV", "SharedLog", "SharedStream", "attach_stream", "is_shared", "make_registry",
+           "new_stream", "open_log"]
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
-# What a 503 for an unavailable log tells the client to wait (Retry-After, s):
-# a restarting Redis is back within seconds; an EventSource would anyway
-# retry after its `retry` (750 ms).
-RETRY_AFTER_S = 1
-# The key under which a stream's RunSpec is kept in the log's meta.
-SPEC_KEY = "spec"
 
 
 class SharedLog(TokenLog, Protocol):
@@ -153,8 +149,8 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     """Return the token log ``url`` names: in memory for None, ``""`` or ``"memory"``, else Redis.
 
     Falls back to ``$TOKENWIRE_LOG_URL`` when ``url`` is None.  Raises
-    ``ValueError`` for an unknown scheme, ``ImportError`` (naming the extra)
-    if the ``redis`` package is missing.
+    ``ValueError`` for an unknown scheme or when the ``redis`` package (the
+    ``redis`` extra) is missing.
     """
     url = os.environ.get(LOG_URL_ENV) if url is None else url
     if not url or url == "memory":
@@ -164,39 +160,44 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     try:
         from .redislog import RedisTokenLog
     except ImportError as exc:
-        raise ImportError(f"a redis:// log needs the redis package: pip install 'tokenwire[redis]' ({exc})") from exc
+        raise ValueError(f"a redis:// log needs the redis package: pip install 'tokenwire[redis]' ({exc})") from None
     return RedisTokenLog(url, name=name)
-
-
-def spec_meta(spec: RunSpec) -> dict[str, Any]:
-    """Return the JSON-able meta that lets any instance rebuild a stream of ``spec``."""
-    values = {key: (value.value if hasattr(value, "value") else value) for key, value in asdict(spec).items()}
-    return {SPEC_KEY: values}
-
-
-def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
-    """Return the ``RunSpec`` stored by ``spec_meta``; raises ``ValueError`` if there is none."""
-    values = meta.get(SPEC_KEY)
-    if not isinstance(values, dict):
-        raise ValueError(f"the log's meta carries no stream spec: {dict(meta)!r}")
-    return RunSpec(**values)
-
-
-def _stream(stream_id: str, spec: RunSpec, log: TokenLog, *, attach: bool) -> Stream:
-    model = Model(ANSWER[: spec.tokens], spec.timing())
-    cls = SharedStream if is_shared(log) else Stream
-    return cls(stream_id, model, log, policy=spec.policy, capacity=spec.capacity,  # type: ignore[arg-type]
-               on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, meta=spec_meta(spec), attach=attach)
 
 
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog) -> Stream:
     """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it."""
-    return _stream(stream_id, spec, log, attach=False)
+    if not is_shared(log):
+        return registry.new_stream(stream_id, spec, log)
+    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
+                        retry_ms=spec.retry_ms, meta=registry.spec_to_meta(spec))
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
     """Rebuild a stream another instance created in the shared ``log``; returns it.
 
-    Raises ``UnknownStream`` if the log does not hold it, ``LogUnavailable``.
+    Raises ``UnknownStream`` if the log does not hold it (or it was not made
+    by a live server), ``LogUnavailable``.
     """
-    return _stream(stream_id, spec_from_meta(log.meta(stream_id)), log, attach=True)
+    if not is_shared(log):
+        return registry.attach_stream(stream_id, log)
+    try:
+        spec = registry.spec_from_meta(log.meta(stream_id))
+    except ValueError:
+        raise UnknownStream(stream_id) from None
+    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
+                        retry_ms=spec.retry_ms, attach=True)
+
+
+def make_registry(url: str | None, **kwargs: Any) -> registry.Registry:
+    """Return a live-server ``Registry`` on the log ``url`` names (see ``open_log``).
+
+    ``kwargs`` go to ``Registry``.  Raises ``ValueError`` for a bad URL or
+    setting; a Redis that is down is not an error here (requests get 503).
+    """
+    clock = RealClock()
+    log = open_log(url, clock.now)
+    if not is_shared(log):
+        return registry.Registry(clock=clock, **kwargs)
+    return registry.Registry(log, clock=clock, new_stream=new_stream, attach_stream=attach_stream, **kwargs)
