@@ -484,6 +484,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-live", type=int, default=DEFAULT_MAX_LIVE,
                         help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
     parser.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    parser.add_argument("--log", default=None, metavar="URL",
+                        help="token log: 'memory' or redis://host:port/db to share streams between instances "
+                             "(default $TOKENWIRE_LOG_URL, else memory)")
     return parser
 
 
@@ -496,7 +499,8 @@ def cli_main(argv: list[str]) -> int:
     try:
         config = LiveConfig(heartbeat_s=args.heartbeat_s, write_timeout_s=args.write_timeout_s,
                             request_timeout_s=args.request_timeout_s, access_log=not args.quiet)
-        registry = Registry(max_live=args.max_live)
+        from .shared import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
+        registry = make_registry(args.log, max_live=args.max_live)
     except ValueError as exc:
         print(f"tokenwire serve: {exc}", file=sys.stderr)
         return 2
