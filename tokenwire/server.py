@@ -259,8 +259,8 @@ class LiveServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], *, registry: Registry | None = None,
                  config: LiveConfig | None = None) -> None:
-        self.registry = registry or Registry()
-        self.config = config or LiveConfig()
+        self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
+        self.config = config if config is not None else LiveConfig()
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.wires: dict[str, SocketWire] = {}     # latest wire per stream, kept only when sampling
         self.clock: RealClock = self.registry.clock
