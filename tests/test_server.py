@@ -83,6 +83,12 @@ def events_of(body: bytes) -> list[Event]:
     return Decoder().feed(body)
 
 
+def no_banner(headers: dict[str, str]) -> bool:
+    """No Server header, or one naming the software without a version (nor Python's)."""
+    server = headers.get("server", "")
+    return "/" not in server and "python" not in server.lower()
+
+
 def token_ids(body: bytes) -> list[int]:
     return [int(e.id) for e in events_of(body) if e.event == "token"]
 
@@ -97,7 +103,7 @@ def test_post_streams_answers_201_with_an_unguessable_id_and_its_events_url() ->
     assert headers["content-type"] == "application/json"
     assert info["events_url"] == f"/streams/{info['stream_id']}/events" == headers["location"]
     assert len(info["stream_id"]) >= 22 and info["stream_id"] != other
-    assert "server" not in headers
+    assert no_banner(headers)
 
 
 def test_events_are_exactly_the_frames_the_core_makes_with_the_sse_headers() -> None:
@@ -108,7 +114,8 @@ def test_events_are_exactly_the_frames_the_core_makes_with_the_sse_headers() -> 
     assert headers["content-type"] == "text/event-stream; charset=utf-8"
     assert headers["cache-control"] == "no-store"
     assert headers["x-accel-buffering"] == "no"
-    assert "content-encoding" not in headers and "content-length" not in headers and "server" not in headers
+    assert "content-encoding" not in headers and "content-length" not in headers
+    assert no_banner(headers)
     expected = (open_frame(sid, resumed=False, start_index=0, policy="block", buffer=4)
                 + b"".join(token_frame(TokenItem(i, t)) for i, t in enumerate(ANSWER[:30]))
                 + done_frame(30, delivered_from=0, dropped=0))
@@ -162,7 +169,7 @@ def test_ids_past_the_end_or_never_sent_are_400_and_a_finished_stream_is_204() -
                                                        headers={"Last-Event-ID": "29"})
     assert status_fresh == 400 and "'5' was never sent" in json.loads(body_fresh)["error"]
     assert status_past == 400 and "'30' is past the end" in json.loads(body_past)["error"]
-    assert status_done == 204 and body_done == b"" and "server" not in headers_done
+    assert status_done == 204 and body_done == b"" and no_banner(headers_done)
 
 
 def test_unknown_streams_bad_parameters_and_wrong_methods() -> None:
@@ -309,19 +316,23 @@ def test_the_live_page_is_strict_and_its_files_are_served() -> None:
         js = request(server, "GET", "/static/live.js")
         css = request(server, "GET", "/static/live.css")
         missing = request(server, "GET", "/static/../server.py")
+        head = request(server, "HEAD", "/live")
+        head_events = request(server, "HEAD", f"/streams/{create(server)}/events")
     page = body.decode()
     assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
     assert headers["content-security-policy"] == LIVE_CSP and "script-src 'self'" in LIVE_CSP
     assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
-    assert "server" not in headers
+    assert no_banner(headers)
     assert '<script src="/static/live.js" defer></script>' in page
     assert page.count("<script") == 1 and "<style" not in page and " style=" not in page
     assert js[0] == 200 and js[1]["content-type"] == "text/javascript; charset=utf-8" and b"EventSource" in js[2]
     assert css[0] == 200 and css[1]["content-type"] == "text/css; charset=utf-8"
     assert missing[0] == 404
+    assert head[0] == 200 and head[2] == b"" and head[1]["content-length"] == str(len(body))
+    assert head_events[0] == 405 and head_events[1]["allow"] == "GET"
 
 
 def test_other_paths_fall_back_to_the_report_handler() -> None:
     with running_server() as server:
         missing = request(server, "GET", "/no-such-page")
-    assert missing[0] == 404 and "server" not in missing[1]
+    assert missing[0] == 404 and no_banner(missing[1])

@@ -335,6 +335,15 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
         except LogError as exc:
             self._log_failure(exc)
 
+    def do_HEAD(self) -> None:
+        path = self.path.partition("?")[0]
+        if path == "/live" or path.startswith("/static/"):
+            self.do_GET()                      # _reply leaves the body out for HEAD
+        elif path == "/stream" or path == "/streams" or _EVENTS_PATH.fullmatch(path):
+            self._error(405, f"{path!r} does not take HEAD", (("Allow", "POST" if path == "/streams" else "GET"),))
+        else:
+            super().do_HEAD()
+
     def _log_failure(self, exc: LogError) -> None:
         if self._streaming:       # headers already sent: all that is left is to end the stream
             self.log_error("token log failed mid-stream: %s", exc)
