@@ -1,19 +1,402 @@
-"""Placeholder until the report lands: prints a summary of one default run."""
+"""The report rendered three ways (text, JSON, HTML), and the one pure function the handler calls.
+
+How this works: ``render(query)`` parses the query (``tokenwire.params``),
+builds the report model once (``tokenwire.report``) and lays it out:
+``report.txt`` and ``report.html`` are jinja2 templates in one environment
+built at import (``StrictUndefined``, ``trim_blocks``, ``lstrip_blocks``,
+``keep_trailing_newline``; autoescape for ``.html`` only); JSON is
+``json.dumps`` of a dict built from the same record.  Templates do no
+arithmetic: numbers arrive computed and rounded, and the few filters below
+only format and wrap them.  SVG chart geometry (scales, ticks, polylines)
+is computed here, server-side, so the HTML page needs no script.
+
+The HTML page carries its stylesheet in one ``<style>`` element whose
+SHA-256 is in the Content-Security-Policy, so no other style, script or
+fetch can run on the page.  ``cli_main`` is ``tokenwire report``.
+"""
 
 from __future__ import annotations
 
-from .core.metrics import timing_from_arrivals
-from .core.pipeline import RunSpec, run
+import base64
+import hashlib
+import json
+import math
+import sys
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from .params import (
+    MAX_BUFFER,
+    MAX_PRODUCER_MS,
+    MAX_READER_MS,
+    MAX_TOKENS,
+    MIN_PRODUCER_MS,
+    MIN_TOKENS,
+    SCENARIOS,
+    HelpRequested,
+    ParamError,
+    ReportParams,
+    cli_usage,
+    parse_cli,
+    parse_query,
+)
+from .report import POLICIES, Report, Resume, build_report, virtual_wall_ms
+
+__all__ = ["REAL_BUDGET_MS", "cli_main", "render", "render_report", "report_json"]
+
+WIDTH = 78
+# A real-clock page runs every scenario on threads, one after another; past
+# this estimate (from the virtual clock) the visitor waits too long and the
+# serverless function nears its maxDuration (vercel.json).
+REAL_BUDGET_MS = 5000.0
+# Virtual pages are deterministic for a given version of the code: caches may keep them.
+VIRTUAL_CACHE = "public, max-age=3600"
+
+# The form's input limits, the same as the validator's.
+BOUNDS = {"tokens": (MIN_TOKENS, MAX_TOKENS), "buffer": (1, MAX_BUFFER), "reader_ms": (0, MAX_READER_MS),
+          "producer_ms": (MIN_PRODUCER_MS, MAX_PRODUCER_MS)}
+
+CONTENT_TYPES = {"text": "text/plain; charset=utf-8", "json": "application/json; charset=utf-8",
+                 "html": "text/html; charset=utf-8"}
+
+
+# ------------------------------------------------------------ filters (formatting only)
+
+
+def _wrap(text: str, width: int = WIDTH) -> str:
+    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline."""
+    lines = [textwrap.fill(line.strip(), width, break_long_words=False, break_on_hyphens=False)
+             for line in text.split("\n") if line.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def _hang(value: object, label: str, width: int = 19) -> str:
+    """``label`` in a column of ``width``, then ``value`` wrapped under itself."""
+    head = label.ljust(width - 1) + " " if label else " " * width
+    return textwrap.fill(str(value), WIDTH, initial_indent=head, subsequent_indent=" " * width,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _spread(left: str, right: str) -> str:
+    return left + " " * max(1, WIDTH - len(left) - len(right)) + right if right else left
+
+
+def _frame_lines(frame: str) -> list[str]:
+    return [f"| {line}" if line else "|" for line in frame.split("\n")[:-1]]
+
+
+def _num(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def _make_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("tokenwire", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    env.filters.update(
+        wrap=_wrap, hang=_hang, spread=_spread, frame_lines=_frame_lines, num=_num, times=_times,
+        ms=lambda v: f"{v:.2f}", ms1=lambda v: f"{v:.1f}",
+        ms_or=lambda v, other: other if v is None else f"{v:.2f}",
+        idlist=lambda ids: "[" + ", ".join(map(str, ids)) + "]",
+    )
+    return env
+
+
+ENV = _make_env()
+TEXT = ENV.get_template("report.txt")
+HTML = ENV.get_template("report.html")
+CSS = Markup(ENV.loader.get_source(ENV, "report.css")[0])  # type: ignore[union-attr]
+CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
+CSP = (f"default-src 'none'; img-src 'self' data:; style-src 'sha256-{CSS_HASH}'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+# ------------------------------------------------------------ JSON
+
+
+def _resume_json(r: Resume) -> dict[str, Any]:
+    return {
+        "on_disconnect": r.mode, "first_tokens": r.first_tokens, "last_event_id": r.last_event_id,
+        "first_completed": r.first_completed, "generated_at_hang_up": r.generated_at_hang_up,
+        "generated_before_cancel": r.generated_at_reconnect if r.mode == "cancel" else None,
+        "generated_at_reconnect": r.generated_at_reconnect, "generated_while_away": r.generated_while_away,
+        "resumed_at": r.resumed_at, "second_tokens": r.second_tokens, "completed": r.completed,
+        "replayed": r.replayed, "ids_head": list(r.ids_head), "ids_tail": list(r.ids_tail),
+        "contiguous": r.contiguous, "duplicates": list(r.duplicates), "text_matches": r.text_matches,
+        "generated_total": r.generated_total, "hang_up_ms": r.hang_up_ms, "reconnect_ms": r.reconnect_ms,
+        "waited_for_model_ms": r.waited_for_model_ms, "catch_up_ms": r.catch_up_ms,
+    }
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """Return the report as a JSON-ready dict; the same figures as the text and HTML."""
+    p, w, t = report.params, report.wire, report.timing
+    buffer = {row.policy: {
+        "delivered": row.delivered, "total": row.total, "dropped": row.dropped, "gap_runs": row.gap_runs,
+        "high_water": row.high_water, "capacity": row.capacity, "producer_waited_ms": row.producer_waited_ms,
+        "pauses": row.pauses, "wall_ms": row.wall_ms, "cuts": row.cuts, "reconnects": row.reconnects,
+        "lost_runs": [list(run) for run in row.lost],
+    } for row in report.buffer}
+    d = report.detail
+    return {
+        "scenario": p.scenario, "clock": p.clock,
+        "params": {f.name: getattr(p, f.name) for f in fields(p)},
+        "wire": {"first_frames": w.first_frames, "closing_frame": w.closing, "frames_skipped": w.skipped,
+                 "frames_read": w.frames_read, "token_frames": w.token_frames, "round_trip": w.round_trip},
+        "timing": {"tokens": t.tokens, "ttft_ms": t.ttft_ms, "total_ms": t.total_ms,
+                   "first_token_share": t.first_token_share, "itl_p50_ms": t.itl_p50_ms,
+                   "itl_p95_ms": t.itl_p95_ms, "itl_max_ms": t.itl_max_ms, "tokens_per_s": t.tokens_per_s},
+        "buffer": buffer,
+        "resume": {**_resume_json(report.resume), "detach": _resume_json(report.detach)},
+        "detail": {"scenario": d.scenario, "section": d.section, "run": d.run, "decisions": d.decisions,
+                   "rows": [None if row is None else {f.name: getattr(row, f.name) for f in fields(row)}
+                            for row in d.rows]},
+    }
+
+
+# ------------------------------------------------------------ SVG charts
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One line: its CSS class, legend label, SVG points, and where its legend key goes."""
+
+    css: str
+    key_css: str
+    label: str
+    points: str          # "x,y x,y ..." in SVG pixels
+    key_x: float
+    key_y: float
+    key_text_x: float
+    key_text_y: float
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A vertical dashed line at ``x`` with a label beside it."""
+
+    x: float
+    label: str
+    label_x: float
+    label_y: float
+    anchor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """Everything an SVG line chart needs, in pixels: the template only places it."""
+
+    title: str
+    width: int
+    height: int
+    left: int
+    top: int
+    right: int           # x of the plot's right edge
+    bottom: int          # y of the plot's bottom edge
+    x_ticks: tuple[tuple[float, str], ...]
+    y_ticks: tuple[tuple[float, str], ...]
+    x_label: str
+    y_label: str
+    series: tuple[Series, ...]
+    markers: tuple[Marker, ...]
+
+    @property
+    def tick_label_y(self) -> int:
+        return self.bottom + 14
+
+    @property
+    def y_tick_x(self) -> int:
+        return self.left - 5
+
+    @property
+    def x_label_x(self) -> float:
+        return (self.left + self.right) / 2
+
+    @property
+    def x_label_y(self) -> int:
+        return self.bottom + 30
+
+    @property
+    def y_label_x(self) -> int:
+        return 12
+
+    @property
+    def y_label_y(self) -> float:
+        return (self.top + self.bottom) / 2
+
+
+def _nice_step(span: float, count: int) -> float:
+    """Return a 1, 2, 2.5 or 5 times a power of ten step giving about ``count`` ticks over ``span``."""
+    raw = max(span, 1e-9) / count
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    return next(f * magnitude for f in (1, 2, 2.5, 5, 10) if f * magnitude >= raw * (1 - 1e-9))
+
+
+def _ticks(high: float, count: int) -> list[float]:
+    step = _nice_step(high, count)
+    return [i * step for i in range(int(high / step + 1e-9) + 1)]
+
+
+def _chart(title: str, lines: Sequence[tuple[str, str, Sequence[tuple[float, float]]]], *, x_label: str,
+           y_label: str, markers: Sequence[tuple[float, str]] = (), width: int = 640, height: int = 250,
+           y_max: float | None = None) -> Chart:
+    """Lay out ``lines`` (css class, label, data points) on shared linear axes from 0."""
+    keyed = len(lines) > 1                    # a legend above the plot, one row per line
+    left, top, right, bottom = 52, 14 + (16 * len(lines) if keyed else 0), width - 14, height - 40
+    xs = [x for _, _, pts in lines for x, _ in pts] + [x for x, _ in markers]
+    x_high = max(xs, default=1.0) or 1.0
+    y_high = y_max if y_max is not None else (max((y for _, _, pts in lines for _, y in pts), default=1.0) or 1.0)
+    x_ticks, y_ticks = _ticks(x_high, 6), _ticks(y_high, 4)
+    x_top, y_top = max(x_high, x_ticks[-1]), max(y_high, y_ticks[-1])
+
+    def sx(x: float) -> float:
+        return round(left + (right - left) * x / x_top, 1)
+
+    def sy(y: float) -> float:
+        return round(bottom - (bottom - top) * y / y_top, 1)
+
+    series = tuple(
+        Series(css=css, key_css="key-" + css.removeprefix("s-"), label=label,
+               points=" ".join(f"{sx(x)},{sy(y)}" for x, y in pts),
+               key_x=left, key_y=6 + 16 * i, key_text_x=left + 15, key_text_y=15 + 16 * i)
+        for i, (css, label, pts) in enumerate(lines))
+    marks = []
+    for i, (x, label) in enumerate(markers):
+        px = sx(x)
+        flip = px > (left + right) / 2            # label to the left of a line in the right half
+        marks.append(Marker(x=px, label=label, label_x=px - 4 if flip else px + 4,
+                            label_y=top + 12 + 14 * (i % 2), anchor="end" if flip else "start"))
+    return Chart(
+        title=title, width=width, height=height, left=left, top=top, right=right, bottom=bottom,
+        x_ticks=tuple((sx(x), _num(round(x, 3))) for x in x_ticks),
+        y_ticks=tuple((sy(y), _num(round(y, 3))) for y in y_ticks),
+        x_label=x_label, y_label=y_label, series=series, markers=tuple(marks),
+    )
+
+
+def _arrivals(report: Report, name: str) -> list[tuple[float, float]]:
+    result = report.runs[name]
+    return [(t / 1e6, i + 1) for i, t in enumerate(result.arrivals_ns)]
+
+
+def _depth_chart(report: Report, policy: str) -> Chart:
+    result = report.runs[policy]
+    points: list[tuple[float, float]] = [(0.0, 0.0)]
+    for entry in result.trace:
+        t = entry.t_ns / 1e6
+        points += [(t, points[-1][1]), (t, entry.depth)]
+    cuts = [(e.t_ns / 1e6, "cut") for e in result.trace if e.decision == "cut"]
+    return _chart(f"{policy}: buffer depth", [("s-depth", "tokens queued", points)], x_label="ms",
+                  y_label="queued", markers=cuts, width=310, height=150, y_max=result.spec.capacity)
+
+
+def _resume_chart(report: Report) -> Chart:
+    result, r = report.runs["cancel"], report.resume
+    pairs = list(zip(result.arrivals_ns, result.ids))
+    first = [(t / 1e6, i) for t, i in pairs[: r.first_tokens]]
+    second = [(t / 1e6, i) for t, i in pairs[r.first_tokens:]]
+    return _chart("the resumed stream: event id by arrival time",
+                  [("s-first", "first connection", first), ("s-second", "after the reconnect", second)],
+                  x_label="ms since the request", y_label="event id",
+                  markers=[(r.hang_up_ms, f"hung up after id {r.last_event_id}"),
+                           (r.reconnect_ms, f"Last-Event-ID: {r.last_event_id}")])
+
+
+def _charts(report: Report) -> dict[str, Any]:
+    p = report.params
+    arrivals = _chart(
+        "token arrival: fast reader against slow reader",
+        [("s-fast", "fast reader (0 ms, buffer 64)", _arrivals(report, "baseline")),
+         ("s-slow", f"slow reader ({_num(p.reader_ms)} ms, buffer {p.buffer}, block)", _arrivals(report, "block"))],
+        x_label="ms since the request", y_label="tokens read")
+    return {"arrivals": arrivals, "depth": [_depth_chart(report, policy) for policy in POLICIES],
+            "resume": _resume_chart(report)}
+
+
+# ------------------------------------------------------------ pages
+
+
+def _links(params: ReportParams) -> list[tuple[str, str, bool]]:
+    return [(name, "?" + params.query(scenario=name, format="html"), name == params.scenario) for name in SCENARIOS]
+
+
+def render_report(report: Report) -> bytes:
+    """Return the report's body in its params' format, as UTF-8 bytes."""
+    fmt = report.params.format
+    if fmt == "json":
+        return (json.dumps(report_json(report), indent=2) + "\n").encode()
+    if fmt == "html":
+        text = HTML.render(r=report, css=CSS, charts=_charts(report), links=_links(report.params), bounds=BOUNDS,
+                           other_formats=[(f, "?" + report.params.query(format=f)) for f in ("text", "json")])
+        return text.encode()
+    return TEXT.render(r=report).encode()
+
+
+def check_real_budget(params: ReportParams) -> None:
+    """Raise ``ParamError`` if a real-clock page for ``params`` would take over ``REAL_BUDGET_MS``."""
+    if params.clock != "real":
+        return
+    estimate = virtual_wall_ms(params)
+    if estimate > REAL_BUDGET_MS:
+        raise ParamError(
+            f"clock=real would take about {estimate / 1000:.1f} s of wall clock with these parameters, over the "
+            f"{REAL_BUDGET_MS / 1000:g} s a page may take; use clock=virtual for the same report computed at once "
+            f"(or fewer tokens, a faster reader or a larger buffer)")
+
+
+def headers_for(params: ReportParams) -> list[tuple[str, str]]:
+    """Return the response headers (without Content-Length) of a report page."""
+    headers = [("Content-Type", CONTENT_TYPES[params.format]), ("X-Content-Type-Options", "nosniff"),
+               ("Cache-Control", VIRTUAL_CACHE if params.clock == "virtual" else "no-store")]
+    if params.format == "html":
+        headers += [("Content-Security-Policy", CSP), ("Referrer-Policy", "no-referrer")]
+    return headers
+
+
+def error_response(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> tuple[
+        int, list[tuple[str, str]], bytes]:
+    """Return a plain-text error response: one line, not cacheable."""
+    headers = [("Content-Type", CONTENT_TYPES["text"]), ("X-Content-Type-Options", "nosniff"),
+               ("Cache-Control", "no-store"), *extra]
+    return status, headers, (message + "\n").encode()
+
+
+def render(params_query: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Return ``(status, headers, body)`` for a report query string (no ``?``). No I/O.
+
+    A bad parameter is a 400 with the one-line message; everything else a
+    200 in the requested format.  Headers exclude Content-Length.
+    """
+    try:
+        params = parse_query(params_query)
+        check_real_budget(params)
+    except ParamError as exc:
+        return error_response(400, str(exc))
+    return 200, headers_for(params), render_report(build_report(params))
 
 
 def cli_main(argv: list[str]) -> int:
-    if argv:
-        import sys
-        print(f"tokenwire report: unexpected arguments {argv!r}", file=sys.stderr)
+    """``tokenwire report [--flag value ...]``: print the report; 2 with one stderr line on bad flags."""
+    try:
+        params = parse_cli(argv)
+        check_real_budget(params)
+    except HelpRequested:
+        print(cli_usage())
+        return 0
+    except ParamError as exc:
+        print(f"tokenwire report: {exc}", file=sys.stderr)
         return 2
-    for policy in ("block", "drop-newest", "drop-oldest", "disconnect"):
-        result = run(RunSpec(policy=policy, reader_ms=3))
-        timing = timing_from_arrivals(result.arrivals_ns)
-        print(f"{policy:<12} delivered {len(result.ids)} of {result.spec.tokens}  dropped {result.stats.dropped}"
-              f"  high water {result.stats.high_water}  wall {result.wall_ns / 1e6:.1f} ms  ttft {timing.ttft_ms:.2f} ms")
+    sys.stdout.buffer.write(render_report(build_report(params)))
+    sys.stdout.flush()
     return 0

@@ -1,0 +1,296 @@
+"""The report's parameters: one validated record from a query string or CLI flags.
+
+How this works: both front doors reduce their input to pairs of
+``(name, raw string)`` and hand them to one validator, so ``?reader_ms=3``
+and ``--reader-ms 3`` are refused or accepted with the same message.  The
+validator is strict on purpose: a parameter it does not know, a value it
+cannot read, a value out of range or a parameter given twice is an error
+(``ParamError``, a ``ValueError`` whose message is one line naming the
+parameter, the value given and what is allowed), never silently ignored or
+clamped.  Numbers are plain decimals (``3``, ``0.5``, ``.5``): no sign, no
+exponent, no ``nan``/``inf``, no ``_`` separators, which ``float()`` would
+all accept.
+
+``cut_after`` defaults to 18, or to half the answer when the answer is 18
+tokens or shorter, so that ``?tokens=10`` alone is valid; an explicit value
+must still be below ``tokens``.  The same module is meant for the live
+server's ``POST /streams?...``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+from urllib.parse import quote, unquote_plus
+
+from .core.model import ANSWER
+
+__all__ = [
+    "DEFAULTS",
+    "FORMATS",
+    "SCENARIOS",
+    "ParamError",
+    "ReportParams",
+    "cli_usage",
+    "parse_cli",
+    "parse_pairs",
+    "parse_query",
+]
+
+
+class ParamError(ValueError):
+    """A bad parameter; ``str(error)`` is the one-line message for the visitor."""
+
+
+class Scenario(StrEnum):
+    BASELINE = "baseline"
+    BLOCK = "block"
+    DROP_NEWEST = "drop-newest"
+    DROP_OLDEST = "drop-oldest"
+    DISCONNECT = "disconnect"
+
+
+SCENARIOS = tuple(s.value for s in Scenario)
+SCENARIO_ALIASES = {"drop": Scenario.DROP_NEWEST.value}
+FORMATS = ("text", "json", "html")
+CLOCKS = ("virtual", "real")
+
+# Bounds, each with its reason.
+MIN_TOKENS = 2                 # a resume needs a token before the cut and one after
+MAX_TOKENS = len(ANSWER)       # the whole canned answer (277)
+MAX_BUFFER = 64                # the baseline's buffer; a slow reader fills any bound eventually
+MAX_READER_MS = 100.0          # 10 tokens a second is already a stalled screen
+MIN_PRODUCER_MS = 0.01         # a step must cost something, or TTFT and throughput are 0 and infinity
+MAX_PRODUCER_MS = 100.0        # slower than any model worth streaming
+MAX_SEED = 2**32 - 1           # what a seed field usually holds
+DEFAULT_CUT_AFTER = 18
+# A query string far longer than nine parameters can need; refuse before parsing.
+MAX_QUERY_CHARS = 2048
+# Longer values are shortened in messages, so an error never echoes a novel.
+MAX_ECHO_CHARS = 40
+
+_INT = re.compile(r"[0-9]{1,10}")
+_DECIMAL = re.compile(r"(?:[0-9]{1,6}(?:\.[0-9]{0,6})?|\.[0-9]{1,6})")
+
+
+def default_cut_after(tokens: int) -> int:
+    """Return the cut used when none is given: 18, or half of a short answer."""
+    return DEFAULT_CUT_AFTER if tokens > DEFAULT_CUT_AFTER else max(1, tokens // 2)
+
+
+def _plain(value: object) -> str:
+    """Return ``value`` as the visitor would type it (``3`` rather than ``3.0``)."""
+    if isinstance(value, float):
+        return f"{value:.6f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def _echo(value: str) -> str:
+    shown = value if len(value) <= MAX_ECHO_CHARS else value[:MAX_ECHO_CHARS] + "..."
+    return repr(shown)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportParams:
+    """What the visitor asked for; validated, canonical (``drop`` is ``drop-newest``).
+
+    scenario: the part of the page given a detail block; format: text, json
+    or html; clock: virtual (deterministic) or real (threads, measured);
+    tokens: answer length; buffer: channel slots; reader_ms/producer_ms: time
+    per token of each side; cut_after: tokens before the resume demo hangs
+    up; seed: drives the model's timing jitter.
+    """
+
+    scenario: str = Scenario.DISCONNECT.value
+    format: str = "text"
+    clock: str = "virtual"
+    tokens: int = 70
+    buffer: int = 4
+    reader_ms: float = 3.0
+    producer_ms: float = 0.5
+    cut_after: int = DEFAULT_CUT_AFTER
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        # Built by the parsers, this never fires; it guards direct construction.
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        if _validate({name: _plain(value) for name, value in values.items()}) != values:
+            raise ParamError(f"not a canonical ReportParams: {self!r}")
+
+    @property
+    def policy(self) -> str:
+        """The channel policy this scenario names (``baseline`` reads fast under ``block``)."""
+        return Scenario.BLOCK.value if self.scenario == Scenario.BASELINE.value else self.scenario
+
+    @property
+    def capacity(self) -> int:
+        """The channel capacity, ``buffer`` under the core's name."""
+        return self.buffer
+
+    def query(self, **changes: object) -> str:
+        """Return the query string (no ``?``) for these params with ``changes``, defaults left out."""
+        target = replace(self, **changes) if changes else self  # type: ignore[arg-type]
+        parts = []
+        for f in fields(ReportParams):
+            value = getattr(target, f.name)
+            if f.name == "cut_after":
+                if value == default_cut_after(target.tokens):
+                    continue
+            elif value == getattr(DEFAULTS, f.name):
+                continue
+            parts.append(f"{f.name}={quote(_plain(value), safe='')}")
+        return "&".join(parts)
+
+
+NAMES = tuple(f.name for f in fields(ReportParams))
+_DEFAULT: dict[str, Any] = {f.name: f.default for f in fields(ReportParams)}
+
+
+# ------------------------------------------------------------ validation
+
+
+def parse_query(query: str) -> ReportParams:
+    """Return the parameters in a URL query string (without the ``?``).
+
+    Raises ``ParamError`` for an unknown, repeated, unreadable or
+    out-of-range parameter; the message names it, the value and what is
+    allowed.  Keys and values are percent-decoded (``+`` is a space).
+    """
+    if len(query) > MAX_QUERY_CHARS:
+        raise ParamError(f"query string is {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")
+    pairs = []
+    for part in query.split("&"):
+        if not part:
+            continue
+        name, eq, value = part.partition("=")
+        name, value = unquote_plus(name), unquote_plus(value)
+        if not eq:
+            raise ParamError(f"parameter {_echo(name)} has no value; write it as {name}=VALUE "
+                             f"(known parameters: {', '.join(NAMES)})")
+        pairs.append((name, value))
+    return parse_pairs(pairs)
+
+
+def parse_pairs(pairs: Iterable[tuple[str, str]]) -> ReportParams:
+    """Return the parameters for ``(name, raw value)`` pairs; raises ``ParamError``."""
+    given: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in NAMES:
+            raise ParamError(f"unknown parameter {_echo(name)} (given {_echo(value)}); "
+                             f"allowed: {', '.join(NAMES)}")
+        if name in given:
+            raise ParamError(f"parameter {name!r} given more than once ({_echo(given[name])} and "
+                             f"{_echo(value)}); give it once")
+        given[name] = value
+    return ReportParams(**_validate(given))
+
+
+def _validate(given: Mapping[str, str]) -> dict[str, Any]:
+    """Return the typed values for raw ``given`` strings, defaults filled in."""
+    tokens = _int(given, "tokens", MIN_TOKENS, MAX_TOKENS)
+    tokens = _DEFAULT["tokens"] if tokens is None else tokens
+    cut = _int(given, "cut_after", 1, tokens - 1, f"1 to tokens-1 ({tokens - 1})")
+    buffer, seed = _int(given, "buffer", 1, MAX_BUFFER), _int(given, "seed", 0, MAX_SEED)
+    return {
+        "scenario": _scenario(given.get("scenario", _DEFAULT["scenario"])),
+        "format": _choice(given, "format", FORMATS),
+        "clock": _choice(given, "clock", CLOCKS),
+        "tokens": tokens,
+        "buffer": _DEFAULT["buffer"] if buffer is None else buffer,
+        "reader_ms": _decimal(given, "reader_ms", 0.0, MAX_READER_MS),
+        "producer_ms": _decimal(given, "producer_ms", MIN_PRODUCER_MS, MAX_PRODUCER_MS),
+        "cut_after": default_cut_after(tokens) if cut is None else cut,
+        "seed": _DEFAULT["seed"] if seed is None else seed,
+    }
+
+
+def _scenario(value: str) -> str:
+    canonical = SCENARIO_ALIASES.get(value, value)
+    if canonical not in SCENARIOS:
+        raise ParamError(f"scenario must be one of baseline, block, drop-newest (or drop), drop-oldest, "
+                         f"disconnect; got {_echo(value)}")
+    return canonical
+
+
+def _choice(given: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+    value = given.get(name, _DEFAULT[name])
+    if value not in allowed:
+        raise ParamError(f"{name} must be one of {', '.join(allowed)}; got {_echo(value)}")
+    return value
+
+
+def _int(given: Mapping[str, str], name: str, low: int, high: int, span: str | None = None) -> int | None:
+    """Return the int given for ``name``, None if absent; raises ``ParamError``."""
+    raw = given.get(name)
+    if raw is None:
+        return None
+    if _INT.fullmatch(raw) and low <= int(raw) <= high:
+        return int(raw)
+    raise ParamError(f"{name} must be a whole number from {span or f'{low} to {high}'}; got {_echo(raw)}")
+
+
+def _decimal(given: Mapping[str, str], name: str, low: float, high: float) -> float:
+    raw = given.get(name)
+    if raw is None:
+        return float(_DEFAULT[name])
+    if _DECIMAL.fullmatch(raw) and low <= float(raw) <= high:
+        return float(raw)
+    raise ParamError(f"{name} must be a number of milliseconds from {_plain(low)} to {_plain(high)} "
+                     f"(like 3 or 0.5, at most 6 decimals); got {_echo(raw)}")
+
+
+DEFAULTS = ReportParams()
+
+
+# ------------------------------------------------------------ command line
+
+
+def cli_usage(prog: str = "tokenwire report") -> str:
+    """Return the ``--help`` text: every flag, its default and its bounds."""
+    return "\n".join([
+        f"usage: {prog} [--NAME VALUE | --NAME=VALUE ...]",
+        "flags mirror the query string; --reader-ms and --reader_ms are the same flag",
+        f"  --scenario     {', '.join(SCENARIOS)} (alias drop)  [default {DEFAULTS.scenario}]",
+        f"  --format       {', '.join(FORMATS)}  [default text]",
+        f"  --clock        {', '.join(CLOCKS)}  [default virtual: the same flags print the same bytes]",
+        f"  --tokens       {MIN_TOKENS}..{MAX_TOKENS}  [default {DEFAULTS.tokens}]",
+        f"  --buffer       1..{MAX_BUFFER}  [default {DEFAULTS.buffer}]",
+        f"  --reader-ms    0..{_plain(MAX_READER_MS)}  [default {_plain(DEFAULTS.reader_ms)}]",
+        f"  --producer-ms  {_plain(MIN_PRODUCER_MS)}..{_plain(MAX_PRODUCER_MS)}  "
+        f"[default {_plain(DEFAULTS.producer_ms)}]",
+        f"  --cut-after    1..tokens-1  [default {DEFAULT_CUT_AFTER}, or tokens/2 for {DEFAULT_CUT_AFTER} tokens or fewer]",
+        f"  --seed         0..{MAX_SEED}  [default {DEFAULTS.seed}]",
+    ])
+
+
+class HelpRequested(Exception):
+    """``--help`` was given; the caller prints ``cli_usage()`` and exits 0."""
+
+
+def parse_cli(argv: list[str]) -> ReportParams:
+    """Return the parameters for ``argv`` (``--name value`` or ``--name=value``).
+
+    Raises ``HelpRequested`` for ``-h``/``--help`` and ``ParamError`` for
+    anything else that is not a known flag with a valid value.
+    """
+    pairs: list[tuple[str, str]] = []
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-h", "--help"):
+            raise HelpRequested()
+        if not arg.startswith("--") or len(arg) == 2:
+            raise ParamError(f"unexpected argument {_echo(arg)}; flags look like --tokens 70 (see --help)")
+        flag, eq, value = arg[2:].partition("=")
+        name = flag.replace("-", "_")
+        if name not in NAMES:
+            raise ParamError(f"unknown flag {_echo('--' + flag)}; allowed: "
+                             f"{', '.join('--' + n.replace('_', '-') for n in NAMES)}")
+        if not eq:
+            value = next(args, None)  # type: ignore[arg-type]
+            if value is None:
+                raise ParamError(f"flag --{flag} needs a value")
+        pairs.append((name, value))
+    return parse_pairs(pairs)

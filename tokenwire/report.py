@@ -1,0 +1,451 @@
+"""The report model: one frozen record per page, built by running the core.
+
+How this works: ``plan(params)`` names the runs the page needs and
+``build_report(params)`` runs each exactly once, on the visitor's clock:
+
+- ``baseline``: a fast reader (0 ms) under ``block`` with a buffer of 64;
+  its frames are section 1 and its arrival times section 2;
+- one run per policy (``block``, ``drop-newest``, ``drop-oldest``,
+  ``disconnect``) with the visitor's buffer and reader: section 3; the
+  ``block`` run is also the uninterrupted reference for section 4;
+- ``cancel`` and ``detach``: ``block``, the reader hangs up after
+  ``cut_after`` tokens and reconnects with its last event id: section 4.
+
+Every figure is computed here, once, and rounded once to the precision the
+page prints (ms to 2 decimals for timing, 1 for the buffer and resume
+figures), so the text, JSON and HTML renderings cannot disagree.  The
+templates only lay these records out.
+
+The resume figures need two instants the core does not record: the reader
+hangs up at the arrival of its last token on the first connection, and
+reconnects ``retry_ms`` later (that is how ``pipeline._client`` behaves).
+"Waited for the model" on the second connection is the sum, over its
+tokens, of how much later each arrived than the reader could have taken it
+(after the reconnect, and ``reader_ms`` after the previous token).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .core.clock import ms_to_ns
+from .core.metrics import timing_from_arrivals
+from .core.model import ANSWER, QUESTION
+from .core.pipeline import ClockKind, RunResult, RunSpec, run
+from .core.sse import Decoder
+from .core.stream import OnDisconnect
+from .params import ReportParams
+
+__all__ = [
+    "BASELINE_BUFFER",
+    "POLICIES",
+    "Detail",
+    "PolicyRow",
+    "Report",
+    "Resume",
+    "Timing",
+    "TraceRow",
+    "Wire",
+    "build_report",
+    "plan",
+    "virtual_wall_ms",
+]
+
+POLICIES = ("block", "drop-newest", "drop-oldest", "disconnect")
+# The baseline's buffer: larger than anything a fast reader lets queue, so
+# section 1 and 2 show the protocol with nothing in the way.
+BASELINE_BUFFER = 64
+# Token frames shown in full at the top of section 1 (then "..." and done).
+SHOWN_TOKEN_FRAMES = 3
+# Ids shown at each end of "event ids received".
+IDS_SHOWN = 4
+# The detail block's trace: first rows, last rows, rows either side of a
+# change of decision, and a hard cap so that it stays readable.
+TRACE_HEAD, TRACE_TAIL, TRACE_CONTEXT, TRACE_MAX_ROWS = 4, 3, 1, 22
+# The project's full demo, quoted in the trim note.
+DEMO_READER_MS = 6
+DEMO_REPEATS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """Section 1: the baseline's frames as text and what the decoder made of them.
+
+    shown: the open frame and the first token frames, exactly as sent;
+    skipped: frames left out before ``closing`` (the done frame);
+    frames_read/token_frames: events the project's decoder read back from
+    all the bytes, and how many were tokens; round_trip: the decoded token
+    texts equal the answer's tokens; spaced_token: the first shown token
+    that carries a leading space (its frame reads ``data:  word``), if any.
+    """
+
+    shown: tuple[str, ...]
+    skipped: int
+    closing: str
+    frames_read: int
+    token_frames: int
+    round_trip: bool
+    spaced_token: str | None
+
+    @property
+    def first_frames(self) -> str:
+        """The shown frames as one string, exactly the bytes sent."""
+        return "".join(self.shown)
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Section 2, the fast reader: ms to 2 decimals, share to 3, throughput whole.
+
+    first_token_percent is ``first_token_share`` in percent (1 decimal).
+    """
+
+    tokens: int
+    ttft_ms: float
+    total_ms: float
+    first_token_share: float
+    first_token_percent: float
+    itl_p50_ms: float
+    itl_p95_ms: float
+    itl_max_ms: float
+    tokens_per_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    """Section 3, one policy under the slow reader (ms to 1 decimal).
+
+    delivered: tokens the reader got (ids at the reader); lost: the runs of
+    missing indices as ``(first, count)``; cuts: times the ``disconnect``
+    policy cut the reader off; reconnects: connections after the first;
+    pieces: the answer in runs, ``(text, 0)`` for text the reader got and
+    ``(text, n)`` for ``n`` lost tokens, so a page can show the holes.
+    """
+
+    policy: str
+    total: int
+    delivered: int
+    dropped: int
+    gap_runs: int
+    high_water: int
+    capacity: int
+    producer_waited_ms: float
+    pauses: int
+    wall_ms: float
+    cuts: int
+    reconnects: int
+    lost: tuple[tuple[int, int], ...]
+    pieces: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Section 4, one hang-up and resume (``mode`` is cancel or detach).
+
+    generated_at_hang_up / generated_at_reconnect: tokens in the log when
+    the reader left and when it came back (under cancel, the second is
+    where the producer stopped); replayed: tokens the second connection got
+    from the log; waited_for_model_ms: see the module docstring;
+    catch_up_ms: reconnect to the last token; generated_total: model steps
+    over both connections; steps_max: most steps any one index took.
+    """
+
+    mode: str
+    total: int
+    first_tokens: int
+    last_event_id: str
+    first_completed: bool
+    generated_at_hang_up: int
+    generated_at_reconnect: int
+    resumed_at: int
+    second_tokens: int
+    completed: bool
+    replayed: int
+    ids_head: tuple[int, ...]
+    ids_tail: tuple[int, ...]
+    contiguous: bool
+    duplicates: tuple[int, ...]
+    text_matches: bool
+    generated_total: int
+    steps_max: int
+    hang_up_ms: float
+    reconnect_ms: float
+    waited_for_model_ms: float
+    catch_up_ms: float
+
+    @property
+    def last_index(self) -> int:
+        """The answer's last index."""
+        return self.total - 1
+
+    @property
+    def generated_once(self) -> bool:
+        """Every index of the answer was generated exactly once."""
+        return self.steps_max == 1 and self.generated_total == self.total
+
+    @property
+    def generated_while_away(self) -> int:
+        """Tokens generated while nobody was reading."""
+        return self.generated_at_reconnect - self.generated_at_hang_up
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    """One producer decision: when, which index, what the channel did, depth after, wait before, read when."""
+
+    t_ms: float
+    index: int
+    decision: str
+    depth: int
+    waited_ms: float
+    read_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """The chosen scenario's detail block.
+
+    section: where it goes (2, 3 or 4); run: which run it traces; rows:
+    trace rows, ``None`` where rows were left out; decisions: how many
+    producer decisions the run made in all; pieces: the answer as the
+    reader got it, ``(text, None)`` for a received token and ``("", n)``
+    for a hole of ``n`` lost tokens (drop scenarios only, else empty).
+    """
+
+    scenario: str
+    section: int
+    run: str
+    rows: tuple[TraceRow | None, ...]
+    decisions: int
+
+    @property
+    def shown(self) -> int:
+        """How many trace rows are shown."""
+        return sum(row is not None for row in self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything the page shows, computed once; ``runs`` keeps the raw runs for the charts."""
+
+    params: ReportParams
+    question: str
+    answer_tokens: int
+    demo_tokens: int
+    demo_reader_ms: int
+    demo_repeats: int
+    demo_min_s: float
+    retry_ms: int
+    wire: Wire
+    timing: Timing
+    buffer: tuple[PolicyRow, ...]
+    resume: Resume
+    detach: Resume
+    detail: Detail
+    runs: Mapping[str, RunResult]
+
+    @property
+    def trimmed(self) -> bool:
+        """True when the page runs fewer tokens than the full answer."""
+        return self.params.tokens < self.answer_tokens
+
+    def row(self, policy: str) -> PolicyRow:
+        """Return section 3's row for ``policy``; raises ``KeyError``."""
+        for row in self.buffer:
+            if row.policy == policy:
+                return row
+        raise KeyError(policy)
+
+
+# ------------------------------------------------------------ the runs
+
+
+def plan(params: ReportParams, clock: str | None = None) -> dict[str, RunSpec]:
+    """Return the runs the page needs, by name, on ``clock`` (default: the params' clock)."""
+    common = {"tokens": params.tokens, "producer_ms": params.producer_ms, "seed": params.seed,
+              "clock": ClockKind(clock or params.clock)}
+    slow = {**common, "capacity": params.buffer, "reader_ms": params.reader_ms}
+    specs = {"baseline": RunSpec(policy="block", capacity=BASELINE_BUFFER, reader_ms=0.0,  # type: ignore[arg-type]
+                                 stream_id="baseline", **common)}
+    for policy in POLICIES:
+        specs[policy] = RunSpec(policy=policy, stream_id=policy, **slow)  # type: ignore[arg-type]
+    for mode in OnDisconnect:
+        specs[mode.value] = RunSpec(policy="block", hang_up_after=params.cut_after,  # type: ignore[arg-type]
+                                    on_disconnect=mode, stream_id="resume", **slow)
+    return specs
+
+
+def virtual_wall_ms(params: ReportParams) -> float:
+    """Return the wall time the page's runs take on the virtual clock, in ms.
+
+    A real-clock page takes about this long, so it is the estimate a
+    ``clock=real`` request is judged by before anything runs on threads.
+    """
+    return sum(run(spec).wall_ns for spec in plan(params, "virtual").values()) / 1e6
+
+
+def build_report(params: ReportParams) -> Report:
+    """Run the page's runs once each and return the report.
+
+    Raises ``ValueError`` only for parameters the core refuses (never for
+    parameters ``tokenwire.params`` accepted), ``TimeoutError`` if a
+    real-clock run does not finish.
+    """
+    runs = {name: run(spec) for name, spec in plan(params).items()}
+    reference = runs["block"].text
+    return Report(
+        params=params, question=QUESTION, answer_tokens=len(ANSWER),
+        demo_tokens=len(ANSWER), demo_reader_ms=DEMO_READER_MS, demo_repeats=DEMO_REPEATS,
+        demo_min_s=round(len(ANSWER) * DEMO_READER_MS * DEMO_REPEATS / 1000, 1),
+        retry_ms=runs["disconnect"].spec.retry_ms,
+        wire=_wire(runs["baseline"]), timing=_timing(runs["baseline"]),
+        buffer=tuple(_policy_row(runs[p]) for p in POLICIES),
+        resume=_resume(runs["cancel"], reference), detach=_resume(runs["detach"], reference),
+        detail=_detail(params.scenario, runs), runs=MappingProxyType(runs),
+    )
+
+
+# ------------------------------------------------------------ sections
+
+
+def _wire(result: RunResult) -> Wire:
+    frames = result.frames[0]
+    shown = frames[: 1 + SHOWN_TOKEN_FRAMES]
+    if len(shown) == len(frames):      # a very short answer: the done frame is shown as the closing one
+        shown = shown[:-1]
+    events = Decoder().feed(b"".join(frames))
+    token_texts = tuple(e.data for e in events if e.event == "token")
+    return Wire(
+        shown=tuple(f.decode() for f in shown), skipped=len(frames) - len(shown) - 1,
+        closing=frames[-1].decode(), frames_read=len(events), token_frames=len(token_texts),
+        round_trip=token_texts == ANSWER[: result.spec.tokens],
+        spaced_token=next((t for t in token_texts[:SHOWN_TOKEN_FRAMES] if t.startswith(" ")), None),
+    )
+
+
+def _timing(result: RunResult) -> Timing:
+    t = timing_from_arrivals(result.arrivals_ns)
+    assert t.itl_p50_ms is not None and t.itl_p95_ms is not None and t.itl_max_ms is not None
+    return Timing(
+        tokens=t.tokens, ttft_ms=round(t.ttft_ms, 2), total_ms=round(t.total_ms, 2),
+        first_token_share=round(t.first_token_share, 3), first_token_percent=round(100 * t.first_token_share, 1),
+        itl_p50_ms=round(t.itl_p50_ms, 2), itl_p95_ms=round(t.itl_p95_ms, 2), itl_max_ms=round(t.itl_max_ms, 2),
+        tokens_per_s=round(t.tokens_per_s),
+    )
+
+
+def _runs_of_missing(ids: Sequence[int], total: int) -> tuple[tuple[int, int], ...]:
+    got = set(ids)
+    runs: list[tuple[int, int]] = []
+    for index in range(total):
+        if index in got:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == index:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((index, 1))
+    return tuple(runs)
+
+
+def _policy_row(result: RunResult) -> PolicyRow:
+    s = result.stats
+    return PolicyRow(
+        policy=result.spec.policy.value, total=result.spec.tokens, delivered=len(result.ids),
+        dropped=s.dropped, gap_runs=s.gap_runs, high_water=s.high_water, capacity=s.capacity,
+        producer_waited_ms=round(s.waited_ns / 1e6, 1), pauses=s.pauses, wall_ms=round(result.wall_ns / 1e6, 1),
+        cuts=s.cuts, reconnects=len(result.connections) - 1, lost=_runs_of_missing(result.ids, result.spec.tokens),
+        pieces=_pieces(result),
+    )
+
+
+def _generated_by(result: RunResult, t_ns: int) -> int:
+    """Tokens the producer had generated and offered by ``t_ns`` (one trace decision each)."""
+    return len({e.index for e in result.trace if e.decision != "taken" and e.t_ns <= t_ns})
+
+
+def _waited_for_model(arrivals: Sequence[int], hang_ns: int, reconnect_ns: int, reader_ns: int) -> int:
+    earliest, waited = max(reconnect_ns, hang_ns + reader_ns), 0
+    for t in arrivals:
+        waited += max(0, t - earliest)
+        earliest = t + reader_ns
+    return waited
+
+
+def _resume(result: RunResult, reference_text: str) -> Resume:
+    first, second = result.connections[0], result.connections[1]
+    k, total, ids = first.tokens, result.spec.tokens, result.ids
+    hang_ns = result.arrivals_ns[k - 1]
+    reconnect_ns = hang_ns + ms_to_ns(result.spec.retry_ms)
+    later = result.arrivals_ns[k:]
+    waited = _waited_for_model(later, hang_ns, reconnect_ns, ms_to_ns(result.spec.reader_ms))
+    counts = Counter(ids)
+    at_reconnect = first.generated_before_next if first.generated_before_next is not None else total
+    return Resume(
+        mode=result.spec.on_disconnect.value, total=total, first_tokens=k, last_event_id=first.last_event_id,
+        first_completed=first.ending.value == "done", generated_at_hang_up=_generated_by(result, hang_ns),
+        generated_at_reconnect=at_reconnect, resumed_at=second.start_index,
+        second_tokens=sum(c.tokens for c in result.connections[1:]),
+        completed=result.connections[-1].ending.value == "done", replayed=at_reconnect - second.start_index,
+        ids_head=ids[:IDS_SHOWN], ids_tail=ids[-IDS_SHOWN:], contiguous=ids == tuple(range(total)),
+        duplicates=tuple(sorted(i for i, n in counts.items() if n > 1)),
+        text_matches=result.text == reference_text, generated_total=result.generated_total,
+        steps_max=max(result.steps.values(), default=0),
+        hang_up_ms=round(hang_ns / 1e6, 1), reconnect_ms=round(reconnect_ns / 1e6, 1),
+        waited_for_model_ms=round(waited / 1e6, 1),
+        catch_up_ms=round(((later[-1] if later else reconnect_ns) - reconnect_ns) / 1e6, 1),
+    )
+
+
+# ------------------------------------------------------------ the detail block
+
+_DETAIL_RUN = {"baseline": ("baseline", 2), "block": ("block", 3), "drop-newest": ("drop-newest", 3),
+               "drop-oldest": ("drop-oldest", 3), "disconnect": ("cancel", 4)}
+
+
+def _detail(scenario: str, runs: Mapping[str, RunResult]) -> Detail:
+    name, section = _DETAIL_RUN[scenario]
+    result = runs[name]
+    read_at = dict(zip(result.ids, result.arrivals_ns))
+    decisions = [e for e in result.trace if e.decision != "taken"]
+    rows = tuple(
+        None if i is None else TraceRow(
+            t_ms=round(decisions[i].t_ns / 1e6, 2), index=decisions[i].index, decision=decisions[i].decision,
+            depth=decisions[i].depth, waited_ms=round(decisions[i].waited_ns / 1e6, 2),
+            read_ms=round(read_at[decisions[i].index] / 1e6, 2) if decisions[i].index in read_at else None)
+        for i in _pick_rows([(e.decision, e.waited_ns > 0) for e in decisions])
+    )
+    return Detail(scenario=scenario, section=section, run=name, rows=rows, decisions=len(decisions))
+
+
+def _pick_rows(kinds: Sequence[object]) -> list[int | None]:
+    """Return row positions to show (``None`` marks a gap): head, tail, and each change of kind with context."""
+    n = len(kinds)
+    keep = set(range(min(TRACE_HEAD, n))) | set(range(max(0, n - TRACE_TAIL), n))
+    for i in range(1, n):
+        if kinds[i] != kinds[i - 1]:
+            around = set(range(max(0, i - TRACE_CONTEXT), min(n, i + TRACE_CONTEXT + 1)))
+            if len(keep | around) > TRACE_MAX_ROWS:
+                break
+            keep |= around
+    out: list[int | None] = []
+    for i in sorted(keep):
+        if out and out[-1] is not None and out[-1] != i - 1:
+            out.append(None)
+        out.append(i)
+    return out
+
+
+def _pieces(result: RunResult) -> tuple[tuple[str, int], ...]:
+    received = dict(zip(result.ids, result.texts))
+    pieces: list[tuple[str, int]] = []
+    for index, answer_text in enumerate(ANSWER[: result.spec.tokens]):
+        text = received.get(index)
+        lost = 0 if text is not None else 1
+        if pieces and (pieces[-1][1] > 0) == bool(lost):
+            pieces[-1] = (pieces[-1][0] + (text or answer_text), pieces[-1][1] + lost)
+        else:
+            pieces.append((text or answer_text, lost))
+    return tuple(pieces)
