@@ -1,0 +1,34 @@
+"""Shared test helpers.
+
+``require_binary(name)`` is how a test asks for an external program
+(``chromium``, ``redis-server``, ``curl``): it returns the program's path,
+or skips the test with the reason when the program is missing, except that
+with ``TOKENWIRE_REQUIRE_ALL=1`` (as ``.ci/run`` sets) a missing program is
+a failure, so CI cannot go green by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+REQUIRE_ALL_ENV = "TOKENWIRE_REQUIRE_ALL"
+
+
+def require_all() -> bool:
+    """True when every external program must be present (``TOKENWIRE_REQUIRE_ALL=1``)."""
+    return os.environ.get(REQUIRE_ALL_ENV) == "1"
+
+
+def require_binary(name: str) -> str:
+    """Return the path of executable ``name``; skip the test if it is missing (fail under REQUIRE_ALL)."""
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    reason = f"{name!r} is not installed (not on PATH); install it to run this test"
+    if require_all():
+        pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes a missing program a failure, not a skip",
+                    pytrace=False)
+    pytest.skip(reason)
