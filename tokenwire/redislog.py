@@ -365,6 +365,11 @@ class RedisTokenLog:
         entries = reply[tokens] if isinstance(reply, dict) else reply[0][1]
         return [(_entry_index(entry_id), fields["t"]) for entry_id, fields in entries]
 
+    def delete(self, stream_id: str) -> None:
+        """Forget a stream at once (its three keys). Raises ``LogUnavailable``."""
+        with self._io():
+            self._redis.delete(*self._keys(stream_id))
+
     def entries(self, stream_id: str) -> list[tuple[int, str, str]]:
         """Return every kept token as ``(index, text, owner that generated it)``; for tests and diagnostics."""
         with self._io():
