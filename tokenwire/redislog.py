@@ -207,9 +207,10 @@ class RedisTokenLog:
         self.prefix = prefix
         self.owner_id = f"{name or f'{socket.gethostname()}:{os.getpid()}'}/{secrets.token_hex(4)}"
         retry = Retry(NoBackoff(), 1)   # one immediate retry: a pooled connection Redis closed on restart
-        self._redis = redis.Redis.from_url(self.url, decode_responses=True, socket_timeout=OP_TIMEOUT_S,
+        # Any: redis-py types every reply as a union of bytes/str/None whatever decode_responses says.
+        self._redis: Any = redis.Redis.from_url(self.url, decode_responses=True, socket_timeout=OP_TIMEOUT_S,
                                            socket_connect_timeout=OP_TIMEOUT_S, retry=retry)
-        self._blocking = redis.Redis.from_url(self.url, decode_responses=True,
+        self._blocking: Any = redis.Redis.from_url(self.url, decode_responses=True,
                                               socket_timeout=OP_TIMEOUT_S + self.block_ms / 1000,
                                               socket_connect_timeout=OP_TIMEOUT_S, retry=retry)
         self._create = self._redis.register_script(_CREATE)
