@@ -11,39 +11,32 @@ tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
+from conftest import require_all, require_binary
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 
 
-def require(what: str, present: bool) -> None:
-    """Skip (or fail under ``TOKENWIRE_REQUIRE_ALL=1``) when ``what`` is missing."""
-    if present:
-        return
-    message = f"{what} is not installed (apt-get install redis-server; pip install 'tokenwire[redis]')"
-    if os.environ.get("TOKENWIRE_REQUIRE_ALL") == "1":
-        pytest.fail(f"TOKENWIRE_REQUIRE_ALL=1 but {message}")
-    pytest.skip(message)
-
-
 def require_redis() -> str:
-    """Return the path of ``redis-server`` once it and the ``redis`` package are known to be there."""
-    binary = shutil.which("redis-server")
-    require("redis-server", binary is not None)
+    """Return the path of ``redis-server`` once it and the ``redis`` package are known to be there.
+
+    Missing either skips the test, or fails it under ``TOKENWIRE_REQUIRE_ALL=1`` (``conftest``'s rule).
+    """
+    binary = require_binary("redis-server")
     try:
         import redis  # noqa: F401
     except ImportError:
-        require("the redis Python package", False)
-    assert binary is not None
+        reason = "the redis Python package is not installed: pip install 'tokenwire[redis]'"
+        if require_all():
+            pytest.fail(f"{reason}; TOKENWIRE_REQUIRE_ALL=1 makes it a failure, not a skip", pytrace=False)
+        pytest.skip(reason)
     return binary
 
 
