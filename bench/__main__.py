@@ -1,0 +1,87 @@
+"""``python -m bench [--quick] [--only 1,2,...] [--json PATH]``: every benchmark, side by side, one table.
+
+How this works: each item's module returns its rows; they are printed as
+one table (stdout), with progress on stderr.  ``--quick`` shrinks every
+item (fewer frames, fewer repeats, tiny server N) to stay under a minute;
+the full run is what ``bench/RESULTS.md`` records.  An item that cannot
+run (a peer library or the server missing) prints a row saying why
+instead of stopping the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import sys
+import time
+import traceback
+from dataclasses import asdict
+
+from .common import Row, format_table, log, machine
+
+# item number -> (module, what it measures); "R" is the resume line of the Redis log.
+ITEMS: dict[str, tuple[str, str]] = {
+    "1": ("bench.codec", "decoder and encoder vs httpx-sse, sseclient-py, sse-starlette"),
+    "3": ("bench.pacing", "pacing on the real clock, block vs its floor"),
+    "5": ("bench.scale", "server scale vs sse-starlette on uvicorn"),
+    "6": ("bench.memory", "memory, bounded vs unbounded"),
+    "7": ("bench.coldstart", "cold start and render time"),
+    "R": ("bench.resume", "resume latency, in-memory log vs Redis"),
+}
+# items 2 and 4 come with 1 and 3 (same module)
+ALIASES = {"2": "1", "4": "3"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
+    parser.add_argument("--only", default="", help="comma-separated items to run (1-7, R), e.g. 1,3")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    return parser
+
+
+def _selected(only: str) -> list[str]:
+    if not only:
+        return list(ITEMS)
+    picked = []
+    for name in only.split(","):
+        key = ALIASES.get(name.strip().upper(), name.strip().upper())
+        if key not in ITEMS:
+            raise SystemExit(f"python -m bench: unknown item {name!r}; expected some of 1-7, R")
+        if key not in picked:
+            picked.append(key)
+    return picked
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    started = time.perf_counter()
+    rows: list[Row] = []
+    for key in _selected(args.only):
+        module, what = ITEMS[key]
+        log(f"bench: item {key}: {what} ...")
+        t0 = time.perf_counter()
+        try:
+            rows += importlib.import_module(module).run(args.quick)
+        except Exception as exc:  # one broken item must not hide the others
+            traceback.print_exc(file=sys.stderr)
+            item = int(key) if key.isdigit() else 8
+            rows.append(Row(item, what, "FAILED", notes=(f"{type(exc).__name__}: {exc}",)))
+        log(f"bench: item {key} took {time.perf_counter() - t0:.1f} s")
+    rows.sort(key=lambda r: r.item)
+    total = time.perf_counter() - started
+    mode = "python -m bench --quick" if args.quick else "python -m bench"
+    print(f"tokenwire bench ({mode}) on {machine()}")
+    print(format_table(rows))
+    print(f"\ntotal wall time {total:.1f} s")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"command": mode, "machine": machine(), "python": platform.python_version(),
+                       "seconds": total, "rows": [asdict(r) for r in rows]}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""``python -m bench --quick`` runs and prints its table (no timing is asserted)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# --quick aims at under a minute; a loaded CI machine gets ample slack.
+TIMEOUT_S = 600
+
+
+def test_quick_bench_prints_its_table() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = done.stdout
+    assert out.startswith("tokenwire bench (python -m bench --quick) on "), out[:500]
+    assert re.search(r"^#\s+measurement\s+tokenwire\s+peer / baseline\s+ratio\s+goal\s+met$", out, re.M), out
+    items = {int(m) for m in re.findall(r"^(\d)\s{2}", out, re.M)}
+    assert set(range(1, 8)) <= items, f"items missing from the table: {set(range(1, 8)) - items}\n{out}"
+    assert "FAILED" not in out, out
+    assert re.search(r"^total wall time \d+\.\d s$", out, re.M), out
