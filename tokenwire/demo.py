@@ -154,7 +154,7 @@ def read_stream(server: LiveServer, path: str, *, reader_ms: float, rcvbuf: int 
     unread, so the kernel resets the connection) after ``hang_up_after``
     tokens.  Raises ``OSError``/``ConnectionError`` if the server misbehaves.
     """
-    clock, host, port = server.clock, *server.server_address[:2]
+    clock, (host, port) = server.clock, server.address
     seen = _Client()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -268,7 +268,7 @@ Progress = Callable[[str, int, int], None]
 
 
 def _create(server: LiveServer, query: str) -> str:
-    host, port = server.server_address[:2]
+    host, port = server.address
     conn = http.client.HTTPConnection(host, port, timeout=CONNECTION_TIMEOUT_S)
     try:
         conn.request("POST", f"/streams?{query}")

@@ -267,9 +267,15 @@ class LiveServer(ThreadingHTTPServer):
         super().__init__(address, LiveHandler)
 
     @property
+    def address(self) -> tuple[str, int]:
+        """The ``(host, port)`` actually bound (port 0 resolved)."""
+        host, port = self.socket.getsockname()[:2]
+        return str(host), int(port)
+
+    @property
     def url(self) -> str:
         """The base URL, with the port actually bound."""
-        host, port = self.server_address[:2]
+        host, port = self.address
         return f"http://{host}:{port}"
 
 
@@ -286,14 +292,17 @@ _TEMPLATES = jinja2.Environment(
 )
 
 
-class LiveHandler(handler):  # type: ignore[misc,valid-type]
+class LiveHandler(handler):
     """The report handler plus ``/streams``, ``/stream``, ``/live`` and ``/static``."""
 
     server: LiveServer
     _streaming = False       # True once an event stream's headers are out
 
     def setup(self) -> None:
-        self.timeout = self.server.config.request_timeout_s   # slowloris: applied by StreamRequestHandler
+        # Slowloris: a client has this long for each read of its request (and
+        # a kept-alive connection for its next one); the stream's writes get
+        # their own timeout once the request is parsed.
+        self.request.settimeout(self.server.config.request_timeout_s)
         super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's name)
@@ -303,7 +312,7 @@ class LiveHandler(handler):  # type: ignore[misc,valid-type]
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        if len(self.raw_requestline) > MAX_REQUEST_LINE:
+        if len(self.requestline) > MAX_REQUEST_LINE:
             self.close_connection = True
             self._error(414, f"request line longer than {MAX_REQUEST_LINE} bytes")
             return False
