@@ -178,7 +178,7 @@ def test_done_is_final_and_releases_the_lease_cancel_elsewhere_is_ignored(url):
     assert a.state("s") is StreamState.GENERATING
     a.set_state("s", StreamState.CANCELLED)            # A's reader left: A stops and lets go
     assert a.state("s") is StreamState.CANCELLED and a.owner("s") is None
-    assert b.claim("s").owned
+    assert b.claim("s").owned and b.state("s") is StreamState.GENERATING   # B's reader resumes: B takes over
     b.append("s", 0, "x")
     b.append("s", 1, "y")
     b.set_state("s", StreamState.DONE)

@@ -106,7 +106,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 
-# KEYS meta, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner}
+# KEYS meta, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner}.
+# Taking a free lease marks the stream generating (it may have been cancelled by the last owner).
 _CLAIM = """
 local len = redis.call('HGET', KEYS[1], 'length')
 if not len then return {-1, 0, ''} end
@@ -118,6 +119,7 @@ end
 if o then return {0, tonumber(len), o} end
 if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, tonumber(len), ''} end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('HSET', KEYS[1], 'state', 'generating')
 return {1, tonumber(len), ARGV[1]}
 """
 
