@@ -167,9 +167,8 @@ def parse_query(query: str) -> ReportParams:
             continue
         name, eq, value = part.partition("=")
         name, value = unquote_plus(name), unquote_plus(value)
-        if not eq:
-            raise ParamError(f"parameter {_echo(name)} has no value; write it as {name}=VALUE "
-                             f"(known parameters: {', '.join(NAMES)})")
+        if not eq and name in NAMES:
+            raise ParamError(f"parameter {name!r} has no value; write it as {name}=VALUE")
         pairs.append((name, value))
     return parse_pairs(pairs)
 

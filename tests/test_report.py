@@ -1,0 +1,268 @@
+"""The report model and its text and JSON renderings: computed, consistent, and laid out as the seed page."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+import pytest
+
+from tokenwire.core.metrics import timing_from_arrivals
+from tokenwire.core.model import ANSWER
+from tokenwire.core.pipeline import RunSpec, run
+from tokenwire.params import DEFAULTS, SCENARIOS, ReportParams, parse_query
+from tokenwire.render import render, render_report, report_json
+from tokenwire.report import BASELINE_BUFFER, POLICIES, TRACE_MAX_ROWS, Report, build_report
+
+# The seed page's sections and labels, in order (hosted-page.txt).
+SEED_ORDER = [
+    "STREAMING, BACKPRESSURE AND RESUME", "you chose", "question", "answer length", "buffer", "slow reader",
+    "TRIMMED FOR THIS PAGE",
+    "1. WHAT ACTUALLY GOES DOWN THE WIRE", "a fast reader, so nothing is queued", "| retry: 750", "| ...",
+    "and the closing frame", "fed back through the project's own parser", "the id on each frame is the token index",
+    "2. TIMING", "time to first token", "whole answer", "share waiting for the first token", "between tokens",
+    "throughput", "time to first token is the number a reader can feel", "p95 is tracked separately",
+    "3. THE BUFFER UNDER A SLOW READER", "policy", "block kept all", "drop-newest finished in",
+    "disconnect cut the reader off", "none of them is free", "block is right for an answer someone is reading",
+    "4. DISCONNECT AND RESUME", "first connection", "producer stopped", "reconnect sends", "second connection",
+    "event ids received", "contiguous 0..69", "duplicated ids", "text matches a stream that was never interrupted",
+    "model steps", "the resume is served out of the logged tokens",
+    "Nothing above opened a connection", "clock: virtual",
+]
+
+
+@pytest.fixture(scope="module")
+def default() -> Report:
+    return build_report(DEFAULTS)
+
+
+@pytest.fixture(scope="module")
+def default_text(default: Report) -> str:
+    return render_report(default).decode()
+
+
+def test_text_follows_the_seed_page_section_for_section(default_text: str) -> None:
+    position = 0
+    for label in SEED_ORDER:
+        found = default_text.find(label, position)
+        assert found >= 0, f"{label!r} missing or out of order after position {position}"
+        position = found + len(label)
+
+
+def test_text_lines_fit_78_columns_except_quoted_frames(default_text: str) -> None:
+    for scenario in SCENARIOS:
+        text = render_report(build_report(replace(DEFAULTS, scenario=scenario))).decode()
+        long = [line for line in text.splitlines() if len(line) > 78 and not line.startswith("| data: {")]
+        assert long == [], scenario
+
+
+def test_figures_are_the_cores_own(default: Report) -> None:
+    baseline = run(RunSpec(tokens=70, capacity=BASELINE_BUFFER, reader_ms=0, stream_id="baseline"))
+    timing = timing_from_arrivals(baseline.arrivals_ns)
+    assert default.timing.ttft_ms == round(timing.ttft_ms, 2)
+    assert default.timing.itl_p95_ms == round(timing.itl_p95_ms or 0, 2)
+    assert default.timing.tokens_per_s == round(timing.tokens_per_s)
+    block = run(RunSpec(tokens=70, capacity=4, reader_ms=3, stream_id="block"))
+    row = default.row("block")
+    assert (row.delivered, row.dropped, row.pauses) == (70, 0, block.stats.pauses)
+    assert row.producer_waited_ms == round(block.stats.waited_ns / 1e6, 1)
+    assert row.wall_ms == round(block.wall_ns / 1e6, 1)
+
+
+def test_wire_section(default: Report) -> None:
+    wire = default.wire
+    baseline = default.runs["baseline"]
+    assert wire.first_frames.encode() == b"".join(baseline.frames[0][:4])
+    assert wire.closing.encode() == baseline.frames[0][-1]
+    assert (wire.frames_read, wire.token_frames, wire.skipped, wire.round_trip) == (72, 70, 67, True)
+    assert wire.spaced_token == " streaming" and "data:  streaming\n" in wire.first_frames
+    assert '"buffer": 64' in wire.shown[0] and "retry: 750\n" in wire.shown[0]
+    assert "event: done" in wire.closing and "id: 69" in wire.closing
+
+
+def test_buffer_rows_account_for_every_token(default: Report) -> None:
+    assert [row.policy for row in default.buffer] == list(POLICIES)
+    for row in default.buffer:
+        assert row.delivered + row.dropped == row.total == 70
+        assert len(row.lost) == row.gap_runs and sum(n for _, n in row.lost) == row.dropped
+        assert "".join(text for text, _ in row.pieces) == "".join(ANSWER[:70])
+        assert sum(lost for _, lost in row.pieces) == row.dropped
+        assert row.high_water <= row.capacity
+    drop, cut, block = default.row("drop-newest"), default.row("disconnect"), default.row("block")
+    assert drop.dropped > 0 and drop.producer_waited_ms == 0 and drop.wall_ms < block.wall_ms
+    # disconnect costs wall time, not tokens: every token, at least one cut, slower than block
+    assert cut.delivered == 70 and cut.dropped == 0 and cut.cuts >= 1 and cut.reconnects == cut.cuts
+    assert cut.wall_ms > block.wall_ms + default.retry_ms * cut.cuts * 0.9
+
+
+def test_resume_section(default: Report) -> None:
+    for r in (default.resume, default.detach):
+        assert (r.first_tokens, r.last_event_id, r.resumed_at, r.first_completed) == (18, "17", 18, False)
+        assert r.second_tokens == 52 and r.completed
+        assert r.contiguous and r.duplicates == () and r.text_matches
+        assert r.generated_total == 70 and r.steps_max == 1 and r.generated_once
+        assert r.ids_head == (0, 1, 2, 3) and r.ids_tail == (66, 67, 68, 69)
+        assert r.reconnect_ms == pytest.approx(r.hang_up_ms + default.retry_ms, abs=0.11)
+    cancel, detach = default.resume, default.detach
+    # cancel stops within one token of the cut: what the reader had, the buffer, and one in hand
+    assert cancel.first_tokens < cancel.generated_at_reconnect <= cancel.first_tokens + DEFAULTS.buffer + 1
+    assert cancel.generated_while_away <= 1 and cancel.replayed == cancel.generated_at_reconnect - 18
+    assert detach.generated_at_reconnect == 70 and detach.replayed == 52
+    assert detach.generated_while_away == 70 - detach.generated_at_hang_up > 0
+
+
+def test_fast_reader_shows_the_cost_of_cancel_as_waiting() -> None:
+    report = build_report(parse_query("reader_ms=0"))
+    assert report.resume.waited_for_model_ms > 0            # the model restarts for the rest of the answer
+    assert report.detach.waited_for_model_ms == 0           # everything is already in the log
+    assert report.row("block").high_water < report.row("block").capacity
+    assert "the buffer never fills" in render_report(report).decode()
+
+
+@pytest.mark.parametrize("query", ["tokens=2", "tokens=3", "tokens=277&reader_ms=0.5", "buffer=64",
+                                   "buffer=1&reader_ms=10&producer_ms=0.1", "seed=7&cut_after=1",
+                                   "tokens=40&cut_after=39&scenario=drop-oldest"])
+def test_edges_render_and_stay_consistent(query: str) -> None:
+    params = parse_query(query)
+    report = build_report(params)
+    for r in (report.resume, report.detach):
+        assert r.contiguous and r.text_matches and r.generated_once
+        assert r.first_tokens == params.cut_after and r.resumed_at == params.cut_after
+    assert report.wire.token_frames == params.tokens and report.wire.frames_read == params.tokens + 2
+    text = render_report(report).decode()
+    assert ("TRIMMED FOR THIS PAGE" in text) == (params.tokens < len(ANSWER))
+    assert ("FULL ANSWER" in text) == (params.tokens == len(ANSWER))
+    for fmt in ("json", "html"):
+        assert render_report(replace(report, params=replace(params, format=fmt)))
+
+
+@pytest.mark.parametrize("scenario, section, run_name", [
+    ("baseline", 2, "baseline"), ("block", 3, "block"), ("drop-newest", 3, "drop-newest"),
+    ("drop-oldest", 3, "drop-oldest"), ("disconnect", 4, "cancel")])
+def test_detail_block_per_scenario(scenario: str, section: int, run_name: str) -> None:
+    report = build_report(replace(DEFAULTS, scenario=scenario))
+    detail = report.detail
+    assert (detail.scenario, detail.section, detail.run) == (scenario, section, run_name)
+    rows = [row for row in detail.rows if row is not None]
+    assert 0 < len(rows) <= TRACE_MAX_ROWS and detail.rows[0] is not None and detail.rows[-1] is not None
+    assert [row.index for row in rows] == sorted(row.index for row in rows)
+    assert all(a is not None or b is not None for a, b in zip(detail.rows, detail.rows[1:]))  # no double gap
+    text = render_report(report).decode()
+    assert f"detail for {scenario}: the {run_name} run" in text
+    headings = [m.start() for m in re.finditer(r"^[1-4]\. [A-Z]", text, re.M)] + [len(text)]
+    where = text.index(f"detail for {scenario}")
+    assert headings[section - 1] < where < headings[section]
+    if scenario.startswith("drop"):
+        assert "lost]" in text[where:]
+
+
+def test_same_params_same_bytes() -> None:
+    assert render("scenario=block&tokens=40") == render("scenario=block&tokens=40")
+    assert render("format=html&seed=3")[2] == render("format=html&seed=3")[2]
+
+
+def test_seed_changes_the_figures() -> None:
+    assert build_report(parse_query("seed=2")).timing != build_report(DEFAULTS).timing
+
+
+# ---------------------------------------------------------------- text and JSON agree
+
+
+def _after(text: str, label: str) -> str:
+    match = re.search(rf"^{re.escape(label)}\s+(.*)$", text, re.M)
+    assert match, label
+    return match.group(1)
+
+
+def _number(text: str) -> float:
+    match = re.search(r"-?\d+(?:\.\d+)?", text)
+    assert match, text
+    return float(match.group())
+
+
+@pytest.mark.parametrize("query", ["", "scenario=block&tokens=120&buffer=8&reader_ms=1.5", "reader_ms=0&seed=9"])
+def test_text_and_json_agree(query: str) -> None:
+    status, _, body = render(query)
+    status_j, _, body_j = render(query + ("&" if query else "") + "format=json")
+    assert status == status_j == 200
+    text, data = body.decode(), json.loads(body_j)
+    p = data["params"]
+    assert data["scenario"] == p["scenario"] and _after(text, "you chose") == p["scenario"]
+    assert data["clock"] == "virtual" and "clock: virtual." in text
+    # 1. the wire: the quoted frames are the JSON's first_frames, the counts the same
+    quoted = re.search(r"closed by a blank line:\n(.*?)\n\| \.\.\.\n", text, re.S)
+    assert quoted, text[:3000]
+    lines = [line[2:] if line.startswith("| ") else "" for line in quoted.group(1).split("\n")]
+    assert "\n".join(lines) + "\n" == data["wire"]["first_frames"]
+    assert f"{data['wire']['frames_read']} frames read, {data['wire']['token_frames']} of them tokens" in text
+    # 2. timing
+    t = data["timing"]
+    assert _number(_after(text, "time to first token")) == t["ttft_ms"]
+    assert _number(_after(text, "whole answer")) == t["total_ms"]
+    assert _number(_after(text, "share waiting for the first token")) == pytest.approx(100 * t["first_token_share"],
+                                                                                     abs=0.051)
+    between = re.findall(r"\d+\.\d+", _after(text, "between tokens"))
+    assert [float(x) for x in between] == [t["itl_p50_ms"], t["itl_p95_ms"], t["itl_max_ms"]]
+    assert _number(_after(text, "throughput")) == t["tokens_per_s"]
+    # 3. the table, row by row
+    for policy, row in data["buffer"].items():
+        cells = re.search(rf"^{policy}\s+(\d+) of (\d+)\s+(\d+)\s+(\d+)\s+(\d+) of (\d+)\s+([\d.]+) ms\s+([\d.]+)$",
+                          text, re.M)
+        assert cells, policy
+        got = [float(x) for x in cells.groups()]
+        assert got == [row["delivered"], row["total"], row["dropped"], row["gap_runs"], row["high_water"],
+                       row["capacity"], row["producer_waited_ms"], row["wall_ms"]]
+    # 4. resume
+    r = data["resume"]
+    assert _after(text, "first connection") == (f"{r['first_tokens']} tokens, last event id {r['last_event_id']}, "
+                                                f"completed={r['first_completed']}")
+    flat = " ".join(text.split())      # wrapped sentences, on one line
+    assert f"generated {r['generated_before_cancel']} tokens then saw the cancel" in flat
+    assert _after(text, "reconnect sends") == f"Last-Event-ID: {r['last_event_id']}"
+    assert _after(text, "second connection") == (f"resumed at index {r['resumed_at']}, {r['second_tokens']} more "
+                                                 f"tokens, completed={r['completed']}")
+    assert _after(text, f"contiguous 0..{p['tokens'] - 1}") == str(r["contiguous"])
+    assert _after(text, "duplicated ids") == ("none" if not r["duplicates"] else str(r["duplicates"]))
+    assert _after(text, "text matches a stream that was never interrupted") == str(r["text_matches"])
+    assert _number(_after(text, "model steps")) == r["generated_total"] == p["tokens"]
+    assert f"{r['detach']['generated_while_away']} tokens generated while nobody was reading" in flat
+    assert f"waited {r['waited_for_model_ms']:.1f} ms for the model" in flat
+
+
+def test_json_has_the_issue_keys(default: Report) -> None:
+    data = report_json(default)
+    assert {"scenario", "clock", "params", "wire", "timing", "buffer", "resume"} <= data.keys()
+    assert {"first_frames", "frames_read", "token_frames"} <= data["wire"].keys()
+    assert {"ttft_ms", "total_ms", "first_token_share", "itl_p50_ms", "itl_p95_ms", "itl_max_ms",
+            "tokens_per_s"} <= data["timing"].keys()
+    assert set(data["buffer"]) == set(POLICIES)
+    for row in data["buffer"].values():
+        assert {"delivered", "dropped", "gap_runs", "high_water", "producer_waited_ms", "pauses",
+                "wall_ms"} <= row.keys()
+    assert {"first_tokens", "last_event_id", "generated_before_cancel", "resumed_at", "second_tokens", "completed",
+            "contiguous", "duplicates", "text_matches", "generated_total"} <= data["resume"].keys()
+    json.dumps(data, allow_nan=False)   # plain JSON: no NaN or Infinity anywhere
+
+
+def test_two_spaces_are_explained_in_one_line(default_text: str) -> None:
+    assert "| data:  streaming\n" in default_text
+    line = next(line for line in default_text.splitlines() if line.startswith("two spaces"))
+    assert "strips" in line and "token" in line
+
+
+def test_params_other_than_defaults_show_up(default: Report) -> None:
+    text = render("tokens=30&buffer=6&reader_ms=2.5&producer_ms=0.25&cut_after=7")[2].decode()
+    assert _after(text, "answer length").startswith("30 tokens")
+    assert _after(text, "buffer").startswith("6 slots")
+    assert _after(text, "slow reader") == "2.5 ms per token, against a producer that needs 0.25 ms"
+    assert "the connection dies after 7 tokens" in text and "contiguous 0..29" in text
+
+
+def test_real_clock_report_is_measured_on_threads() -> None:
+    params = ReportParams(clock="real", tokens=12, buffer=2, cut_after=3, reader_ms=2, format="json")
+    data = report_json(build_report(params))
+    assert data["clock"] == "real"
+    assert data["resume"]["contiguous"] and data["resume"]["text_matches"] and data["resume"]["generated_total"] == 12
+    assert data["buffer"]["disconnect"]["cuts"] >= 1
+    assert data["buffer"]["disconnect"]["wall_ms"] >= 750      # the retry really was waited out
