@@ -34,8 +34,7 @@ def respond(method: str, target: str) -> Response:
     Headers exclude Content-Length.  Never raises: an unexpected error is a
     plain 500 (the traceback goes to stderr, never to the visitor).
     """
-    path, _, query = target.partition("?")
-    path = path.partition("#")[0]
+    path, _, query = target.partition("#")[0].partition("?")
     if method not in ("GET", "HEAD"):
         return error_response(405, f"405 method not allowed: {method}; this page answers GET and HEAD",
                               [("Allow", ALLOW)])
