@@ -1,0 +1,198 @@
+"""Item 5: server scale, ``tokenwire serve`` vs sse-starlette on uvicorn, over loopback.
+
+How this works: for each server and each N (stepping up), a fresh server
+process starts on a free loopback port, the client process
+(``bench.scale_client``, the same for both) opens N streams of the
+277-token answer paced at 20 ms per token, and the server's CPU seconds
+(``utime + stime`` from ``/proc/PID/stat``) and peak RSS (``VmHWM`` from
+``/proc/PID/status``) are read when the client is done, then the server is
+stopped.  A step holds when every stream is complete and contiguous and the
+pooled ITL p95 is at most 1.5x the nominal 20 ms (the timing model's
+jitter of +-10% is in both servers' schedules, so a perfect server shows
+about 1.09x).  Each server stops stepping at its first failing N, and the
+whole item stops stepping when its time budget is spent.  File-descriptor
+limits are raised to the hard limit in the client and, through
+``preexec_fn``, in the servers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .common import ROOT, Row, env_with_root, log
+
+__all__ = ["run"]
+
+TOKENS = 277
+PRODUCER_MS = 20.0
+GOAL_P95 = 1.5
+FULL_STEPS = (100, 250, 500, 1000, 1500, 2000, 3000, 4000)
+QUICK_STEPS = (10, 40)
+QUICK_TOKENS = 50
+FULL_BUDGET_S = 300.0
+QUICK_BUDGET_S = 25.0
+START_TIMEOUT_S = 20.0
+
+
+@dataclass
+class Step:
+    server: str
+    n: int
+    client: dict[str, Any]
+    cpu_s: float
+    peak_rss: int
+
+    @property
+    def p95_ratio(self) -> float | None:
+        itl = self.client.get("itl_ms")
+        return None if not itl else itl["95"] / PRODUCER_MS
+
+    @property
+    def held(self) -> bool:
+        ratio = self.p95_ratio
+        return self.client["complete"] == self.n and ratio is not None and ratio <= GOAL_P95
+
+    def describe(self) -> str:
+        c = self.client
+        ratio = self.p95_ratio
+        text = (f"{self.server} N={self.n}: {c['complete']}/{self.n} complete+contiguous, ITL p95 "
+                f"{'-' if ratio is None else f'{ratio:.2f}x'}, server CPU {self.cpu_s:.1f} s, "
+                f"peak RSS {self.peak_rss / 2**20:.0f} MiB, client CPU {c['client_cpu_s']:.1f} s "
+                f"of {c['client_wall_s']:.1f} s")
+        if c["errors"] or c["timed_out"]:
+            text += f"; errors {c['errors']}, timed out {c['timed_out']}"
+        return text + ("" if self.held else "  <- fails")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _command(server: str, port: int, n: int) -> list[str]:
+    if server == "tokenwire":
+        return [sys.executable, "-m", "tokenwire", "serve", "--host", "127.0.0.1", "--port", str(port), "--quiet",
+                "--max-live", str(max(n * 2, 256))]
+    return [sys.executable, "-m", "bench.peer_app", str(port)]
+
+
+def _path(tokens: int) -> str:
+    return f"/stream?scenario=block&tokens={tokens}&producer_ms={PRODUCER_MS:g}&buffer=4&seed=1"
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the server did not listen on port {port} within {START_TIMEOUT_S} s")
+
+
+def _proc_figures(pid: int) -> tuple[float, int]:
+    """Return (CPU seconds, peak RSS bytes) of a live process."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    peak = 0
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) * 1024
+    return cpu, peak
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def one_step(server: str, n: int, tokens: int) -> Step:
+    """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it."""
+    port = _free_port()
+    proc = subprocess.Popen(_command(server, port, n), cwd=ROOT, env=env_with_root(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, preexec_fn=_raise_nofile)
+    try:
+        _wait_listening(port, proc)
+        cpu0, _ = _proc_figures(proc.pid)
+        timeout = tokens * PRODUCER_MS / 1e3 * 3 + n / 500 + 10
+        out = subprocess.run([sys.executable, "-m", "bench.scale_client", str(port), _path(tokens), str(n),
+                              str(tokens), str(timeout)], cwd=ROOT, env=env_with_root(), capture_output=True,
+                             text=True, timeout=timeout + 60, check=True)
+        cpu1, peak = _proc_figures(proc.pid)
+    finally:
+        _stop(proc)
+    return Step(server, n, json.loads(out.stdout), cpu1 - cpu0, peak)
+
+
+def _ladder(server: str, steps: tuple[int, ...], tokens: int, deadline: float) -> tuple[list[Step], str]:
+    done: list[Step] = []
+    for n in steps:
+        if time.monotonic() > deadline:
+            return done, f"{server}: stopped stepping at N={n}: the item's time budget was spent"
+        step = one_step(server, n, tokens)
+        log(f"bench: item 5: {step.describe()}")
+        done.append(step)
+        if not step.held:
+            return done, ""
+    return done, f"{server}: held every N tried (up to {steps[-1]})"
+
+
+def _largest(steps: list[Step]) -> int:
+    held = [s.n for s in steps if s.held]
+    return max(held) if held else 0
+
+
+def run(quick: bool) -> list[Row]:
+    if importlib.util.find_spec("sse_starlette") is None or importlib.util.find_spec("uvicorn") is None:
+        return [Row(5, "server scale", "not run", notes=("sse-starlette and uvicorn are needed: "
+                                                        "pip install -e '.[bench]'",))]
+    steps, tokens = (QUICK_STEPS, QUICK_TOKENS) if quick else (FULL_STEPS, TOKENS)
+    budget = QUICK_BUDGET_S if quick else FULL_BUDGET_S
+    deadline = time.monotonic() + budget
+    ours, note_ours = _ladder("tokenwire", steps, tokens, deadline - budget / 2)
+    peer, note_peer = _ladder("sse-starlette", steps, tokens, deadline)
+    n_ours, n_peer = _largest(ours), _largest(peer)
+    notes = [f"{tokens} tokens at {PRODUCER_MS:g} ms (jitter 10%, seed 1) per stream, N streams at once over "
+             f"loopback, one asyncio client process for both servers (tokenwire's Decoder); a step holds when "
+             f"all N are complete and contiguous and ITL p95 <= {GOAL_P95}x nominal; steps {', '.join(map(str, steps))}",
+             *(s.describe() for s in ours + peer), *(n for n in (note_ours, note_peer) if n)]
+    rows = [Row(5, "server scale: largest N held", f"{n_ours}", f"sse-starlette {n_peer}",
+                n_ours / n_peer if n_peer else None, ">= 1.5x", (n_ours >= 1.5 * n_peer) if n_peer else None,
+                tuple(notes))]
+    for n in sorted({s.n for s in ours} & {s.n for s in peer}):
+        a = next(s for s in ours if s.n == n)
+        b = next(s for s in peer if s.n == n)
+        rows.append(Row(5, f"N={n}: ITL p95/nom. | CPU s | peak MiB (ratio: CPU)",
+                        f"{_fmt(a.p95_ratio)} | {a.cpu_s:.1f} | {a.peak_rss / 2**20:.0f}",
+                        f"{_fmt(b.p95_ratio)} | {b.cpu_s:.1f} | {b.peak_rss / 2**20:.0f}",
+                        (b.cpu_s / a.cpu_s) if a.cpu_s else None))
+    return rows
+
+
+def _fmt(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
