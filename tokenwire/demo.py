@@ -378,7 +378,10 @@ def run_demo(settings: DemoSettings | None = None, progress: Progress | None = N
     ``TimeoutError`` if the server misbehaves (a bug).
     """
     settings = settings or DemoSettings()
-    config = LiveConfig(sndbuf=settings.sndbuf, sample_queues=True, access_log=False)
+    # With buffers this small a very slow reader reopens the TCP window only
+    # every few seconds, so the demo waits as long as any connection may take.
+    config = LiveConfig(sndbuf=settings.sndbuf, sample_queues=True, access_log=False,
+                        write_timeout_s=CONNECTION_TIMEOUT_S)
     server = make_server(registry=Registry(), config=config)
     thread = threading.Thread(target=server.serve_forever, name="tokenwire-demo-server", daemon=True)
     thread.start()

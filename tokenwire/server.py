@@ -477,6 +477,8 @@ class LiveHandler(handler):
         wire = SocketWire(sock, write_timeout_s=server.config.write_timeout_s, sample=server.config.sample_queues)
         if server.config.sample_queues:
             server.wires[stream.stream_id] = wire
+            while len(server.wires) > JOURNAL_SIZE:      # bounded like the journal
+                server.wires.pop(next(iter(server.wires)))
         channel = stream.new_channel()
         writer = stream.serve(cursor, channel, cut_after=cut,
                               heartbeat_ns=round(server.config.heartbeat_s * 1e9))
