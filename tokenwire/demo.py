@@ -618,12 +618,13 @@ def _correction(r: DemoReport) -> str:
     )
     if r.defaults is not None:
         rmem, wmem = r.defaults
-        fits = "fits" if r.answer_bytes < rmem else "does not fit"
-        text += (f"\nThese runs shrank the buffers on purpose. With this machine's defaults (tcp_rmem {rmem} "
-                 f"bytes to start, tcp_wmem {wmem}, both grown by autotuning) the whole {r.answer_bytes}-byte "
-                 f"answer {fits} in the reader's receive buffer alone: a server would then never feel a reader "
-                 f"this slow, block would never wait and drop would never drop; only a longer stream, or a "
-                 f"reader that stops, reaches the application's buffer at all.")
+        if r.answer_bytes < rmem:
+            text += (f"\nThese runs shrank the buffers on purpose. This machine's default receive buffer alone "
+                     f"(tcp_rmem {rmem} bytes to start, grown by autotuning; tcp_wmem {wmem} for sending) is "
+                     f"larger than the whole {r.answer_bytes}-byte answer, so with the defaults the kernel can "
+                     f"take all of it: the server would not feel a reader this slow at all, and block and drop "
+                     f"would have nothing to decide. Only a longer stream, or a reader that stops reading, "
+                     f"reaches the application's buffer.")
     return text
 
 
