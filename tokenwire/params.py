@@ -215,7 +215,7 @@ def _scenario(value: str) -> str:
 
 
 def _choice(given: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
-    value = given.get(name, _DEFAULT[name])
+    value = given.get(name, str(_DEFAULT[name]))
     if value not in allowed:
         raise ParamError(f"{name} must be one of {', '.join(allowed)}; got {_echo(value)}")
     return value
@@ -288,8 +288,9 @@ def parse_cli(argv: list[str]) -> ReportParams:
             raise ParamError(f"unknown flag {_echo('--' + flag)}; allowed: "
                              f"{', '.join('--' + n.replace('_', '-') for n in NAMES)}")
         if not eq:
-            value = next(args, None)  # type: ignore[arg-type]
-            if value is None:
+            following = next(args, None)
+            if following is None:
                 raise ParamError(f"flag --{flag} needs a value")
+            value = following
         pairs.append((name, value))
     return parse_pairs(pairs)

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from .core.channel import Policy
 from .core.clock import ms_to_ns
 from .core.metrics import timing_from_arrivals
 from .core.model import ANSWER, QUESTION
@@ -265,16 +266,13 @@ class Report:
 
 def plan(params: ReportParams, clock: str | None = None) -> dict[str, RunSpec]:
     """Return the runs the page needs, by name, on ``clock`` (default: the params' clock)."""
-    common = {"tokens": params.tokens, "producer_ms": params.producer_ms, "seed": params.seed,
-              "clock": ClockKind(clock or params.clock)}
-    slow = {**common, "capacity": params.buffer, "reader_ms": params.reader_ms}
-    specs = {"baseline": RunSpec(policy="block", capacity=BASELINE_BUFFER, reader_ms=0.0,  # type: ignore[arg-type]
-                                 stream_id="baseline", **common)}
+    slow = RunSpec(tokens=params.tokens, policy=Policy.BLOCK, capacity=params.buffer, reader_ms=params.reader_ms,
+                   producer_ms=params.producer_ms, seed=params.seed, clock=ClockKind(clock or params.clock))
+    specs = {"baseline": replace(slow, capacity=BASELINE_BUFFER, reader_ms=0.0, stream_id="baseline")}
     for policy in POLICIES:
-        specs[policy] = RunSpec(policy=policy, stream_id=policy, **slow)  # type: ignore[arg-type]
+        specs[policy] = replace(slow, policy=Policy(policy), stream_id=policy)
     for mode in OnDisconnect:
-        specs[mode.value] = RunSpec(policy="block", hang_up_after=params.cut_after,  # type: ignore[arg-type]
-                                    on_disconnect=mode, stream_id="resume", **slow)
+        specs[mode.value] = replace(slow, hang_up_after=params.cut_after, on_disconnect=mode, stream_id="resume")
     return specs
 
 
