@@ -608,9 +608,13 @@ def _correction(r: DemoReport) -> str:
         f"{block.capacity} slots and that a slow reader fills it. Over TCP it is not the only queue: while the "
         f"block run's channel held at most {block.high_water} tokens, the kernel held up to "
         f"{block_k.in_kernel_tokens_max} more ({block_k.in_kernel_bytes_max} bytes), and the producer is held "
-        f"back only when both are full. So the server feels a slow reader late, and a policy decides less: "
-        f"drop-newest delivered {drop.delivered} of {drop.total} here against {mem.drop_delivered} in memory "
-        f"with the same {drop.capacity} slots, because the tokens parked in the kernel were not dropped. When the "
+        f"back only when both are full. So the server feels a slow reader late"
+        + (f", and a policy decides less: drop-newest delivered {drop.delivered} of {drop.total} here against "
+           f"{mem.drop_delivered} in memory with the same {drop.capacity} slots, because the tokens parked in the "
+           f"kernel were not dropped. " if drop.delivered > mem.drop_delivered else
+           f"; drop-newest still delivered {drop.delivered} of {drop.total} here against {mem.drop_delivered} in "
+           f"memory. ") +
+        f"When the "
         f"reader hung up after {c.first_tokens} tokens, the server had already sent {r.cut_sent} and generated "
         f"{c.generated_at_reconnect} (in memory: {mem.generated_at_reconnect}): it only learns a reader is gone "
         f"when a write fails, and everything in flight was generated for nobody. None of it was lost: the log "
