@@ -266,3 +266,59 @@ def test_real_clock_report_is_measured_on_threads() -> None:
     assert data["resume"]["contiguous"] and data["resume"]["text_matches"] and data["resume"]["generated_total"] == 12
     assert data["buffer"]["disconnect"]["cuts"] >= 1
     assert data["buffer"]["disconnect"]["wall_ms"] >= 750      # the retry really was waited out
+
+
+# ---------------------------------------------------------------- HTML and the command line
+
+
+def test_html_escapes_everything_and_hashes_its_only_style(default: Report) -> None:
+    import base64
+    import hashlib
+
+    from tokenwire.render import CSP
+
+    hostile = replace(default, params=replace(DEFAULTS, format="html"), question='<script>alert("x")</script>&')
+    page = render_report(hostile).decode()
+    assert "<script" not in page and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;" in page
+    assert " style=" not in page and page.count("<style>") == 1
+    css = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    assert f"style-src 'sha256-{digest}'" in CSP and "script-src" not in CSP and "default-src 'none'" in CSP
+
+
+def test_html_links_keep_the_visitors_parameters() -> None:
+    page = render("format=html&tokens=40&reader_ms=2")[2].decode()
+    assert 'href="?scenario=block&amp;format=html&amp;tokens=40&amp;reader_ms=2"' in page
+    assert 'href="?tokens=40&amp;reader_ms=2"' in page                      # the text version
+    assert '<form method="get" action="">' in page and 'name="format" value="html"' in page
+
+
+def test_cli_prints_the_same_bytes_as_the_handler(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    from tokenwire.render import cli_main
+
+    assert cli_main(["--scenario", "block", "--format=json", "--tokens", "30"]) == 0
+    assert capsysbinary.readouterr().out == render("scenario=block&format=json&tokens=30")[2]
+    assert cli_main([]) == 0
+    assert capsysbinary.readouterr().out == render("")[2]
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--tokens", "0"], "tokens must be a whole number from 2 to 277; got '0'"),
+    (["--colour", "red"], "unknown flag '--colour'"),
+    (["--clock", "real", "--tokens", "277", "--reader-ms", "6"], "use clock=virtual"),
+    (["report"], "unexpected argument 'report'"),
+])
+def test_cli_bad_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                            fragment: str) -> None:
+    from tokenwire.render import cli_main
+
+    assert cli_main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("tokenwire report: ") and fragment in err
+
+
+def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenwire.render import cli_main
+
+    assert cli_main(["--help"]) == 0
+    assert "--reader-ms" in capsys.readouterr().out

@@ -104,8 +104,12 @@ def _num(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+_COUNTS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
 def _times(n: int) -> str:
-    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+    """``once``, ``twice``, ``five times``, ``12 times``."""
+    return {1: "once", 2: "twice"}.get(n, f"{_COUNTS[n] if 0 <= n < len(_COUNTS) else n} times")
 
 
 def _make_env() -> jinja2.Environment:
