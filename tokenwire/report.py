@@ -437,13 +437,15 @@ def _pick_rows(kinds: Sequence[object]) -> list[int | None]:
 
 
 def _pieces(result: RunResult) -> tuple[tuple[str, int], ...]:
+    """The answer in runs: ``(text, 0)`` as the reader got it, ``(text, n)`` for ``n`` tokens it lost."""
     received = dict(zip(result.ids, result.texts))
     pieces: list[tuple[str, int]] = []
     for index, answer_text in enumerate(ANSWER[: result.spec.tokens]):
         text = received.get(index)
-        lost = 0 if text is not None else 1
-        if pieces and (pieces[-1][1] > 0) == bool(lost):
-            pieces[-1] = (pieces[-1][0] + (text or answer_text), pieces[-1][1] + lost)
+        lost = 1 if text is None else 0
+        shown = answer_text if text is None else text
+        if pieces and (pieces[-1][1] > 0) == (lost > 0):
+            pieces[-1] = (pieces[-1][0] + shown, pieces[-1][1] + lost)
         else:
-            pieces.append((text or answer_text, lost))
+            pieces.append((shown, lost))
     return tuple(pieces)
