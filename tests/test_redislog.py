@@ -8,6 +8,7 @@ import time
 import pytest
 from redis_fixture import free_port, own_redis, redis_server, redis_session  # noqa: F401
 
+from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import (
     IndexConflict,
     LeaseLost,
@@ -226,3 +227,21 @@ def test_redis_down_is_log_unavailable_quickly():
         log.create("s", {}, total=1)
     assert time.monotonic() - started < 5
     assert log.ping() is False
+
+
+# -- selection: --log / TOKENWIRE_LOG_URL ---------------------------------------------
+def test_the_log_is_chosen_by_flag_or_environment(monkeypatch, capsys):
+    pytest.importorskip("redis")
+    from tokenwire.redislog import RedisTokenLog
+    from tokenwire.server import cli_main
+    from tokenwire.shared import make_registry
+    monkeypatch.delenv("TOKENWIRE_LOG_URL", raising=False)
+    assert isinstance(make_registry(None).log, MemoryTokenLog)
+    monkeypatch.setenv("TOKENWIRE_LOG_URL", f"redis://127.0.0.1:{free_port()}/0?lease_ms=700")
+    registry = make_registry(None)
+    assert isinstance(registry.log, RedisTokenLog) and registry.log.lease_ms == 700
+    assert isinstance(make_registry("memory").log, MemoryTokenLog)            # the flag wins
+    with pytest.raises(LogUnavailable):                                       # Redis down: an error per request
+        registry.create(RunSpec(tokens=5))
+    assert cli_main(["--port", "0", "--log", "ftp://x"]) == 2
+    assert "log must be 'memory' or a redis:// URL, got 'ftp://x'" in capsys.readouterr().err
