@@ -66,8 +66,12 @@ class Step:
         ratio = self.p95_ratio
         text = (f"{self.server} N={self.n}: {c['complete']}/{self.n} complete+contiguous, ITL p95 "
                 f"{'-' if ratio is None else f'{ratio:.2f}x'}, server CPU {self.cpu_s:.1f} s, "
+                f"({self.cpu_s / max(1, c['tokens_received']) * 1e6:.0f} us/token), "
                 f"peak RSS {self.peak_rss / 2**20:.0f} MiB, client CPU {c['client_cpu_s']:.1f} s "
                 f"of {c['client_wall_s']:.1f} s")
+        if c["complete"] < self.n:
+            text += (f"; contiguous {c['contiguous']}/{self.n}, tokens received {c['tokens_received']:,} of "
+                     f"{self.n * c.get('tokens', TOKENS):,}")
         if c["errors"] or c["timed_out"]:
             text += f"; errors {c['errors']}, timed out {c['timed_out']}"
         return text + ("" if self.held else "  <- fails")

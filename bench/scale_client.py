@@ -149,7 +149,7 @@ async def _main(port: int, path: str, n: int, tokens: int, timeout_s: float) -> 
             errors[f"HTTP {proto.status}"] = errors.get(f"HTTP {proto.status}", 0) + 1
     gaps = [(b - a) / 1e6 for s in streams for a, b in zip(s.arrivals, s.arrivals[1:])]
     return {
-        "n": n, "complete": sum(s.complete for s in streams), "contiguous": sum(s.contiguous for s in streams),
+        "n": n, "tokens": tokens, "complete": sum(s.complete for s in streams), "contiguous": sum(s.contiguous for s in streams),
         "tokens_received": sum(len(s.arrivals) for s in streams), "timed_out": len(pending), "errors": errors,
         "itl_ms": {str(q): percentile(gaps, q) for q in (50, 95, 99)} if gaps else None,
     }
