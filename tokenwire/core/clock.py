@@ -6,15 +6,21 @@ run in the order they were scheduled (as in SimPy), and time only moves
 forward: scheduling in the past is a ``ClockError``.  ``RealClock`` reads
 ``perf_counter_ns`` and paces by absolute deadlines: a process that sleeps
 "until start + i * period" does not accumulate the per-step overhead that a
-chain of relative ``sleep(period)`` calls does.  It sleeps most of the wait
-and spins (yielding the GIL) for the last stretch, because ``time.sleep``
-overshoots by tens of microseconds, a tenth of a 0.5 ms step.
+chain of relative ``sleep(period)`` calls does.  A short wait sleeps most of
+the way and spins for the last stretch, because ``time.sleep`` overshoots by
+tens of microseconds, a tenth of a 0.5 ms step; the spin calls
+``os.sched_yield``, which releases the GIL and returns in under a
+microsecond (``time.sleep(0)`` is itself a timed sleep, 50-100 us on Linux:
+the timer slack).  A long wait only sleeps: its overshoot is a tiny
+fraction of it, never accumulates across deadlines, and spinning on every
+one would cost CPU per stream in a server with hundreds of them.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import time
 from collections.abc import Callable
 
@@ -23,6 +29,12 @@ __all__ = ["ClockError", "RealClock", "VirtualClock", "ms_to_ns", "ns_to_ms"]
 # time.sleep on Linux overshoots by roughly 50-100 us; finishing the last
 # 200 us by spinning keeps a 0.5 ms period within a few percent.
 SPIN_NS = 200_000
+# Waits longer than this are slept whole: 100 us late is under 2% of them,
+# and a server's 20 ms steps should not each burn a spin.  Shorter ones (a
+# 0.5 ms model step, a reader's few ms) are where the spin pays.
+SPIN_LIMIT_NS = 5_000_000
+# What the spin calls: sched_yield where there is one (POSIX), else sleep(0).
+_YIELD: Callable[[], object] = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 
 class ClockError(RuntimeError):
@@ -92,7 +104,12 @@ class RealClock:
     def sleep_until(self, deadline: int) -> None:
         """Sleep until ``now() >= deadline``; returns at once if it already is."""
         remaining = deadline - self.now()
-        if remaining > SPIN_NS:
-            time.sleep((remaining - SPIN_NS) / 1e9)
-        while self.now() < deadline:
-            time.sleep(0)
+        if remaining > SPIN_LIMIT_NS:
+            time.sleep(remaining / 1e9)
+            remaining = deadline - self.now()   # <= 0 where sleep is monotonic, as on Linux
+        if remaining > 0:
+            if remaining > SPIN_NS:
+                time.sleep((remaining - SPIN_NS) / 1e9)
+            target, clock, spin = deadline + self._origin, time.perf_counter_ns, _YIELD
+            while clock() < target:
+                spin()
