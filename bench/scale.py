@@ -51,6 +51,7 @@ class Step:
     client: dict[str, Any]
     cpu_s: float
     peak_rss: int
+    switches: int
 
     @property
     def p95_ratio(self) -> float | None:
@@ -67,7 +68,8 @@ class Step:
         ratio = self.p95_ratio
         text = (f"{self.server} N={self.n}: {c['complete']}/{self.n} complete+contiguous, ITL p95 "
                 f"{'-' if ratio is None else f'{ratio:.2f}x'}, server CPU {self.cpu_s:.1f} s, "
-                f"({self.cpu_s / max(1, c['tokens_received']) * 1e6:.0f} us/token), "
+                f"({self.cpu_s / max(1, c['tokens_received']) * 1e6:.0f} us and "
+                f"{self.switches / max(1, c['tokens_received']):.1f} context switches per token), "
                 f"peak RSS {self.peak_rss / 2**20:.0f} MiB, client CPU {c['client_cpu_s']:.1f} s "
                 f"of {c['client_wall_s']:.1f} s")
         if c["complete"] < self.n:
@@ -127,13 +129,32 @@ def _proc_figures(pid: int) -> tuple[float, int]:
     return cpu, peak
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _switches(pid: int) -> int:
+    """Context switches so far of every live thread of ``pid``."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+        except OSError:
+            pass
+    return total
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> int:
+    """Stop the server; returns its context switches over its life (all threads, from wait4)."""
     proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return int(usage.ru_nvcsw + usage.ru_nivcsw)
+        time.sleep(0.01)
+    proc.kill()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return int(usage.ru_nvcsw + usage.ru_nivcsw)
 
 
 def one_step(server: str, n: int, tokens: int) -> Step:
@@ -144,14 +165,15 @@ def one_step(server: str, n: int, tokens: int) -> Step:
     try:
         _wait_listening(port, proc)
         cpu0, _ = _proc_figures(proc.pid)
+        switches0 = _switches(proc.pid)
         timeout = tokens * PRODUCER_MS / 1e3 * 3 + n / 500 + 10
         out = subprocess.run([sys.executable, "-m", "bench.scale_client", str(port), _path(tokens), str(n),
                               str(tokens), str(timeout)], cwd=ROOT, env=env_with_root(), capture_output=True,
                              text=True, timeout=timeout + 60, check=True)
         cpu1, peak = _proc_figures(proc.pid)
     finally:
-        _stop(proc)
-    return Step(server, n, json.loads(out.stdout), cpu1 - cpu0, peak)
+        switches = _stop(proc)
+    return Step(server, n, json.loads(out.stdout), cpu1 - cpu0, peak, switches - switches0)
 
 
 def _ladders(servers: tuple[str, ...], steps: tuple[int, ...], tokens: int,
