@@ -28,6 +28,7 @@ import threading
 
 __all__ = [
     "DEFAULT_WRITE_TIMEOUT_S",
+    "MAX_BUFFER_BYTES",
     "SocketWire",
     "buffer_sizes",
     "recv_queue_bytes",
@@ -35,6 +36,9 @@ __all__ = [
     "shrink_buffers",
 ]
 
+# setsockopt takes a C int; Linux caps a buffer at net.core.wmem_max/rmem_max
+# anyway, so a larger request is a mistake, refused with a message.
+MAX_BUFFER_BYTES = 2**31 - 1
 # A reader that has not taken a single byte for this long is treated as gone
 # (a half-open connection, a suspended laptop, a client that stopped
 # reading): long enough for a browser tab in the background to catch up,
@@ -70,8 +74,8 @@ def shrink_buffers(sock: socket.socket, *, sndbuf: int | None = None, rcvbuf: in
     for name, value, option in (("sndbuf", sndbuf, socket.SO_SNDBUF), ("rcvbuf", rcvbuf, socket.SO_RCVBUF)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int of bytes, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BUFFER_BYTES:
+            raise ValueError(f"{name} must be a positive int of bytes, got {value!r}; at most {MAX_BUFFER_BYTES}")
         sock.setsockopt(socket.SOL_SOCKET, option, value)
 
 
