@@ -43,7 +43,7 @@ from .core.sse import Decoder
 from .core.stream import Ending, Stream, TraceEntry
 from .registry import Registry
 from .server import ConnectionLog, LiveConfig, LiveServer, make_server
-from .sockets import buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
+from .sockets import MAX_BUFFER_BYTES, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
 
 __all__ = ["DEMO_RCVBUF", "DEMO_SNDBUF", "KernelFigures", "SocketRun", "cli_main", "read_stream", "run_demo"]
 
@@ -707,8 +707,9 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
     if not 1 <= args.cut_after < len(ANSWER):
         raise ValueError(f"--cut-after must be from 1 to {len(ANSWER) - 1}, got {args.cut_after!r}")
     for name in ("sndbuf", "rcvbuf"):
-        if getattr(args, name) < 0:
-            raise ValueError(f"--{name} must be 0 (the kernel's) or a number of bytes, got {getattr(args, name)!r}")
+        if not 0 <= getattr(args, name) <= MAX_BUFFER_BYTES:
+            raise ValueError(f"--{name} must be 0 (the kernel's) or a number of bytes up to {MAX_BUFFER_BYTES}, "
+                             f"got {getattr(args, name)!r}")
     return DemoSettings(reader_ms=args.reader_ms, buffer=args.buffer, cut_after=args.cut_after,
                         sndbuf=args.sndbuf or None, rcvbuf=args.rcvbuf or None)
 
