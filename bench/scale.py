@@ -72,6 +72,8 @@ class Step:
                 f"{self.switches / max(1, c['tokens_received']):.1f} context switches per token), "
                 f"peak RSS {self.peak_rss / 2**20:.0f} MiB, client CPU {c['client_cpu_s']:.1f} s "
                 f"of {c['client_wall_s']:.1f} s")
+        if c["client_cpu_s"] > 0.8 * c["client_wall_s"]:
+            text += " (the client was near one core: its limit, not only the server's)"
         if c["complete"] < self.n:
             text += (f"; contiguous {c['contiguous']}/{self.n}, tokens received {c['tokens_received']:,} of "
                      f"{self.n * c.get('tokens', TOKENS):,}")
@@ -96,6 +98,8 @@ def _command(server: str, port: int, n: int) -> list[str]:
     if server == "tokenwire":
         return [sys.executable, "-m", "tokenwire", "serve", "--host", "127.0.0.1", "--port", str(port), "--quiet",
                 "--max-live", str(max(n * 2, 256))]
+    if server == "prototype":
+        return [sys.executable, "-m", "bench.loop_server", str(port)]
     return [sys.executable, "-m", "bench.peer_app", str(port)]
 
 
@@ -210,8 +214,8 @@ def run(quick: bool) -> list[Row]:
     steps, tokens = (QUICK_STEPS, QUICK_TOKENS) if quick else (FULL_STEPS, TOKENS)
     budget = QUICK_BUDGET_S if quick else FULL_BUDGET_S
     deadline = time.monotonic() + budget
-    ladders, ladder_notes = _ladders(("tokenwire", "sse-starlette"), steps, tokens, deadline)
-    ours, peer = ladders["tokenwire"], ladders["sse-starlette"]
+    ladders, ladder_notes = _ladders(("tokenwire", "sse-starlette", "prototype"), steps, tokens, deadline)
+    ours, peer, proto = ladders["tokenwire"], ladders["sse-starlette"], ladders["prototype"]
     n_ours, n_peer = _largest(ours), _largest(peer)
     peer_stack = ", ".join(f"{m} {'installed' if importlib.util.find_spec(m) else 'absent'}" for m in ("uvloop", "httptools"))
     notes = [f"peer: sse-starlette EventSourceResponse on uvicorn (loop and http 'auto': {peer_stack}); tokenwire: "
@@ -219,10 +223,15 @@ def run(quick: bool) -> list[Row]:
              f"{tokens} tokens at {PRODUCER_MS:g} ms (jitter 10%, seed 1) per stream, N streams at once over "
              f"loopback, one asyncio client process for both servers (tokenwire's Decoder); a step holds when "
              f"all N are complete and contiguous and ITL p95 <= {GOAL_P95}x nominal; steps {', '.join(map(str, steps))}",
-             *(s.describe() for s in ours + peer), *ladder_notes]
+             "prototype: bench/loop_server.py, the core's same Stream processes stepped by one selector loop "
+             "(the proposed design; not part of tokenwire)",
+             *(s.describe() for s in ours + peer + proto), *ladder_notes]
     rows = [Row(5, "server scale: largest N held", f"{n_ours}", f"sse-starlette {n_peer}",
                 n_ours / n_peer if n_peer else None, ">= 1.5x", (n_ours >= 1.5 * n_peer) if n_peer else None,
                 tuple(notes))]
+    n_proto = _largest(proto)
+    rows.append(Row(5, "server scale, proposed event-loop prototype", f"prototype {n_proto}", f"sse-starlette {n_peer}",
+                    n_proto / n_peer if n_peer else None, ">= 1.5x", (n_proto >= 1.5 * n_peer) if n_peer else None))
     for n in sorted({s.n for s in ours} & {s.n for s in peer}):
         a = next(s for s in ours if s.n == n)
         b = next(s for s in peer if s.n == n)
