@@ -1,24 +1,32 @@
-"""The client of item 5: N concurrent SSE streams over loopback, one asyncio process.
+"""The client of item 5: N concurrent SSE streams over loopback, one process, one thread.
 
 How this works: ``python -m bench.scale_client PORT PATH N TOKENS TIMEOUT_S``
-opens N connections (in batches, so the listen backlog is not the thing
-measured), sends one HTTP/1.1 GET on each and reads the response with a
-raw ``asyncio.Protocol``: the status line and headers, then the body,
+opens N non-blocking connections (in batches, so the listen backlog is not
+what is measured) on one ``selectors`` loop, sends one HTTP/1.1 GET on each
+and reads the response raw: the status line and headers, then the body,
 de-chunked when the server chunks it (uvicorn does; tokenwire's server
-closes the connection instead), fed to tokenwire's ``Decoder``.  Every
-token event's arrival is stamped with ``perf_counter_ns`` and its id
-checked against the next expected index.  The same client reads both
-servers.  It prints one JSON object: streams complete and contiguous, the
-pooled inter-token gaps' percentiles, errors, and its own CPU time (if the
-client itself ran out of CPU, the gaps say more about it than the server).
+closes the connection instead), fed to tokenwire's ``Decoder``.  The same
+client reads every server.
+
+Each token event is stamped with the time the kernel received the bytes
+that completed it (``SO_TIMESTAMPNS``), not the time this process got round
+to reading them, so a busy client does not show up as server jitter.  Where
+the kernel gives no stamp, the read time is used.  Every id is checked
+against the next expected index.  The client closes a stream on its
+``done`` event, as a page closes its ``EventSource``.  It prints one JSON
+object: streams complete and contiguous, the pooled inter-token gaps'
+percentiles, errors, and its own CPU time.
 """
 
 from __future__ import annotations
 
-import asyncio
+import errno
 import json
 import os
 import resource
+import selectors
+import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -28,6 +36,11 @@ from tokenwire.core.sse import Decoder
 
 BATCH = 100           # connections opened at once
 BATCH_PAUSE_S = 0.02  # between batches: 5,000 connections a second
+# Linux: SO_TIMESTAMPNS (and SCM_TIMESTAMPNS, its control message) is 35;
+# Python's socket module does not export it.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("@qq")
+ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 
 
 def raise_nofile() -> int:
@@ -38,11 +51,11 @@ def raise_nofile() -> int:
     return hard
 
 
-class Stream(asyncio.Protocol):
+class Stream:
     """One SSE response: status, headers, (chunked) body, events."""
 
-    def __init__(self, request: bytes, tokens: int, finished: asyncio.Future[None]) -> None:
-        self.request, self.tokens, self.finished = request, tokens, finished
+    def __init__(self, sock: socket.socket, tokens: int) -> None:
+        self.sock, self.tokens = sock, tokens
         self.head = b""
         self.status = 0
         self.chunked: bool | None = None
@@ -53,15 +66,10 @@ class Stream(asyncio.Protocol):
         self.next_id = 0
         self.contiguous = True
         self.done = False
+        self.closed = False
         self.error: str | None = None
-        self.transport: asyncio.BaseTransport | None = None
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-        transport.write(self.request)  # type: ignore[attr-defined]
-
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()
+    def data_received(self, data: bytes, stamp: int) -> None:
         if self.chunked is None:
             self.head += data
             end = self.head.find(b"\r\n\r\n")
@@ -73,14 +81,12 @@ class Stream(asyncio.Protocol):
         body = self._dechunk(data) if self.chunked else data
         for event in self.decoder.feed(body):
             if event.event == "token":
-                self.arrivals.append(now)
+                self.arrivals.append(stamp)
                 if event.id != str(self.next_id):
                     self.contiguous = False
                 self.next_id += 1
             elif event.event == "done":
-                self.done = True      # an EventSource would be closed by the page here
-                assert self.transport is not None
-                self.transport.close()
+                self.done = True
 
     def _dechunk(self, data: bytes) -> bytes:
         """Return the body bytes in ``data`` (HTTP/1.1 chunked framing removed)."""
@@ -109,57 +115,128 @@ class Stream(asyncio.Protocol):
         self.pending = buf[pos:]
         return b"".join(out)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if exc is not None:
-            self.error = f"{type(exc).__name__}: {exc}"
-        if not self.finished.done():
-            self.finished.set_result(None)
-
     @property
     def complete(self) -> bool:
         return self.status == 200 and self.done and self.contiguous and self.next_id == self.tokens
 
 
-async def _main(port: int, path: str, n: int, tokens: int, timeout_s: float) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    request = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-               "Cache-Control: no-store\r\n\r\n").encode()
-    streams: list[Stream] = []
-    waits: list[asyncio.Future[None]] = []
-    errors: dict[str, int] = {}
-    for start in range(0, n, BATCH):
-        batch = []
-        for _ in range(start, min(n, start + BATCH)):
-            finished: asyncio.Future[None] = loop.create_future()
-            proto = Stream(request, tokens, finished)
-            streams.append(proto)
-            waits.append(finished)
-            batch.append(loop.create_connection(lambda p=proto: p, "127.0.0.1", port))  # type: ignore[misc]
-        for proto, result in zip(streams[start:], await asyncio.gather(*batch, return_exceptions=True)):
-            if isinstance(result, BaseException):
-                proto.error = f"connect: {type(result).__name__}: {result}"
-                proto.finished.set_result(None)
-        await asyncio.sleep(BATCH_PAUSE_S)
-    _, pending = await asyncio.wait(waits, timeout=timeout_s)
-    for proto in streams:
-        if proto.error:
-            key = proto.error.split(":")[0] + ": " + proto.error.split(":")[1].strip() if ":" in proto.error else proto.error
-            errors[key] = errors.get(key, 0) + 1
-        elif proto.status != 200:
-            errors[f"HTTP {proto.status}"] = errors.get(f"HTTP {proto.status}", 0) + 1
-    gaps = [(b - a) / 1e6 for s in streams for a, b in zip(s.arrivals, s.arrivals[1:])]
-    return {
-        "n": n, "tokens": tokens, "complete": sum(s.complete for s in streams), "contiguous": sum(s.contiguous for s in streams),
-        "tokens_received": sum(len(s.arrivals) for s in streams), "timed_out": len(pending), "errors": errors,
-        "itl_ms": {str(q): percentile(gaps, q) for q in (50, 95, 99)} if gaps else None,
-    }
+def _stamp(ancillary: list[tuple[int, int, bytes]]) -> int:
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
+            seconds, nanos = _TIMESPEC.unpack_from(payload)
+            return int(seconds * 1_000_000_000 + nanos)
+    return time.time_ns()   # the kernel's stamps are CLOCK_REALTIME too
+
+
+class Client:
+    def __init__(self, port: int, path: str, tokens: int) -> None:
+        self.port, self.tokens = port, tokens
+        self.request = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+                        "Cache-Control: no-store\r\n\r\n").encode()
+        self.sel = selectors.DefaultSelector()
+        self.streams: list[Stream] = []
+        self.open = 0
+        self.stamped = 0
+
+    def connect(self, count: int) -> None:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            stream = Stream(sock, self.tokens)
+            self.streams.append(stream)
+            code = sock.connect_ex(("127.0.0.1", self.port))
+            if code not in (0, errno.EINPROGRESS):
+                self._fail(stream, f"connect: {os.strerror(code)}")
+                continue
+            self.sel.register(sock, selectors.EVENT_WRITE, stream)
+            self.open += 1
+
+    def _fail(self, stream: Stream, why: str) -> None:
+        stream.error = stream.error or why
+        self._close(stream)
+
+    def _close(self, stream: Stream) -> None:
+        if stream.closed:
+            return
+        stream.closed = True
+        try:
+            self.sel.unregister(stream.sock)
+            self.open -= 1
+        except (KeyError, ValueError):
+            pass
+        stream.sock.close()
+
+    def _writable(self, stream: Stream) -> None:
+        code = stream.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._fail(stream, f"connect: {os.strerror(code)}")
+            return
+        try:
+            stream.sock.sendall(self.request)   # a few dozen bytes: the send buffer takes them at once
+        except OSError as exc:
+            self._fail(stream, f"send: {exc.strerror or exc}")
+            return
+        self.sel.modify(stream.sock, selectors.EVENT_READ, stream)
+
+    def _readable(self, stream: Stream) -> None:
+        try:
+            data, ancillary, _, _ = stream.sock.recvmsg(65536, ANCILLARY)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._fail(stream, f"recv: {exc.strerror or exc}")
+            return
+        if not data:
+            self._close(stream)
+            return
+        stream.data_received(data, _stamp(ancillary))
+        if stream.done:
+            self._close(stream)
+
+    def poll(self, timeout: float) -> None:
+        for key, mask in self.sel.select(timeout):
+            stream: Stream = key.data
+            if mask & selectors.EVENT_WRITE:
+                self._writable(stream)
+            else:
+                self._readable(stream)
+
+    def run(self, n: int, timeout_s: float) -> dict[str, Any]:
+        start = time.monotonic()
+        while len(self.streams) < n:
+            self.connect(min(BATCH, n - len(self.streams)))
+            until = time.monotonic() + BATCH_PAUSE_S
+            while (left := until - time.monotonic()) > 0:
+                self.poll(left)
+        deadline = start + timeout_s
+        while self.open and time.monotonic() < deadline:
+            self.poll(min(1.0, max(0.0, deadline - time.monotonic())))
+        timed_out = self.open
+        for stream in self.streams:
+            self._close(stream)
+        return self.summary(n, timed_out)
+
+    def summary(self, n: int, timed_out: int) -> dict[str, Any]:
+        errors: dict[str, int] = {}
+        for s in self.streams:
+            key = s.error or (f"HTTP {s.status}" if s.status not in (0, 200) else None)
+            if key:
+                errors[key] = errors.get(key, 0) + 1
+        gaps = [(b - a) / 1e6 for s in self.streams for a, b in zip(s.arrivals, s.arrivals[1:])]
+        return {
+            "n": n, "tokens": self.tokens, "complete": sum(s.complete for s in self.streams),
+            "contiguous": sum(s.contiguous for s in self.streams),
+            "tokens_received": sum(len(s.arrivals) for s in self.streams), "timed_out": timed_out,
+            "errors": errors, "itl_ms": {str(q): percentile(gaps, q) for q in (50, 95, 99)} if gaps else None,
+        }
 
 
 def main(argv: list[str]) -> int:
     port, path, n, tokens, timeout_s = int(argv[0]), argv[1], int(argv[2]), int(argv[3]), float(argv[4])
     raise_nofile()
     start, cpu0 = time.perf_counter(), os.times()
-    result = asyncio.run(_main(port, path, n, tokens, timeout_s))
+    result = Client(port, path, tokens).run(n, timeout_s)
     cpu1 = os.times()
     result["client_cpu_s"] = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     result["client_wall_s"] = time.perf_counter() - start
