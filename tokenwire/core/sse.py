@@ -361,6 +361,11 @@ def _one_shape(region: str, fixed_event: bool) -> tuple[dict[str, list[str]], st
     return {k: values[i :: len(kinds)] for i, k in enumerate(kinds)}, shape[2]
 
 
+# Below this many characters of whole blocks, skip the column path: its
+# fixed cost is larger than the regex's for one or two token frames.
+_COLUMNS_MIN = 512
+
+
 class Decoder:
     """Incremental SSE decoder: bytes in, :class:`Event` objects out.
 
@@ -487,7 +492,9 @@ class Decoder:
             self._lines(text[:start], events)
         end = marked.rfind("\n\n") + 1  # just past the last blank line
         if end > start:
-            if not self._columns(text[start:end], events):
+            # Bulk columns pay off over many blocks; a chunk of one or two
+            # frames (a reader fed frame by frame) is quicker by regex.
+            if end - start < _COLUMNS_MIN or not self._columns(text[start:end], events):
                 self._blocks(text, start, end, events)
             start = end
         if start < len(text):
