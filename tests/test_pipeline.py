@@ -59,6 +59,16 @@ def test_resume_at_every_cut_point(on_disconnect):
             assert first.generated_before_next == n, "detach keeps generating for the absent reader"
 
 
+@pytest.mark.parametrize("clock", ["virtual", "real"])
+def test_hang_up_before_the_first_token_resumes_from_the_start(clock):
+    for n in (1, 5):
+        r = run(RunSpec(tokens=n, hang_up_after=0, retry_ms=5, clock=clock))
+        assert_complete(r, n)
+        first, second = r.connections
+        assert (first.tokens, first.last_event_id, first.ending) == (0, "", Ending.PEER_GONE)
+        assert second.start_index == 0 and second.tokens == n
+
+
 def test_cancel_stops_within_one_token_with_a_fast_reader():
     r = run(RunSpec(tokens=70, reader_ms=0, hang_up_after=18))
     assert r.connections[0].generated_before_next == 19
@@ -109,7 +119,8 @@ def test_resume_real_clock(on_disconnect):
     ({"tokens": 278}, "tokens must be an int from 1 to 277, got 278"),
     ({"reader_ms": float("nan")}, "reader_ms must be a finite number >= 0, got nan"),
     ({"producer_ms": -1}, "producer_ms must be a finite number >= 0, got -1"),
-    ({"hang_up_after": 70}, "hang_up_after must be from 1 to tokens-1 (69), got 70"),
+    ({"hang_up_after": 70}, "hang_up_after must be from 0 to tokens-1 (69), got 70"),
+    ({"hang_up_after": -1}, "hang_up_after must be from 0 to tokens-1 (69), got -1"),
     ({"policy": "nope"}, "policy must be one of block, drop-newest, drop-oldest, disconnect, got 'nope'"),
     ({"capacity": 0}, "capacity must be an int from 1 to 65536, got 0"),
 ])

@@ -52,7 +52,7 @@ class RunSpec:
     ttft_ms: float | None = None          # None: 1.6 x producer_ms, a prompt step
     jitter: float = 0.1
     seed: int = 1
-    hang_up_after: int | None = None      # the reader disconnects after this many tokens
+    hang_up_after: int | None = None      # the reader disconnects after this many tokens (0: on open)
     on_disconnect: OnDisconnect = OnDisconnect.CANCEL
     retry_ms: int = DEFAULT_RETRY_MS
     stream_id: str = "run"
@@ -65,8 +65,8 @@ class RunSpec:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.hang_up_after is not None and not 0 < self.hang_up_after < self.tokens:
-            raise ValueError(f"hang_up_after must be from 1 to tokens-1 ({self.tokens - 1}), got {self.hang_up_after!r}")
+        if self.hang_up_after is not None and not 0 <= self.hang_up_after < self.tokens:
+            raise ValueError(f"hang_up_after must be from 0 to tokens-1 ({self.tokens - 1}), got {self.hang_up_after!r}")
         object.__setattr__(self, "policy", parse_policy(self.policy))
         object.__setattr__(self, "on_disconnect", OnDisconnect(self.on_disconnect))
         object.__setattr__(self, "clock", ClockKind(self.clock))

@@ -30,7 +30,8 @@ class Wire(Protocol):
 class MemoryReader:
     """A reader that takes ``reader_ns`` per token and may hang up after ``hang_up_after`` tokens.
 
-    The hang-up happens once, on the first connection that reaches that
+    ``hang_up_after=0`` hangs up as soon as the ``open`` frame arrives.  The
+    hang-up happens once, on the first connection that reaches that
     count; ``frames`` keeps every byte delivered, per connection.
     """
 
@@ -70,6 +71,9 @@ class MemoryReader:
             self.last_event_id = self._decoder.last_event_id
             if event.event == "done":
                 self.done_at = now
+            elif event.event == "open" and self.hang_up_after == 0 and not self.hung_up:
+                self.hung_up = True     # dies before the first token: resumes with no Last-Event-ID
+                return False
             elif event.event == "token":
                 self.arrivals.append(now)
                 self.ids.append(int(event.id))
