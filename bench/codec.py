@@ -198,11 +198,11 @@ def encoder_rows(quick: bool) -> list[Row]:
 
     def bare() -> None:
         for t, i in pairs:
-            f"event: token\nid: {i}\ndata: {t}\n\n".encode()
+            f"id: {i}\nevent: token\ndata: {t}\n\n".encode()
 
     def unchecked(data: str, *, event: str | None = None, id: str | None = None,  # noqa: A002
                   retry: int | None = None) -> bytes:
-        return f"event: {event}\nid: {id}\ndata: {data}\n\n".encode()
+        return f"id: {id}\nevent: {event}\ndata: {data}\n\n".encode()
 
     def call_only() -> None:
         for t, i in pairs:
@@ -210,7 +210,7 @@ def encoder_rows(quick: bool) -> list[Row]:
 
     rate = {"tokenwire": frames / best_time(ours, repeats), "f-string": frames / best_time(bare, repeats),
             "call": frames / best_time(call_only, repeats)}
-    assert encode(texts[1], event="token", id="1") == f"event: token\nid: 1\ndata: {texts[1]}\n\n".encode()
+    assert encode(texts[1], event="token", id="1") == f"id: 1\nevent: token\ndata: {texts[1]}\n\n".encode()
     per_frame = {k: 1e9 / v for k, v in rate.items()}
     notes = (f"{frames:,} token frames (event, id, data) per pass, best of {repeats}; "
              "the bare f-string checks nothing (no CR/LF split, no type or NUL checks)",
