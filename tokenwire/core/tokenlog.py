@@ -7,7 +7,13 @@ Cursors are exclusive (``Last-Event-ID: 17`` means "send 18 on").  The log is
 bounded three ways, each a named constant below: how many streams it keeps,
 how old a stream may get, and how many tokens of one stream it keeps; what is
 trimmed is reported as a ``LogGap`` to a reader whose cursor falls in it, and
-what is evicted as ``UnknownStream``, never papered over.
+what is evicted as ``UnknownStream``, never papered over.  Age is checked on
+every access, not only when a stream is created, so a stream past
+``max_age_ns`` is gone for every reader at the same moment.
+
+``MemoryTokenLog`` is shared by a server's request threads (which create
+streams) and producer threads (which append): one lock makes each call
+atomic, so eviction never iterates the table while an append reorders it.
 
 ``TokenLog`` is the interface; ``MemoryTokenLog`` the default implementation.
 The Redis Streams implementation lives outside the core (it does I/O).
@@ -15,6 +21,7 @@ The Redis Streams implementation lives outside the core (it does I/O).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -143,6 +150,7 @@ class MemoryTokenLog:
         self._now = now
         self.max_streams, self.max_age_ns, self.max_tokens = max_streams, max_age_ns, max_tokens
         self._streams: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()        # never held while calling out, so no ordering to get wrong
         self.evictions = 0
         self.trimmed = 0
 
@@ -154,18 +162,23 @@ class MemoryTokenLog:
 
     def create(self, stream_id: str, meta: Mapping[str, Any], total: int) -> None:
         """Start a stream of ``total`` tokens; raises ``ValueError`` if the id exists."""
-        self.expire()
-        if stream_id in self._streams:
-            raise ValueError(f"stream {stream_id!r} already exists")
         if isinstance(total, bool) or not isinstance(total, int) or total < 0:
             raise ValueError(f"total must be a non-negative int, got {total!r}")
-        while len(self._streams) >= self.max_streams:
-            self._streams.popitem(last=False)
-            self.evictions += 1
-        self._streams[stream_id] = _Entry(dict(meta), total, self._now())
+        with self._lock:
+            self._expire()
+            if stream_id in self._streams:
+                raise ValueError(f"stream {stream_id!r} already exists")
+            while len(self._streams) >= self.max_streams:
+                self._streams.popitem(last=False)
+                self.evictions += 1
+            self._streams[stream_id] = _Entry(dict(meta), total, self._now())
 
     def expire(self) -> int:
         """Evict streams older than ``max_age_ns``; returns how many went."""
+        with self._lock:
+            return self._expire()
+
+    def _expire(self) -> int:
         cutoff = self._now() - self.max_age_ns
         old = [sid for sid, e in self._streams.items() if e.created_ns < cutoff]
         for sid in old:
@@ -174,35 +187,44 @@ class MemoryTokenLog:
         return len(old)
 
     def _entry(self, stream_id: str) -> _Entry:
+        """The live entry (call with the lock held); a stream past its age is evicted here."""
         entry = self._streams.get(stream_id)
+        if entry is not None and entry.created_ns < self._now() - self.max_age_ns:
+            del self._streams[stream_id]
+            self.evictions += 1
+            entry = None
         if entry is None:
             raise UnknownStream(stream_id)
         return entry
 
     def meta(self, stream_id: str) -> Mapping[str, Any]:
-        return self._entry(stream_id).meta
+        with self._lock:
+            return self._entry(stream_id).meta
 
     def total(self, stream_id: str) -> int:
-        return self._entry(stream_id).total
+        with self._lock:
+            return self._entry(stream_id).total
 
     def append(self, stream_id: str, index: int, token: str) -> None:
         """Log ``token`` at ``index``; raises ``IndexConflict`` unless ``index == length``."""
-        entry = self._entry(stream_id)
-        expected = entry.first + len(entry.tokens)
-        if index != expected or index >= entry.total:
-            raise IndexConflict(stream_id, index, expected)
-        entry.tokens.append(token)
-        self._streams.move_to_end(stream_id)
-        if len(entry.tokens) > self.max_tokens:
-            drop = len(entry.tokens) - self.max_tokens
-            del entry.tokens[:drop]
-            entry.first += drop
-            self.trimmed += drop
+        with self._lock:
+            entry = self._entry(stream_id)
+            expected = entry.first + len(entry.tokens)
+            if index != expected or index >= entry.total:
+                raise IndexConflict(stream_id, index, expected)
+            entry.tokens.append(token)
+            self._streams.move_to_end(stream_id)
+            if len(entry.tokens) > self.max_tokens:
+                drop = len(entry.tokens) - self.max_tokens
+                del entry.tokens[:drop]
+                entry.first += drop
+                self.trimmed += drop
 
     def length(self, stream_id: str) -> int:
         """Return the number of tokens generated so far (the next index)."""
-        entry = self._entry(stream_id)
-        return entry.first + len(entry.tokens)
+        with self._lock:
+            entry = self._entry(stream_id)
+            return entry.first + len(entry.tokens)
 
     def read_after(self, stream_id: str, cursor: int, limit: int | None = None) -> list[str]:
         """Return the tokens at ``cursor+1`` on (at most ``limit``).
@@ -212,15 +234,18 @@ class MemoryTokenLog:
         """
         if cursor < -1:
             raise ValueError(f"cursor must be -1 or a token index, got {cursor!r}")
-        entry = self._entry(stream_id)
-        start = cursor + 1 - entry.first
-        if start < 0:
-            raise LogGap(stream_id, cursor, entry.first)
-        stop = None if limit is None else start + limit
-        return entry.tokens[start:stop]
+        with self._lock:
+            entry = self._entry(stream_id)
+            start = cursor + 1 - entry.first
+            if start < 0:
+                raise LogGap(stream_id, cursor, entry.first)
+            stop = None if limit is None else start + limit
+            return entry.tokens[start:stop]
 
     def state(self, stream_id: str) -> StreamState:
-        return self._entry(stream_id).state
+        with self._lock:
+            return self._entry(stream_id).state
 
     def set_state(self, stream_id: str, state: StreamState) -> None:
-        self._entry(stream_id).state = StreamState(state)
+        with self._lock:
+            self._entry(stream_id).state = StreamState(state)
