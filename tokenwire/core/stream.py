@@ -19,6 +19,12 @@ or ``detach`` (generation keeps filling the log, so a reconnect catches up at
 once).  A ``disconnect``-policy cut never cancels: the server keeps
 generating, as a hub keeps publishing, and the reader resumes from the log.
 
+If the log loses the stream under a running producer (evicted for age or
+count), the producer stops and abandons the attached channel, so the
+connection ends without ``done`` (its writer sees ``Taken.GONE``) instead of
+waiting for tokens that will never come; the reader's resume then gets the
+log's ``UnknownStream``.
+
 The condition is a ``threading.Condition``: uncontended and free in the
 single-threaded simulation, what the real-time drivers wait on.
 """
@@ -36,7 +42,7 @@ from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn, TokenItem
 from .frames import DEFAULT_RETRY_MS, done_frame, open_frame, token_frame
 from .model import Model
 from .sse import encode_comment
-from .tokenlog import StreamState, TokenLog
+from .tokenlog import LogError, StreamState, TokenLog
 
 __all__ = ["CursorOutOfRange", "Ending", "OnDisconnect", "Stream", "StreamError", "TraceEntry"]
 
@@ -180,16 +186,32 @@ class Stream:
 
     # -- the producer ------------------------------------------------------
     def produce(self, start: int) -> Process:
-        """Generate ``start..total-1``, checking for cancellation before each token."""
-        for index in range(start, self.total):
-            if self._stop_if_cancelled():
-                return
-            yield Sleep(self.model.cost_ns(index))
-            with self.cond:
-                token = self.model.generate(index)
-                self.log.append(self.stream_id, index, token)
-            yield Put(self, TokenItem(index, token))
-        self._finish()
+        """Generate ``start..total-1``, checking for cancellation before each token.
+
+        A log error (the stream was evicted) stops it and ends the attached
+        connection without ``done``; the error is re-raised to the driver.
+        """
+        try:
+            for index in range(start, self.total):
+                if self._stop_if_cancelled():
+                    return
+                yield Sleep(self.model.cost_ns(index))
+                with self.cond:
+                    token = self.model.generate(index)
+                    self.log.append(self.stream_id, index, token)
+                yield Put(self, TokenItem(index, token))
+            self._finish()
+        except LogError:
+            self._lost()
+            raise
+
+    def _lost(self) -> None:
+        with self.cond:
+            self.producer_running = False
+            if self.channel is not None:
+                self.channel.abandon()      # the writer ends the connection without `done`
+                self.channel = None
+            self.cond.notify_all()
 
     def _finish(self) -> None:
         with self.cond:
