@@ -186,7 +186,7 @@ def test_unknown_streams_bad_parameters_and_wrong_methods() -> None:
     assert bad_cut[0] == 400 and "cut_after" in json.loads(bad_cut[2])["error"]
     assert extra[0] == 400
     assert get_streams[0] == 405 and get_streams[1]["allow"] == "POST"
-    assert post_live[0] == 405 and post_live[1]["allow"] == "GET"
+    assert post_live[0] == 405 and post_live[1]["allow"] == "GET, HEAD"
     assert big_body[0] == 413
 
 

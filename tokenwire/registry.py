@@ -35,7 +35,7 @@ from .core.model import ANSWER, Model
 from .core.pipeline import RunSpec
 from .core.stream import Stream
 from .core.threads import run_process
-from .core.tokenlog import DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
+from .core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
 
 __all__ = ["DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream", "Registry", "UnknownStream",
            "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
@@ -131,18 +131,22 @@ class Registry:
     """Live streams by id, the producer threads, and the open-stream limit.
 
     ``new_stream``/``attach_stream`` build the ``Stream`` objects (a shared
-    log passes ones that make streams aware of other instances).  Raises
-    ``ValueError`` for a ``max_streams`` or ``max_live`` below 1.
+    log passes ones that make streams aware of other instances).
+    ``max_streams`` bounds the streams kept here and, with ``max_age_ns``,
+    the in-memory log made when no ``log`` is given.  Raises ``ValueError``
+    for a ``max_streams``, ``max_age_ns`` or ``max_live`` below 1.
     """
 
     def __init__(self, log: TokenLog | None = None, *, clock: RealClock | None = None,
-                 max_streams: int = DEFAULT_MAX_STREAMS, max_live: int = DEFAULT_MAX_LIVE,
+                 max_streams: int = DEFAULT_MAX_STREAMS, max_age_ns: int = DEFAULT_MAX_AGE_NS,
+                 max_live: int = DEFAULT_MAX_LIVE,
                  new_stream: NewStream = new_stream, attach_stream: AttachStream = attach_stream) -> None:
-        for name, value in (("max_streams", max_streams), ("max_live", max_live)):
+        for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_live", max_live)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.clock = clock or RealClock()
-        self.log: TokenLog = log if log is not None else MemoryTokenLog(self.clock.now, max_streams=max_streams)
+        self.log: TokenLog = log if log is not None else MemoryTokenLog(
+            self.clock.now, max_streams=max_streams, max_age_ns=max_age_ns)
         self.max_streams, self.max_live = max_streams, max_live
         self._new_stream, self._attach_stream = new_stream, attach_stream
         self._streams: OrderedDict[str, LiveStream] = OrderedDict()

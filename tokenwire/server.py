@@ -23,18 +23,36 @@ Routes (see ``ROUTES`` in the README for the status codes):
 Resume cursors (``Last-Event-ID``) are validated strictly: absent or empty
 means "from the start"; otherwise ASCII decimal digits without leading
 zeros, at most ``MAX_ID_DIGITS`` of them, naming an index the stream has
-generated.  Anything else is a 400 that quotes the value.  The last index
-of a finished stream means "I have it all": 204, which tells an
-``EventSource`` to stop reconnecting.
+generated.  The header's bytes are read as UTF-8 and the whitespace HTTP
+allows around a field value is not part of it.  Anything else is a 400 that
+quotes the value (shortened past ``MAX_ECHO_CHARS``).  An id is an index
+within the stream the URL names: one copied from another stream is read as
+an index of this one and never reaches the other stream.  The last index of
+a finished stream means "I have it all": 204, which tells an
+``EventSource`` to stop reconnecting.  A stream the token log no longer
+holds (evicted for age or count, or made by a server process that has since
+restarted, with the in-memory log) is a 404 that says so; a cursor before
+the first token the log still keeps is a 410.  Neither is ever a silent
+restart of the stream.
+
+Every method on every path has one answer: a path that is not served is a
+404 whatever the method, a served path asked with the wrong method a 405
+with ``Allow``.  A request has ``request_timeout_s`` in total to arrive
+(request line, headers and body), however slowly its bytes trickle in, so a
+slowloris client holds a thread for at most that long.  Errors the standard
+library raises while parsing (bad request line, 414, 431, 501) carry the
+same security headers as every other answer.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import socket
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -49,8 +67,8 @@ from .core.clock import RealClock
 from .core.pipeline import RunSpec
 from .core.stream import Ending
 from .core.threads import run_process
-from .core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
-from .handler import handler
+from .core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, LogGap, LogUnavailable, UnknownStream
+from .handler import REPORT_PATHS, handler, respond
 from .params import ParamError, ReportParams, parse_query
 from .registry import DEFAULT_MAX_LIVE, Busy, LiveStream, Registry
 from .sockets import DEFAULT_WRITE_TIMEOUT_S, SocketWire, shrink_buffers
@@ -70,9 +88,10 @@ __all__ = [
 # commonly close a connection idle for 30-60 s; 15 s stays well inside that
 # (sse-starlette and many hubs use the same figure).
 DEFAULT_HEARTBEAT_S = 15.0
-# A client has this long to send its request line and headers (slowloris);
-# the same timeout applies to a keep-alive connection waiting for its next
-# request.  Loopback and real clients send both in one packet.
+# A client has this long, in total, to send its request line, headers and
+# body (slowloris: a trickle of one byte at a time does not extend it).  Real
+# clients send the whole request in one packet, so this only needs to cover a
+# slow network round trip.
 DEFAULT_REQUEST_TIMEOUT_S = 10.0
 # Longest request line (method, target, version).  The longest real one here
 # is a report query of a few hundred bytes; 8 KiB is what nginx and most
@@ -93,6 +112,9 @@ REQUEST_QUEUE_SIZE = 1024
 # What a 503 asks the client to wait, in seconds: a full server frees a slot
 # as soon as any stream ends, and an EventSource retries after `retry` anyway.
 RETRY_AFTER_S = 1
+# Bad values are quoted in error messages up to this many characters, so a
+# 10,000-digit id or a very long parameter never comes back whole.
+MAX_ECHO_CHARS = 40
 # How many finished connections the server remembers for inspection
 # (tests, the demo): bounded, so a long-running server does not grow.
 JOURNAL_SIZE = 1024
@@ -102,6 +124,8 @@ LIVE_PARAMS = ("cut_after", "last_event_id")
 
 _EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
+# Where each served path's methods are listed (the 405's Allow).
+_ALLOW_STREAMS, _ALLOW_GET, _ALLOW_PAGE = "POST", "GET", "GET, HEAD"
 _STATIC = {"live.js": "text/javascript; charset=utf-8", "live.css": "text/css; charset=utf-8"}
 
 # The live page runs only its own script and stylesheet and talks only to
@@ -145,7 +169,8 @@ class ConnectionLog:
     last_event_id_header: the ``Last-Event-ID`` header sent (None if
     absent); cursor: the exclusive resume cursor used; tokens_sent: token
     frames handed to the kernel; generated: tokens in the log when the
-    connection ended; failure: why the wire declared the peer gone; stats:
+    connection ended (-1: the log no longer held the stream, it was
+    evicted under the connection); failure: why the wire declared the peer gone; stats:
     the connection's channel statistics.
     """
 
@@ -171,19 +196,31 @@ class RequestError(Exception):
 
 
 # -- requests -> streams (pure) ----------------------------------------------
+# More query fields than any request here needs (nine report parameters and two live ones).
+MAX_QUERY_FIELDS = 64
+
+
+def echo(value: str) -> str:
+    """Return ``repr(value)``, shortened past ``MAX_ECHO_CHARS`` (with the full length said)."""
+    if len(value) <= MAX_ECHO_CHARS:
+        return repr(value)
+    return f"{value[:MAX_ECHO_CHARS]!r}... ({len(value)} characters)"
+
+
 def split_query(query: str) -> tuple[str, dict[str, str]]:
     """Return the report part of ``query`` and the live-only parameters; raises ``RequestError``."""
     rest: list[tuple[str, str]] = []
     live: dict[str, str] = {}
     try:
-        pairs = parse_qsl(query, keep_blank_values=True, max_num_fields=64)
-    except ValueError as exc:
-        raise RequestError(400, f"bad query string: {exc}") from None
+        pairs = parse_qsl(query, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
+    except ValueError:
+        raise RequestError(400, f"query string has more than {MAX_QUERY_FIELDS} parameters") from None
     for name, value in pairs:
         if name not in LIVE_PARAMS:
             rest.append((name, value))
         elif name in live:
-            raise RequestError(400, f"{name} is given twice")
+            raise RequestError(400, f"parameter {name!r} given more than once ({echo(live[name])} and "
+                                    f"{echo(value)}); give it once")
         else:
             live[name] = value
     return urlencode(rest), live
@@ -191,10 +228,29 @@ def split_query(query: str) -> tuple[str, dict[str, str]]:
 
 def parse_count(name: str, value: str) -> int:
     """Return ``value`` as a non-negative decimal int; raises ``RequestError`` naming ``name``."""
-    if not value.isascii() or not _DECIMAL.fullmatch(value) or len(value) > MAX_ID_DIGITS:
+    if len(value) > MAX_ID_DIGITS or not value.isascii() or not _DECIMAL.fullmatch(value):
         raise RequestError(400, f"{name} must be a decimal integer without sign or leading zeros "
-                                f"(at most {MAX_ID_DIGITS} digits), got {value!r}")
+                                f"(at most {MAX_ID_DIGITS} digits), got {echo(value)}")
     return int(value)
+
+
+def utf8(raw: str) -> str:
+    """Return text ``http.server`` decoded as Latin-1 (request line, headers) decoded as UTF-8 instead.
+
+    Bytes that are not UTF-8 become U+FFFD, so a message can quote them.
+    """
+    return raw.encode("latin-1", "replace").decode("utf-8", "replace")
+
+
+def header_text(raw: str) -> str:
+    """Return a header value as its sender wrote it: UTF-8, without the whitespace HTTP allows around it."""
+    return utf8(raw).strip(" \t")
+
+
+def unknown_stream_message(stream_id: str) -> str:
+    """The 404 a stream id the token log does not hold gets (also after a restart: the log was in memory)."""
+    return (f"unknown stream {stream_id!r}: never created here, evicted from the token log (too old or too many "
+            f"streams), or lost when the server restarted; start a new one with POST /streams")
 
 
 def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
@@ -245,8 +301,8 @@ def resume_cursor(header: str | None, query_value: str | None, total: int, gener
     if cursor >= total:
         raise RequestError(400, f"{source} {value!r} is past the end: this stream has ids 0..{total - 1}")
     if cursor >= generated:
-        raise RequestError(400, f"{source} {value!r} was never sent: this stream has generated ids "
-                                f"0..{generated - 1} so far")
+        so_far = f"ids 0..{generated - 1} so far" if generated else "no ids yet"
+        raise RequestError(400, f"{source} {value!r} was never sent: this stream has generated {so_far}")
     return cursor
 
 
@@ -292,6 +348,45 @@ _TEMPLATES = jinja2.Environment(
 )
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket read under one deadline for a whole request: each ``recv`` may wait only for what is left.
+
+    A plain socket timeout restarts on every byte, so a client trickling one
+    byte just inside it would hold its thread forever; this one does not.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline = time.monotonic()
+        self.timeout_s = 0.0
+
+    def start(self, timeout_s: float) -> None:
+        """Give the next request ``timeout_s`` from now to arrive whole."""
+        self.deadline, self.timeout_s = time.monotonic() + timeout_s, timeout_s
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the request did not arrive whole within {self.timeout_s:g} s")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
+def allowed_methods(path: str) -> str | None:
+    """Return the ``Allow`` value of a served ``path``, None for a path this server does not serve."""
+    if path == "/streams":
+        return _ALLOW_STREAMS
+    if path == "/stream" or _EVENTS_PATH.fullmatch(path):
+        return _ALLOW_GET
+    if path == "/live" or path in REPORT_PATHS or path.removeprefix("/static/") in _STATIC:
+        return _ALLOW_PAGE
+    return None
+
+
 class LiveHandler(handler):
     """The report handler plus ``/streams``, ``/stream``, ``/live`` and ``/static``."""
 
@@ -299,19 +394,35 @@ class LiveHandler(handler):
     _streaming = False       # True once an event stream's headers are out
 
     def setup(self) -> None:
-        # Slowloris: a client has this long for each read of its request (and
-        # a kept-alive connection for its next one); the stream's writes get
-        # their own timeout once the request is parsed.
-        self.request.settimeout(self.server.config.request_timeout_s)
+        # Slowloris: the request's reads share one deadline (``_DeadlineReader``);
+        # the stream's writes get their own timeout once the request is parsed.
         super().setup()
+        self.rfile.close()                       # the stdlib's reader; the socket stays open
+        self._reader = _DeadlineReader(self.connection)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        self._reader.start(self.server.config.request_timeout_s)
+        super().handle_one_request()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's name)
         if self.server.config.access_log:
             super().log_message(format, *args)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own errors (bad request line, 414, 431, 501), with this server's headers."""
+        self.close_connection = True
+        self.log_error("code %d, message %s", code, message)
+        text = f"{code} {message or self.responses.get(code, ('error',))[0]}\n"
+        self._reply(code, "text/plain; charset=utf-8", text.encode("utf-8", "replace"),
+                    (("Connection", "close"), ("Cache-Control", "no-store")))
+
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
+        # The target's bytes as UTF-8 (http.server read them as Latin-1), so a
+        # raw non-ASCII character is quoted back as the client sent it.
+        self.path = utf8(self.path)
         if len(self.requestline) > MAX_REQUEST_LINE:
             self.close_connection = True
             self._error(414, f"request line longer than {MAX_REQUEST_LINE} bytes")
@@ -332,6 +443,7 @@ class LiveHandler(handler):
                 self._static(path[len("/static/"):])
             elif path == "/stream":
                 spec, cut = spec_from_query(query)
+                self._last_event_id(created=True)      # refused before a stream is made for nothing
                 self._events(self.server.registry.create(spec, cut_after=cut), query, created=True)
             elif (match := _EVENTS_PATH.fullmatch(path)) is not None:
                 self._events(self._lookup(match.group(1)), query, created=False)
@@ -349,16 +461,30 @@ class LiveHandler(handler):
         if path == "/live" or path.startswith("/static/"):
             self.do_GET()                      # _reply leaves the body out for HEAD
         elif path == "/stream" or path == "/streams" or _EVENTS_PATH.fullmatch(path):
-            self._error(405, f"{path!r} does not take HEAD", (("Allow", "POST" if path == "/streams" else "GET"),))
+            self._not_allowed()
         else:
             super().do_HEAD()
+
+    def _not_allowed(self) -> None:
+        """Any method a path does not take: 405 with its ``Allow``, or 404 for a path not served."""
+        path = self.path.partition("?")[0]
+        self.close_connection = True           # a body may follow that nobody reads
+        allow = allowed_methods(path)
+        if allow is None:
+            self._send(respond("GET", self.path))   # the same 404 as a GET of it
+        elif path in REPORT_PATHS:
+            super()._not_allowed()             # the report's own 405
+        else:
+            self._error(405, f"{echo(path)} does not take {self.command}; it takes {allow}", (("Allow", allow),))
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed  # noqa: N815
 
     def _log_failure(self, exc: LogError) -> None:
         if self._streaming:       # headers already sent: all that is left is to end the stream
             self.log_error("token log failed mid-stream: %s", exc)
             return
         if isinstance(exc, UnknownStream):
-            self._error(404, str(exc))
+            self._error(404, unknown_stream_message(exc.stream_id))
         elif isinstance(exc, LogGap):
             self._error(410, str(exc))
         elif isinstance(exc, LogUnavailable):
@@ -368,16 +494,10 @@ class LiveHandler(handler):
 
     def do_POST(self) -> None:
         path, _, query = self.path.partition("?")
+        if path != "/streams":
+            self._not_allowed()
+            return
         try:
-            if path != "/streams":
-                allow = "GET" if _EVENTS_PATH.fullmatch(path) or path in ("/stream", "/live") else None
-                if allow is None:
-                    parent = getattr(super(), "do_POST", None)
-                    if parent is not None:
-                        parent()
-                        return
-                    allow = "GET"
-                raise RequestError(405, f"{path!r} does not take POST", (("Allow", allow),))
             self._discard_body()
             spec, cut = spec_from_query(query)
             live = self.server.registry.create(spec, cut_after=cut)
@@ -393,7 +513,7 @@ class LiveHandler(handler):
         try:
             return self.server.registry.get(stream_id)
         except UnknownStream:
-            raise RequestError(404, f"unknown stream {stream_id!r}") from None
+            raise RequestError(404, unknown_stream_message(stream_id)) from None
 
     def _discard_body(self) -> None:
         if "Transfer-Encoding" in self.headers:
@@ -443,7 +563,7 @@ class LiveHandler(handler):
         if not created and rest:
             raise RequestError(400, f"an events URL takes only last_event_id and cut_after, got {rest!r}")
         stream = live.stream
-        header = self.headers.get("Last-Event-ID")
+        header = self._last_event_id(created)
         generated = self.server.registry.log.length(stream.stream_id)
         cursor = resume_cursor(header, params.get("last_event_id"), stream.total, generated)
         requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
@@ -460,6 +580,17 @@ class LiveHandler(handler):
         except Busy as exc:
             self.close_connection = True
             raise RequestError(503, str(exc), (("Retry-After", str(RETRY_AFTER_S)),)) from None
+
+    def _last_event_id(self, created: bool) -> str | None:
+        values = self.headers.get_all("Last-Event-ID") or []
+        if len(values) > 1:
+            raise RequestError(400, f"Last-Event-ID given {len(values)} times; send it once")
+        if not values:
+            return None
+        if created and values[0].strip(" \t"):
+            raise RequestError(400, "Last-Event-ID resumes a stream at /streams/<id>/events; GET /stream starts "
+                                    "a new one (its open event names the id)")
+        return header_text(values[0])
 
     def _write_stream(self, live: LiveStream, cursor: int, cut: int | None,
                       header: str | None, query_id: str | None) -> None:
@@ -483,9 +614,13 @@ class LiveHandler(handler):
         writer = stream.serve(cursor, channel, cut_after=cut,
                               heartbeat_ns=round(server.config.heartbeat_s * 1e9))
         ending = run_process(writer, server.clock, wire, server.registry.spawn)
+        try:
+            generated = server.registry.log.length(stream.stream_id)
+        except UnknownStream:
+            generated = -1
         server.journal.append(ConnectionLog(
             stream.stream_id, header, query_id, cursor, cut, ending, wire.snapshot()[1], wire.bytes_sent,
-            server.registry.log.length(stream.stream_id), wire.failure, channel.stats()))
+            generated, wire.failure, channel.stats()))
 
 
 # -- the command -------------------------------------------------------------------
@@ -503,11 +638,28 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"drop a client that sends no request for this long (default {DEFAULT_REQUEST_TIMEOUT_S:g})")
     parser.add_argument("--max-live", type=int, default=DEFAULT_MAX_LIVE,
                         help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
+    parser.add_argument("--max-streams", type=int, default=DEFAULT_MAX_STREAMS,
+                        help=f"streams kept for resume; past it the least recently written is evicted "
+                             f"(default {DEFAULT_MAX_STREAMS})")
+    parser.add_argument("--max-age-s", type=int, default=DEFAULT_MAX_AGE_NS // 1_000_000_000,
+                        help=f"seconds a stream is kept for resume, in the in-memory log "
+                             f"(default {DEFAULT_MAX_AGE_NS // 1_000_000_000}; a Redis log has its own TTL)")
     parser.add_argument("--quiet", action="store_true", help="no access log on stderr")
     parser.add_argument("--log", default=None, metavar="URL",
                         help="token log: 'memory' or redis://host:port/db to share streams between instances "
                              "(default $TOKENWIRE_LOG_URL, else memory)")
     return parser
+
+
+_FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s")
+
+
+def _flag_message(message: str) -> str:
+    """Name a setting as its flag (``--max-live``), as the person who typed it knows it."""
+    for name in _FLAGS:
+        if message.startswith(name + " "):
+            return "--" + name.replace("_", "-") + message[len(name):]
+    return message
 
 
 def cli_main(argv: list[str]) -> int:
@@ -519,10 +671,13 @@ def cli_main(argv: list[str]) -> int:
     try:
         config = LiveConfig(heartbeat_s=args.heartbeat_s, write_timeout_s=args.write_timeout_s,
                             request_timeout_s=args.request_timeout_s, access_log=not args.quiet)
+        if not 0 < args.max_age_s <= 86_400 * 365:
+            raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
         from .shared import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
-        registry = make_registry(args.log, max_live=args.max_live)
+        registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
+                                 max_age_ns=args.max_age_s * 1_000_000_000)
     except ValueError as exc:
-        print(f"tokenwire serve: {exc}", file=sys.stderr)
+        print(f"tokenwire serve: {_flag_message(str(exc))}", file=sys.stderr)
         return 2
     try:
         server = make_server(args.host, args.port, registry=registry, config=config)
