@@ -1,0 +1,189 @@
+"""Helpers shared by the hardening tests (``test_hardening_*.py``); this module holds no tests.
+
+Every server binds 127.0.0.1 port 0 and runs in this process (so its
+threads, file descriptors and memory can be counted) unless a test needs a
+real process to kill.  Every socket has a timeout and every wait is a loop
+bounded in time; assertions are about states and counts, not durations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import resource
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from tokenwire.core.sse import Decoder, Event
+from tokenwire.registry import Registry
+from tokenwire.server import LiveConfig, LiveServer, make_server
+
+TIMEOUT_S = 10.0
+SERVER_NAME = "tokenwire"          # the whole Server header: a name, no version
+
+
+@contextlib.contextmanager
+def serving(registry: Registry | None = None, **config: object) -> Iterator[LiveServer]:
+    """A ``LiveServer`` on 127.0.0.1:0 in a thread; ``config`` goes to ``LiveConfig``."""
+    server = make_server(registry=registry, config=LiveConfig(access_log=False, **config))  # type: ignore[arg-type]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(TIMEOUT_S)
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout_s: float = TIMEOUT_S) -> None:
+    """Poll ``condition`` until true; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.005)
+
+
+def request(server: LiveServer, method: str, target: str, headers: dict[str, str] | None = None,
+            body: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One request with ``http.client``; returns status, lower-cased headers, body."""
+    host, port = server.address
+    conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT_S)
+    try:
+        conn.request(method, target, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def raw(server: LiveServer, data: bytes, timeout_s: float = TIMEOUT_S) -> bytes:
+    """Send ``data`` as is on a new connection; return everything until the server closes."""
+    with socket.create_connection(server.address, timeout=timeout_s) as sock:
+        sock.sendall(data)
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+        return out
+
+
+def split_response(response: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Parse a raw HTTP/1.x response: status, lower-cased headers (last wins), body."""
+    head, _, body = response.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return status, headers, body
+
+
+def error_of(body: bytes) -> str:
+    """The message of a JSON error body."""
+    return str(json.loads(body)["error"])
+
+
+def create(server: LiveServer, query: str = "tokens=30&scenario=block") -> str:
+    """POST /streams; returns the new stream id."""
+    status, _, body = request(server, "POST", f"/streams?{query}")
+    assert status == 201, body
+    return str(json.loads(body)["stream_id"])
+
+
+def events(body: bytes) -> list[Event]:
+    return Decoder().feed(body)
+
+
+def token_ids(body: bytes) -> list[int]:
+    return [int(e.id) for e in events(body) if e.event == "token"]
+
+
+def token_text(body: bytes) -> str:
+    return "".join(e.data for e in events(body) if e.event == "token")
+
+
+def open_events(server: LiveServer, target: str, headers: dict[str, str] | None = None,
+                rcvbuf: int | None = None) -> socket.socket:
+    """Send a GET for ``target`` on a raw socket (optionally with a tiny receive buffer); returns the socket."""
+    sock = socket.socket()
+    if rcvbuf is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(TIMEOUT_S)
+    sock.connect(server.address)
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+    return sock
+
+
+def read_head(sock: socket.socket) -> tuple[int, bytes]:
+    """Read a response head byte by byte; returns the status and any body bytes (none: one byte at a time)."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        byte = sock.recv(1)
+        assert byte, f"the server closed before the end of the head: {head!r}"
+        head += byte
+    return int(head.split(b" ", 2)[1]), head
+
+
+def read_until_tokens(sock: socket.socket, decoder: Decoder, count: int) -> tuple[list[Event], bytes]:
+    """Read until ``decoder`` has produced ``count`` token events; returns all events and the bytes read."""
+    got: list[Event] = []
+    wire = b""
+    while sum(e.event == "token" for e in got) < count:
+        chunk = sock.recv(4096)
+        assert chunk, f"the stream ended after {len(got)} events"
+        wire += chunk
+        got += decoder.feed(chunk)
+    return got, wire
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    """Read until the server closes the connection (bounded by the socket's timeout)."""
+    out = b""
+    while chunk := sock.recv(65536):
+        out += chunk
+    return out
+
+
+# -- resources of this process -------------------------------------------------------
+def open_fds() -> int:
+    """File descriptors this process has open right now."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def rss_kib() -> int:
+    """Resident memory of this process (``VmRSS``), in KiB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def raise_nofile(needed: int) -> None:
+    """Raise this process's open-file limit to its hard limit; fail clearly if that is below ``needed``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    assert soft >= needed, f"RLIMIT_NOFILE hard limit is {hard}; this test needs {needed} descriptors"
+
+
+def still_open(sock: socket.socket) -> bool:
+    """True if the peer has not closed ``sock`` (nothing to read, no EOF), without blocking."""
+    timeout = sock.gettimeout()
+    sock.settimeout(0.0)          # with a timeout set, recv would first wait for readability
+    try:
+        return sock.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.settimeout(timeout)
