@@ -264,7 +264,7 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
         raise RequestError(400, str(exc)) from None
     cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
     if cut is not None and not 0 < cut < spec.tokens:
-        raise RequestError(400, f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {cut!r}")
+        raise RequestError(400, f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {live['cut_after']!r}")
     return spec, cut
 
 
@@ -412,6 +412,8 @@ class LiveHandler(handler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own errors (bad request line, 414, 431, 501), with this server's headers."""
         self.close_connection = True
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"   # http.server would answer a bad line with a bare body
         self.log_error("code %d, message %s", code, message)
         text = f"{code} {message or self.responses.get(code, ('error',))[0]}\n"
         self._reply(code, "text/plain; charset=utf-8", text.encode("utf-8", "replace"),
@@ -419,6 +421,9 @@ class LiveHandler(handler):
 
     def parse_request(self) -> bool:
         if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":   # no headers at all: no CSP, no nosniff, no Content-Length
+            self.send_error(400, "HTTP/0.9 requests are not served; send HTTP/1.0 or HTTP/1.1")
             return False
         # The target's bytes as UTF-8 (http.server read them as Latin-1), so a
         # raw non-ASCII character is quoted back as the client sent it.
@@ -448,7 +453,7 @@ class LiveHandler(handler):
             elif (match := _EVENTS_PATH.fullmatch(path)) is not None:
                 self._events(self._lookup(match.group(1)), query, created=False)
             elif path == "/streams":
-                raise RequestError(405, "POST /streams creates a stream", (("Allow", "POST"),))
+                self._not_allowed()            # POST /streams creates a stream
             else:
                 super().do_GET()
         except RequestError as exc:
@@ -568,7 +573,8 @@ class LiveHandler(handler):
         cursor = resume_cursor(header, params.get("last_event_id"), stream.total, generated)
         requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
         if requested is not None and not 0 < requested < stream.total:
-            raise RequestError(400, f"cut_after must be from 1 to {stream.total - 1}, got {requested!r}")
+            raise RequestError(400, f"cut_after must be from 1 to {stream.total - 1} (tokens-1), "
+                                    f"got {params['cut_after']!r}")
         self.server.registry.log.read_after(stream.stream_id, cursor, 0)   # LogGap now, while a status can say so
         if cursor == stream.total - 1:
             self.close_connection = True
