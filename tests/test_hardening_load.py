@@ -20,7 +20,6 @@ from test_hardening_common import (
     open_fds,
     raise_nofile,
     read_head,
-    read_to_end,
     read_until_tokens,
     request,
     rss_kib,
@@ -31,7 +30,6 @@ from test_hardening_common import (
 )
 
 from tokenwire.core.clock import RealClock
-from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
 from tokenwire.core.tokenlog import MemoryTokenLog
 from tokenwire.registry import Registry
