@@ -221,8 +221,9 @@ def run(quick: bool) -> list[Row]:
     notes = [f"peer: sse-starlette EventSourceResponse on uvicorn (loop and http 'auto': {peer_stack}); tokenwire: "
              "`python -m tokenwire serve --quiet --max-live 2N` (a thread per connection and one per producer)",
              f"{tokens} tokens at {PRODUCER_MS:g} ms (jitter 10%, seed 1) per stream, N streams at once over "
-             f"loopback, one asyncio client process for both servers (tokenwire's Decoder); a step holds when "
-             f"all N are complete and contiguous and ITL p95 <= {GOAL_P95}x nominal; steps {', '.join(map(str, steps))}",
+             "loopback, read by one client process for every server (one selectors loop, tokenwire's Decoder, "
+             "kernel receive stamps); a step holds when all N are complete and contiguous and ITL p95 <= "
+             f"{GOAL_P95}x nominal; steps {', '.join(map(str, steps))}",
              "prototype: bench/loop_server.py, the core's same Stream processes stepped by one selector loop "
              "(the proposed design; not part of tokenwire)",
              *(s.describe() for s in ours + peer + proto), *ladder_notes]
