@@ -97,7 +97,7 @@ def _raise_nofile() -> None:
 def _command(server: str, port: int, n: int) -> list[str]:
     if server == "tokenwire":
         return [sys.executable, "-m", "tokenwire", "serve", "--host", "127.0.0.1", "--port", str(port), "--quiet",
-                "--max-live", str(max(n * 2, 256))]
+                "--max-live", str(max(n * 2, 256)), "--max-streams", str(max(n * 2, 1024))]
     if server == "prototype":
         return [sys.executable, "-m", "bench.loop_server", str(port)]
     return [sys.executable, "-m", "bench.peer_app", str(port)]
@@ -219,7 +219,7 @@ def run(quick: bool) -> list[Row]:
     n_ours, n_peer = _largest(ours), _largest(peer)
     peer_stack = ", ".join(f"{m} {'installed' if importlib.util.find_spec(m) else 'absent'}" for m in ("uvloop", "httptools"))
     notes = [f"peer: sse-starlette EventSourceResponse on uvicorn (loop and http 'auto': {peer_stack}); tokenwire: "
-             "`python -m tokenwire serve --quiet --max-live 2N` (a thread per connection and one per producer)",
+             "`python -m tokenwire serve --quiet --max-live 2N --max-streams 2N` (a thread per connection and one per producer)",
              f"{tokens} tokens at {PRODUCER_MS:g} ms (jitter 10%, seed 1) per stream, N streams at once over "
              "loopback, read by one client process for every server (one selectors loop, tokenwire's Decoder, "
              "kernel receive stamps); a step holds when all N are complete and contiguous and ITL p95 <= "
