@@ -6,6 +6,7 @@ runs it, in a fresh interpreter, bounded by a timeout well under 30 s.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from tokenwire.core.model import ANSWER
 from tokenwire.demo import DEMO_RCVBUF, DEMO_SNDBUF, cli_main
+from tokenwire.report import demo_estimate_s
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_KEYS = {"scenario", "clock", "params", "wire", "timing", "buffer", "resume", "detail"}
@@ -37,6 +39,12 @@ def test_the_json_has_the_report_keys_and_the_socket_figures(demo_json: dict[str
     assert REPORT_KEYS <= set(demo_json)
     assert demo_json["clock"] == "real" and demo_json["transport"] == "sockets"
     assert set(demo_json["sockets"]["connections"]) == {"baseline", "block", "drop-newest", "cut", "resume"}
+    assert demo_json["scenario"] is None and demo_json["detail"] is None and "scenario" not in demo_json["params"]
+
+
+def test_the_estimate_is_not_above_what_the_demo_takes(demo_json: dict[str, Any]) -> None:
+    # the reader paces itself by deadlines, so the connections cannot beat the plan's estimate
+    assert demo_json["wall_s"] >= 0.9 * demo_estimate_s()
 
 
 def test_every_connection_carried_the_protocol_intact(demo_json: dict[str, Any]) -> None:
@@ -81,6 +89,8 @@ def test_the_readme_command_prints_progress_and_the_socket_report() -> None:
                     "4. DISCONNECT AND RESUME", "5. WHERE THE SLOWNESS WENT"):
         assert heading in done.stdout
     assert "measured over loopback sockets" in done.stdout
+    assert "Everything above crossed a real socket" in done.stdout and "Nothing above opened" not in done.stdout
+    assert f"about {demo_estimate_s():g} s; progress on stderr" in done.stderr
     progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
     assert [line.split()[1] for line in progress] == ["baseline", "block", "drop-newest", "cut", "resume"]
 
@@ -88,3 +98,13 @@ def test_the_readme_command_prints_progress_and_the_socket_report() -> None:
 def test_bad_flags_exit_2_with_one_line() -> None:
     assert cli_main(["--cut-after", "0"]) == 2
     assert cli_main(["--buffer", "65"]) == 2
+
+
+def test_the_demo_uses_only_the_reports_public_api() -> None:
+    """No private name of another module: the report is laid out by report.assemble and render.render_report."""
+    tree = ast.parse((ROOT / "tokenwire" / "demo.py").read_text())
+    imported = [(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names]
+    assert [pair for pair in imported if pair[1].startswith("_") and pair[1] != "annotations"] == []
+    assert not [pair for pair in imported if pair[0] is None]             # no "from . import module"
+    assert ("report", "assemble") in imported and ("render", "render_report") in imported

@@ -10,10 +10,26 @@ import pytest
 
 from tokenwire.core.metrics import timing_from_arrivals
 from tokenwire.core.model import ANSWER
-from tokenwire.core.pipeline import RunSpec, run
+from tokenwire.core.pipeline import RunResult, RunSpec, run
 from tokenwire.params import DEFAULTS, SCENARIOS, ReportParams, parse_query
 from tokenwire.render import render, render_report, report_json
-from tokenwire.report import BASELINE_BUFFER, POLICIES, TRACE_MAX_ROWS, Report, build_report
+from tokenwire.report import (
+    BASELINE_BUFFER,
+    DEMO_PARAMS,
+    DEMO_RUNS,
+    POLICIES,
+    TRACE_MAX_ROWS,
+    KernelFigures,
+    Report,
+    Sockets,
+    assemble,
+    build_report,
+    demo_estimate_s,
+    estimate_wall_ms,
+    in_memory,
+    plan,
+    plan_demo,
+)
 
 # The seed page's sections and labels, in order (hosted-page.txt).
 SEED_ORDER = [
@@ -97,6 +113,7 @@ def test_buffer_rows_account_for_every_token(default: Report) -> None:
 
 
 def test_resume_section(default: Report) -> None:
+    assert default.detach is not None            # the page runs every run of the plan
     for r in (default.resume, default.detach):
         assert (r.first_tokens, r.last_event_id, r.resumed_at, r.first_completed) == (18, "17", 18, False)
         assert r.second_tokens == 52 and r.completed
@@ -114,6 +131,7 @@ def test_resume_section(default: Report) -> None:
 
 def test_fast_reader_shows_the_cost_of_cancel_as_waiting() -> None:
     report = build_report(parse_query("reader_ms=0"))
+    assert report.detach is not None
     assert report.resume.waited_for_model_ms > 0            # the model restarts for the rest of the answer
     assert report.detach.waited_for_model_ms == 0           # everything is already in the log
     assert report.row("block").high_water < report.row("block").capacity
@@ -126,6 +144,7 @@ def test_fast_reader_shows_the_cost_of_cancel_as_waiting() -> None:
 def test_edges_render_and_stay_consistent(query: str) -> None:
     params = parse_query(query)
     report = build_report(params)
+    assert report.detach is not None
     for r in (report.resume, report.detach):
         assert r.contiguous and r.text_matches and r.generated_once
         assert r.first_tokens == params.cut_after and r.resumed_at == params.cut_after
@@ -143,6 +162,7 @@ def test_edges_render_and_stay_consistent(query: str) -> None:
 def test_detail_block_per_scenario(scenario: str, section: int, run_name: str) -> None:
     report = build_report(replace(DEFAULTS, scenario=scenario))
     detail = report.detail
+    assert detail is not None
     assert (detail.scenario, detail.section, detail.run) == (scenario, section, run_name)
     rows = [row for row in detail.rows if row is not None]
     assert 0 < len(rows) <= TRACE_MAX_ROWS and detail.rows[0] is not None and detail.rows[-1] is not None
@@ -322,3 +342,103 @@ def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert cli_main(["--help"]) == 0
     assert "--reader-ms" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- assemble: given runs, either transport
+
+
+def _runs(params: ReportParams, names: tuple[str, ...] | None = None) -> dict[str, RunResult]:
+    return {name: run(spec) for name, spec in plan(params).items() if names is None or name in names}
+
+
+def _sockets(runs: dict[str, RunResult]) -> Sockets:
+    """Section 5 as the demo would fill it, with made-up kernel figures (no socket is opened here)."""
+    kernel = KernelFigures(sndbuf=8192, rcvbuf=8192, send_queue_max=240, recv_queue_max=1900,
+                           in_kernel_bytes_max=1950, in_kernel_tokens_max=59, reader_held_max=2, channel_depth_max=4,
+                           samples=70, channel_high_water=4, channel_capacity=4)
+    return Sockets(sndbuf_asked=4096, rcvbuf_asked=4096, recv_chunk=64,
+                   connections={name: kernel for name in ("baseline", "block", "drop-newest", "cut", "resume")},
+                   sent_when_noticed=40, kernel_defaults=(131072, 16384),
+                   answer_bytes=sum(map(len, runs["baseline"].frames[0])), in_memory=in_memory(DEFAULTS), wall_s=4.7)
+
+
+def test_build_report_is_plan_run_assemble(default: Report) -> None:
+    again = assemble(DEFAULTS, _runs(DEFAULTS))
+    assert render_report(again) == render_report(default)
+    assert again.transport == "memory" and again.sockets is None and again.absent_policies == ()
+
+
+def test_assemble_leaves_absent_runs_out() -> None:
+    report = assemble(DEFAULTS, _runs(DEFAULTS, ("baseline", "block", "drop-newest", "cancel")))
+    assert [row.policy for row in report.buffer] == ["block", "drop-newest"] and report.detach is None
+    assert report.absent_policies == ("drop-oldest", "disconnect")
+    text = render_report(report).decode()
+    assert "drop-oldest and disconnect are not run in this report." in text
+    assert "what each choice of on_disconnect cost" not in text and "detail for disconnect" in text
+    data = report_json(report)
+    assert set(data["buffer"]) == {"block", "drop-newest"} and "detach" not in data["resume"]
+
+
+@pytest.mark.parametrize("scenario, names, transport, with_sockets, fragment", [
+    ("disconnect", ("block", "cancel"), "memory", False, "missing ['baseline']"),
+    ("drop-oldest", ("baseline", "block", "cancel"), "memory", False, "missing ['drop-oldest']"),  # its detail
+    ("disconnect", POLICIES + ("baseline", "cancel"), "carrier-pigeon", False, "got 'carrier-pigeon'"),
+    ("disconnect", DEMO_RUNS, "sockets", False, "sockets=None"),
+    ("disconnect", DEMO_RUNS, "memory", True, "sockets=given"),
+])
+def test_assemble_refuses_what_it_cannot_lay_out(scenario: str, names: tuple[str, ...], transport: str,
+                                                 with_sockets: bool, fragment: str) -> None:
+    params = replace(DEFAULTS, scenario=scenario)
+    runs = _runs(params)
+    given = {name: runs[name] for name in names}
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        assemble(params, given, transport=transport,  # type: ignore[arg-type]
+                 sockets=_sockets(runs) if with_sockets else None)
+    with pytest.raises(ValueError, match=re.escape("unknown ['extra']")):
+        assemble(params, {**runs, "extra": runs["block"]})
+
+
+def test_the_sockets_transport_switches_title_clock_closing_and_adds_section_5() -> None:
+    runs = _runs(DEFAULTS, DEMO_RUNS)
+    report = assemble(replace(DEFAULTS, clock="real"), runs, transport="sockets", sockets=_sockets(runs))
+    text = render_report(report).decode()
+    assert text.startswith("STREAMING, BACKPRESSURE AND RESUME") and "measured over loopback sockets" in text
+    assert "protocol and buffers, no socket" not in text and "One honest note" not in text
+    assert "you chose" not in text and "TRIMMED FOR THIS PAGE" not in text
+    assert _after(text, "clock").startswith("real: every figure below was measured just now, over TCP")
+    assert _after(text, "runs").startswith("five connections in 4.7 s")
+    flat = " ".join(text.split())
+    assert "drop-oldest and disconnect are not run over sockets by the demo; the page shows them in memory." in flat
+    assert "the server had sent 40 and generated" in flat and "750 ms later (the retry the open frame set)" in flat
+    assert "5. WHERE THE SLOWNESS WENT" in text and re.search(r"^block +4 of 4 +59 +1950 +240 +1900 +2$", text, re.M)
+    assert "What this corrects on the page." in text and "second, hidden queue" not in text
+    assert "Everything above crossed a real socket" in text and "Nothing above opened a connection" not in text
+    assert text.index("4. DISCONNECT AND RESUME") < text.index("5. WHERE") < text.index("Everything above")
+    data = report_json(replace(report, params=replace(report.params, format="json")))
+    assert data["transport"] == "sockets" and data["scenario"] is None and data["detail"] is None
+    assert "scenario" not in data["params"] and set(data["buffer"]) == {"block", "drop-newest"}
+    assert data["resume"]["sent_when_noticed"] == 40 and data["wall_s"] == 4.7
+    assert data["sockets"]["connections"]["block"]["in_kernel_tokens_max"] == 59
+    assert data["sockets"]["in_memory"]["drop_delivered"] == report.sockets.in_memory.drop_delivered  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="text or json, not html"):
+        render_report(replace(report, params=replace(report.params, format="html")))
+
+
+def test_trim_note_quotes_the_demo_plans_estimate(default_text: str) -> None:
+    estimate = demo_estimate_s()
+    assert estimate == round(sum(estimate_wall_ms(spec) for spec in plan_demo().values()) / 1000, 1)
+    # the slow reader alone takes the answer twice (block, then cut + resume) plus one retry
+    reader_floor = 2 * DEMO_PARAMS.tokens * DEMO_PARAMS.reader_ms / 1000 + 0.75
+    assert reader_floor < estimate < reader_floor + 1
+    flat = " ".join(default_text.split())
+    assert (f"the full 277 token answer five times over a loopback socket with a 6 ms reader, about "
+            f"{estimate:g} seconds of wall clock") in flat
+    html = render("format=html")[2].decode()
+    assert f"about {estimate:g} seconds of wall clock" in html
+
+
+def test_the_page_names_the_kernels_second_queue(default_text: str) -> None:
+    flat = " ".join(default_text.split())
+    assert "Over TCP the kernel's socket buffers are a second, hidden queue" in flat
+    assert "while its 4-slot channel was full" in flat and "so its figures stand" in flat
+    assert "second, hidden queue" in render("format=html")[2].decode()

@@ -13,6 +13,11 @@ is computed here, server-side, so the HTML page needs no script.
 The HTML page carries its stylesheet in one ``<style>`` element whose
 SHA-256 is in the Content-Security-Policy, so no other style, script or
 fetch can run on the page.  ``cli_main`` is ``tokenwire report``.
+
+A report measured over sockets (``tokenwire demo``, ``Report.sockets``)
+goes through the same templates and ``report_json``: the templates switch
+the title, the clock line and the closing on ``r.sockets`` and add section
+5; it renders as text or JSON only.
 """
 
 from __future__ import annotations
@@ -107,9 +112,19 @@ def _num(value: float) -> str:
 _COUNTS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
+def _count(n: int) -> str:
+    """``five``, ``12``: a small count in words."""
+    return _COUNTS[n] if 0 <= n < len(_COUNTS) else str(n)
+
+
 def _times(n: int) -> str:
     """``once``, ``twice``, ``five times``, ``12 times``."""
-    return {1: "once", 2: "twice"}.get(n, f"{_COUNTS[n] if 0 <= n < len(_COUNTS) else n} times")
+    return {1: "once", 2: "twice"}.get(n, f"{_count(n)} times")
+
+
+def _and_list(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
 
 
 def _make_env() -> jinja2.Environment:
@@ -120,7 +135,8 @@ def _make_env() -> jinja2.Environment:
         auto_reload=False,   # templates ship with the package: no stat() per render
     )
     env.filters.update(
-        wrap=_wrap, hang=_hang, spread=_spread, frame_lines=_frame_lines, num=_num, times=_times,
+        wrap=_wrap, hang=_hang, spread=_spread, frame_lines=_frame_lines, num=_num, times=_times, count=_count,
+        and_list=_and_list,
         ms=lambda v: f"{v:.2f}", ms1=lambda v: f"{v:.1f}",
         ms_or=lambda v, other: other if v is None else f"{v:.2f}",
         idlist=lambda ids: "[" + ", ".join(map(str, ids)) + "]",
@@ -154,30 +170,53 @@ def _resume_json(r: Resume) -> dict[str, Any]:
     }
 
 
+def _record(record: Any, leave_out: str = "") -> dict[str, Any]:
+    """A frozen record's fields as a dict, ``leave_out`` left out."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name != leave_out}
+
+
 def report_json(report: Report) -> dict[str, Any]:
-    """Return the report as a JSON-ready dict; the same figures as the text and HTML."""
-    p, w, t = report.params, report.wire, report.timing
+    """Return the report as a JSON-ready dict; the same figures as the text and HTML.
+
+    Over sockets ``scenario`` and ``detail`` are None (no scenario was
+    chosen, and ``params`` leaves it out), ``buffer`` and ``resume`` hold the
+    runs the demo made, and ``transport``, ``sockets`` (section 5) and
+    ``wall_s`` are added.
+    """
+    p, w, t, s, d = report.params, report.wire, report.timing, report.sockets, report.detail
     buffer = {row.policy: {
         "delivered": row.delivered, "total": row.total, "dropped": row.dropped, "gap_runs": row.gap_runs,
         "high_water": row.high_water, "capacity": row.capacity, "producer_waited_ms": row.producer_waited_ms,
         "pauses": row.pauses, "wall_ms": row.wall_ms, "cuts": row.cuts, "reconnects": row.reconnects,
         "lost_runs": [list(run) for run in row.lost],
     } for row in report.buffer}
-    d = report.detail
-    return {
-        "scenario": p.scenario, "clock": p.clock,
-        "params": {f.name: getattr(p, f.name) for f in fields(p)},
+    resume = _resume_json(report.resume)
+    if report.detach is not None:
+        resume["detach"] = _resume_json(report.detach)
+    head: dict[str, Any] = {"scenario": None if d is None else p.scenario, "clock": p.clock}
+    if s is not None:
+        head["transport"] = report.transport
+    data: dict[str, Any] = {
+        **head, "params": _record(p, "scenario" if d is None else ""),
         "wire": {"first_frames": w.first_frames, "closing_frame": w.closing, "frames_skipped": w.skipped,
                  "frames_read": w.frames_read, "token_frames": w.token_frames, "round_trip": w.round_trip},
-        "timing": {"tokens": t.tokens, "ttft_ms": t.ttft_ms, "total_ms": t.total_ms,
-                   "first_token_share": t.first_token_share, "itl_p50_ms": t.itl_p50_ms,
-                   "itl_p95_ms": t.itl_p95_ms, "itl_max_ms": t.itl_max_ms, "tokens_per_s": t.tokens_per_s},
-        "buffer": buffer,
-        "resume": {**_resume_json(report.resume), "detach": _resume_json(report.detach)},
-        "detail": {"scenario": d.scenario, "section": d.section, "run": d.run, "decisions": d.decisions,
-                   "rows": [None if row is None else {f.name: getattr(row, f.name) for f in fields(row)}
-                            for row in d.rows]},
+        "timing": _record(t, "first_token_percent"),
+        "buffer": buffer, "resume": resume,
+        "detail": None if d is None else {
+            "scenario": d.scenario, "section": d.section, "run": d.run, "decisions": d.decisions,
+            "rows": [None if row is None else _record(row) for row in d.rows]},
     }
+    if s is not None:
+        resume["sent_when_noticed"] = s.sent_when_noticed
+        data["sockets"] = {
+            "sndbuf_asked": s.sndbuf_asked, "rcvbuf_asked": s.rcvbuf_asked, "recv_chunk": s.recv_chunk,
+            "connections": {name: _record(k) for name, k in s.connections.items()},
+            "kernel_defaults": None if s.kernel_defaults is None else dict(zip(("tcp_rmem", "tcp_wmem"),
+                                                                               s.kernel_defaults)),
+            "answer_bytes": s.answer_bytes, "in_memory": _record(s.in_memory),
+        }
+        data["wall_s"] = s.wall_s
+    return data
 
 
 # ------------------------------------------------------------ SVG charts
@@ -352,8 +391,14 @@ def _links(params: ReportParams) -> list[tuple[str, str, bool]]:
 
 
 def render_report(report: Report) -> bytes:
-    """Return the report's body in its params' format, as UTF-8 bytes."""
+    """Return the report's body in its params' format, as UTF-8 bytes.
+
+    Raises ``ValueError`` for HTML of a report measured over sockets (the
+    page's charts and form are for the memory transport).
+    """
     fmt = report.params.format
+    if fmt == "html" and report.sockets is not None:
+        raise ValueError("a report measured over sockets renders as text or json, not html")
     if fmt == "json":
         return (json.dumps(report_json(report), indent=2) + "\n").encode()
     if fmt == "html":

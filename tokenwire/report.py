@@ -1,7 +1,8 @@
 """The report model: one frozen record per page, built by running the core.
 
-How this works: ``plan(params)`` names the runs the page needs and
-``build_report(params)`` runs each exactly once, on the visitor's clock:
+How this works: ``plan(params)`` names the runs the page needs,
+``build_report(params)`` runs each exactly once, on the visitor's clock, and
+``assemble(params, runs)`` lays the runs out as the record:
 
 - ``baseline``: a fast reader (0 ms) under ``block`` with a buffer of 64;
   its frames are section 1 and its arrival times section 2;
@@ -10,6 +11,14 @@ How this works: ``plan(params)`` names the runs the page needs and
   ``block`` run is also the uninterrupted reference for section 4;
 - ``cancel`` and ``detach``: ``block``, the reader hangs up after
   ``cut_after`` tokens and reconnects with its last event id: section 4.
+
+``tokenwire demo`` makes part of the same plan (``plan_demo``: baseline,
+block, drop-newest and cancel) over loopback sockets on the real clock and
+hands its runs to ``assemble(..., transport="sockets", sockets=...)``: the
+absent runs' rows and lines are left out, there is no chosen scenario (no
+detail block), and section 5 (``Sockets``, the kernel's buffers as the demo
+measured them) is filled in.  ``demo_estimate_s`` says how long that plan
+takes, without running it, for the page's trim note and the demo's banner.
 
 Every figure is computed here, once, and rounded once to the precision the
 page prints (ms to 2 decimals for timing, 1 for the buffer and resume
@@ -30,6 +39,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import Literal
 
 from .core.channel import Policy
 from .core.clock import ms_to_ns
@@ -42,16 +52,27 @@ from .params import ReportParams
 
 __all__ = [
     "BASELINE_BUFFER",
+    "DEMO_PARAMS",
+    "DEMO_RUNS",
     "POLICIES",
+    "TRANSPORTS",
     "Detail",
+    "InMemory",
+    "KernelFigures",
     "PolicyRow",
     "Report",
     "Resume",
+    "Sockets",
     "Timing",
     "TraceRow",
     "Wire",
+    "assemble",
     "build_report",
+    "demo_estimate_s",
+    "estimate_wall_ms",
+    "in_memory",
     "plan",
+    "plan_demo",
     "virtual_wall_ms",
 ]
 
@@ -66,9 +87,18 @@ IDS_SHOWN = 4
 # The detail block's trace: first rows, last rows, rows either side of a
 # change of decision, and a hard cap so that it stays readable.
 TRACE_HEAD, TRACE_TAIL, TRACE_CONTEXT, TRACE_MAX_ROWS = 4, 3, 1, 22
-# The project's full demo, quoted in the trim note.
-DEMO_READER_MS = 6
-DEMO_REPEATS = 5
+
+Transport = Literal["memory", "sockets"]
+TRANSPORTS: tuple[Transport, ...] = ("memory", "sockets")
+# Runs every report needs (sections 1, 2, 4 and the uninterrupted reference);
+# the others' rows and lines are left out when they are absent.
+REQUIRED_RUNS = ("baseline", "block", "cancel")
+# ``tokenwire demo``'s defaults: the full answer, a 6 ms reader against a
+# 4-slot buffer, on the real clock; its runs are these names of the plan.
+DEMO_PARAMS = ReportParams(clock="real", tokens=len(ANSWER), buffer=4, reader_ms=6.0, producer_ms=0.5,
+                           cut_after=18, seed=1)
+DEMO_RUNS = ("baseline", "block", "drop-newest", "cancel")
+LOSSY = (Policy.DROP_NEWEST, Policy.DROP_OLDEST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,29 +259,111 @@ class Detail:
 
 
 @dataclass(frozen=True, slots=True)
+class KernelFigures:
+    """Section 5, one connection over sockets: what sat in kernel buffers, sampled at every token the reader took.
+
+    sndbuf/rcvbuf: effective ``SO_SNDBUF`` of the server's socket and
+    ``SO_RCVBUF`` of the reader's (as the kernel reports them, after it
+    doubled the request); send_queue_max: deepest ``TIOCOUTQ`` on the
+    server's socket; recv_queue_max: deepest ``FIONREAD`` on the reader's;
+    in_kernel_bytes_max: most bytes the server had handed to the kernel that
+    the reader had not yet read; in_kernel_tokens_max: the same in whole
+    token frames; reader_held_max: token frames the reader had pulled out of
+    the kernel but not yet taken; channel_depth_max: deepest channel seen at
+    the same instants; samples: how many instants; channel_high_water and
+    channel_capacity: the connection's channel, as the server logged it.
+    """
+
+    sndbuf: int
+    rcvbuf: int
+    send_queue_max: int
+    recv_queue_max: int
+    in_kernel_bytes_max: int
+    in_kernel_tokens_max: int
+    reader_held_max: int
+    channel_depth_max: int
+    samples: int
+    channel_high_water: int
+    channel_capacity: int
+
+
+@dataclass(frozen=True, slots=True)
+class InMemory:
+    """The demo's plan run in memory on the virtual clock, where the channel is the only queue (see ``in_memory``)."""
+
+    drop_delivered: int
+    block_wall_ms: float
+    generated_at_reconnect: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sockets:
+    """Section 5, present for the sockets transport only: the kernel's buffers as the demo measured them.
+
+    sndbuf_asked/rcvbuf_asked: bytes asked for (None: the kernel's own
+    sizes); recv_chunk: most bytes the reader takes out of the kernel at
+    once; connections: by name, in the order they ran; sent_when_noticed:
+    token frames the server had sent when a failed write told it the reader
+    had hung up; kernel_defaults: the machine's ``(tcp_rmem, tcp_wmem)``
+    starting sizes, None if unreadable; answer_bytes: the whole answer's
+    frames; in_memory: the same plan in memory; wall_s: all connections.
+    """
+
+    sndbuf_asked: int | None
+    rcvbuf_asked: int | None
+    recv_chunk: int
+    connections: Mapping[str, KernelFigures]
+    sent_when_noticed: int
+    kernel_defaults: tuple[int, int] | None
+    answer_bytes: int
+    in_memory: InMemory
+    wall_s: float
+
+    @property
+    def granted(self) -> KernelFigures:
+        """The first connection's figures, whose buffer sizes the kernel granted."""
+        return next(iter(self.connections.values()))
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
-    """Everything the page shows, computed once; ``runs`` keeps the raw runs for the charts."""
+    """Everything the page shows, computed once; ``runs`` keeps the raw runs for the charts.
+
+    transport: ``memory`` (the page) or ``sockets`` (``tokenwire demo``);
+    detach and detail are None and ``buffer`` lacks the policies whose runs
+    were absent (see ``assemble``); sockets is section 5, sockets only.
+    demo_*: the demo's plan, quoted in the page's trim note.
+    """
 
     params: ReportParams
+    transport: Transport
     question: str
     answer_tokens: int
     demo_tokens: int
-    demo_reader_ms: int
+    demo_reader_ms: float
+    demo_buffer: int
     demo_repeats: int
-    demo_min_s: float
+    demo_estimate_s: float
     retry_ms: int
     wire: Wire
     timing: Timing
     buffer: tuple[PolicyRow, ...]
     resume: Resume
-    detach: Resume
-    detail: Detail
+    detach: Resume | None
+    detail: Detail | None
+    sockets: Sockets | None
     runs: Mapping[str, RunResult]
 
     @property
     def trimmed(self) -> bool:
         """True when the page runs fewer tokens than the full answer."""
         return self.params.tokens < self.answer_tokens
+
+    @property
+    def absent_policies(self) -> tuple[str, ...]:
+        """The policies whose runs were not given, so section 3 has no row for them."""
+        present = {row.policy for row in self.buffer}
+        return tuple(p for p in POLICIES if p not in present)
 
     def row(self, policy: str) -> PolicyRow:
         """Return section 3's row for ``policy``; raises ``KeyError``."""
@@ -276,6 +388,47 @@ def plan(params: ReportParams, clock: str | None = None) -> dict[str, RunSpec]:
     return specs
 
 
+def plan_demo(params: ReportParams = DEMO_PARAMS, clock: str | None = None) -> dict[str, RunSpec]:
+    """Return the runs ``tokenwire demo`` makes over sockets: the page's plan, ``DEMO_RUNS`` only."""
+    specs = plan(params, clock)
+    return {name: specs[name] for name in DEMO_RUNS}
+
+
+def estimate_wall_ms(spec: RunSpec) -> float:
+    """Return about how long ``spec`` takes, in ms, without running it.
+
+    The slower side sets the pace: the producer makes every token at its
+    step, the reader takes each token it gets at ``reader_ms``.  Under a
+    lossy policy the reader gets what the buffer held plus what it took
+    while the producer ran; a hang-up adds one retry.  Kernel buffers are not
+    modelled: over sockets a lossy reader gets more, so it takes longer.
+    """
+    timing = spec.timing()
+    ttft_ms, step_ms = timing.ttft_ns / 1e6, timing.step_ns / 1e6
+    made_ms = ttft_ms + spec.tokens * step_ms
+    taken = float(spec.tokens)
+    if spec.policy in LOSSY and spec.reader_ms > step_ms:
+        taken = min(taken, spec.capacity + made_ms / spec.reader_ms)
+    retry_ms = spec.retry_ms if spec.hang_up_after is not None else 0
+    return max(made_ms, ttft_ms + taken * spec.reader_ms) + retry_ms
+
+
+def demo_estimate_s(params: ReportParams = DEMO_PARAMS) -> float:
+    """Return about how long the demo's runs take for ``params``, in seconds to 1 decimal (``estimate_wall_ms``)."""
+    return round(sum(estimate_wall_ms(spec) for spec in plan_demo(params).values()) / 1000, 1)
+
+
+def _connections(specs: Mapping[str, RunSpec]) -> int:
+    """Connections the runs open: one each, and one more after each hang-up."""
+    return sum(1 + (spec.hang_up_after is not None) for spec in specs.values())
+
+
+# What the trim note quotes about the demo, computed once, not per page;
+# the names a run given to ``assemble`` may have.
+_DEMO_CONNECTIONS, _DEMO_ESTIMATE_S = _connections(plan_demo()), demo_estimate_s()
+_RUN_NAMES = frozenset(plan(DEMO_PARAMS))
+
+
 def virtual_wall_ms(params: ReportParams) -> float:
     """Return the wall time the page's runs take on the virtual clock, in ms.
 
@@ -285,25 +438,63 @@ def virtual_wall_ms(params: ReportParams) -> float:
     return sum(run(spec).wall_ns for spec in plan(params, "virtual").values()) / 1e6
 
 
+def in_memory(params: ReportParams) -> InMemory:
+    """Run the demo's block, drop-newest and cancel runs for ``params`` on the virtual clock; returns their figures."""
+    specs = plan_demo(params, "virtual")
+    block, drop, cancel = (run(specs[name]) for name in ("block", "drop-newest", "cancel"))
+    return InMemory(drop_delivered=len(drop.ids), block_wall_ms=_policy_row(block).wall_ms,
+                    generated_at_reconnect=_resume(cancel, block.text).generated_at_reconnect)
+
+
 def build_report(params: ReportParams) -> Report:
-    """Run the page's runs once each and return the report.
+    """Run the page's runs once each and return the report (``plan``, ``run``, ``assemble``).
 
     Raises ``ValueError`` only for parameters the core refuses (never for
     parameters ``tokenwire.params`` accepted), ``TimeoutError`` if a
     real-clock run does not finish.
     """
-    runs = {name: run(spec) for name, spec in plan(params).items()}
+    return assemble(params, {name: run(spec) for name, spec in plan(params).items()})
+
+
+def assemble(params: ReportParams, runs: Mapping[str, RunResult], *, transport: Transport = "memory",
+             sockets: Sockets | None = None) -> Report:
+    """Return the report for ``runs``, named as ``plan`` names them, measured over ``transport``.
+
+    ``baseline``, ``block`` and ``cancel`` are required, and under the
+    memory transport the run the chosen scenario's detail block traces; the
+    other policies and ``detach`` may be absent, and their rows and lines
+    are left out.  The sockets transport has no chosen scenario (``detail``
+    is None) and needs ``sockets``, section 5; the memory transport refuses
+    it.  Raises ``ValueError`` naming a missing or unknown run, a bad
+    transport, or ``sockets`` given or missing against the transport.
+    """
+    _check(params, runs, transport, sockets)
     reference = runs["block"].text
     return Report(
-        params=params, question=QUESTION, answer_tokens=len(ANSWER),
-        demo_tokens=len(ANSWER), demo_reader_ms=DEMO_READER_MS, demo_repeats=DEMO_REPEATS,
-        demo_min_s=round(len(ANSWER) * DEMO_READER_MS * DEMO_REPEATS / 1000, 1),
-        retry_ms=runs["disconnect"].spec.retry_ms,
+        params=params, transport=transport, question=QUESTION, answer_tokens=len(ANSWER),
+        demo_tokens=DEMO_PARAMS.tokens, demo_reader_ms=DEMO_PARAMS.reader_ms, demo_buffer=DEMO_PARAMS.buffer,
+        demo_repeats=_DEMO_CONNECTIONS, demo_estimate_s=_DEMO_ESTIMATE_S, retry_ms=runs["cancel"].spec.retry_ms,
         wire=_wire(runs["baseline"]), timing=_timing(runs["baseline"]),
-        buffer=tuple(_policy_row(runs[p]) for p in POLICIES),
-        resume=_resume(runs["cancel"], reference), detach=_resume(runs["detach"], reference),
-        detail=_detail(params.scenario, runs), runs=MappingProxyType(runs),
+        buffer=tuple(_policy_row(runs[p]) for p in POLICIES if p in runs),
+        resume=_resume(runs["cancel"], reference),
+        detach=_resume(runs["detach"], reference) if "detach" in runs else None,
+        detail=_detail(params.scenario, runs) if transport == "memory" else None,
+        sockets=sockets, runs=MappingProxyType(dict(runs)),
     )
+
+
+def _check(params: ReportParams, runs: Mapping[str, RunResult], transport: str, sockets: Sockets | None) -> None:
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {TRANSPORTS!r}, got {transport!r}")
+    if (sockets is None) != (transport == "memory"):
+        raise ValueError(f"the sockets transport needs sockets (section 5) and the memory transport takes none; "
+                         f"got transport={transport!r} with sockets={'None' if sockets is None else 'given'}")
+    required = REQUIRED_RUNS + ((_DETAIL_RUN[params.scenario][0],) if transport == "memory" else ())
+    missing = sorted(set(required) - runs.keys())
+    unknown = sorted(runs.keys() - _RUN_NAMES)
+    if missing or unknown:
+        raise ValueError(f"runs must include {sorted(set(required))!r} and name only runs of the plan "
+                         f"{sorted(_RUN_NAMES)!r}; missing {missing!r}, unknown {unknown!r}")
 
 
 # ------------------------------------------------------------ sections
