@@ -23,6 +23,7 @@ the title, the clock line and the closing on ``r.sockets`` and add section
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -54,6 +55,9 @@ from .report import POLICIES, Report, Resume, build_report, virtual_wall_ms
 __all__ = ["REAL_BUDGET_MS", "cli_main", "render", "render_report", "report_json"]
 
 WIDTH = 78
+# Paragraphs whose wrapping is kept: the page's fixed prose is a dozen, and a
+# few hundred more keep the figure-bearing ones of recently asked pages.
+WRAP_CACHE = 256
 # A real-clock page runs every scenario on threads, one after another; past
 # this estimate (from the virtual clock) the visitor waits too long and the
 # serverless function nears its maxDuration (vercel.json).
@@ -86,8 +90,9 @@ def _fill(text: str, width: int, head: str = "", indent: str = "") -> str:
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=WRAP_CACHE)
 def _wrap(text: str, width: int = WIDTH) -> str:
-    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline."""
+    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline (memoised: most is fixed prose)."""
     return "\n".join(_fill(line, width) for line in text.split("\n") if line.strip()) + "\n"
 
 

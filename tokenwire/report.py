@@ -46,7 +46,6 @@ from .core.clock import ms_to_ns
 from .core.metrics import timing_from_arrivals
 from .core.model import ANSWER, QUESTION
 from .core.pipeline import ClockKind, RunResult, RunSpec, run
-from .core.sse import Decoder
 from .core.stream import OnDisconnect
 from .params import ReportParams
 
@@ -107,10 +106,11 @@ class Wire:
 
     shown: the open frame and the first token frames, exactly as sent;
     skipped: frames left out before ``closing`` (the done frame);
-    frames_read/token_frames: events the project's decoder read back from
-    all the bytes, and how many were tokens; round_trip: the decoded token
-    texts equal the answer's tokens; spaced_token: the first shown token
-    that carries a leading space (its frame reads ``data:  word``), if any.
+    frames_read/token_frames: events the reader's decoder (the project's
+    own) read from all the bytes, and how many were tokens; round_trip: the
+    decoded token texts equal the answer's tokens; spaced_token: the first
+    shown token that carries a leading space (its frame reads
+    ``data:  word``), if any.
     """
 
     shown: tuple[str, ...]
@@ -505,11 +505,10 @@ def _wire(result: RunResult) -> Wire:
     shown = frames[: 1 + SHOWN_TOKEN_FRAMES]
     if len(shown) == len(frames):      # a very short answer: the done frame is shown as the closing one
         shown = shown[:-1]
-    events = Decoder().feed(b"".join(frames))
-    token_texts = tuple(e.data for e in events if e.event == "token")
+    token_texts = result.texts        # the reader decoded every frame with the project's Decoder as it arrived
     return Wire(
         shown=tuple(f.decode() for f in shown), skipped=len(frames) - len(shown) - 1,
-        closing=frames[-1].decode(), frames_read=len(events), token_frames=len(token_texts),
+        closing=frames[-1].decode(), frames_read=result.events_read, token_frames=len(token_texts),
         round_trip=token_texts == ANSWER[: result.spec.tokens],
         spaced_token=next((t for t in token_texts[:SHOWN_TOKEN_FRAMES] if t.startswith(" ")), None),
     )
@@ -540,13 +539,12 @@ def _runs_of_missing(ids: Sequence[int], total: int) -> tuple[tuple[int, int], .
 
 
 def _policy_row(result: RunResult) -> PolicyRow:
-    s = result.stats
+    s, lost = result.stats, _runs_of_missing(result.ids, result.spec.tokens)
     return PolicyRow(
         policy=result.spec.policy.value, total=result.spec.tokens, delivered=len(result.ids),
         dropped=s.dropped, gap_runs=s.gap_runs, high_water=s.high_water, capacity=s.capacity,
         producer_waited_ms=round(s.waited_ns / 1e6, 1), pauses=s.pauses, wall_ms=round(result.wall_ns / 1e6, 1),
-        cuts=s.cuts, reconnects=len(result.connections) - 1, lost=_runs_of_missing(result.ids, result.spec.tokens),
-        pieces=_pieces(result),
+        cuts=s.cuts, reconnects=len(result.connections) - 1, lost=lost, pieces=_pieces(result, lost),
     )
 
 
@@ -627,16 +625,15 @@ def _pick_rows(kinds: Sequence[object]) -> list[int | None]:
     return out
 
 
-def _pieces(result: RunResult) -> tuple[tuple[str, int], ...]:
-    """The answer in runs: ``(text, 0)`` as the reader got it, ``(text, n)`` for ``n`` tokens it lost."""
+def _pieces(result: RunResult, lost: Sequence[tuple[int, int]]) -> tuple[tuple[str, int], ...]:
+    """The answer in runs: ``(text, 0)`` as the reader got it, ``(text, n)`` for the ``n`` tokens of each run in ``lost``."""
     received = dict(zip(result.ids, result.texts))
     pieces: list[tuple[str, int]] = []
-    for index, answer_text in enumerate(ANSWER[: result.spec.tokens]):
-        text = received.get(index)
-        lost = 1 if text is None else 0
-        shown = answer_text if text is None else text
-        if pieces and (pieces[-1][1] > 0) == (lost > 0):
-            pieces[-1] = (pieces[-1][0] + shown, pieces[-1][1] + lost)
-        else:
-            pieces.append((shown, lost))
+    at = 0
+    for first, count in (*lost, (result.spec.tokens, 0)):
+        if first > at:
+            pieces.append(("".join([received[i] for i in range(at, first)]), 0))
+        if count:
+            pieces.append(("".join(ANSWER[first:first + count]), count))
+        at = first + count
     return tuple(pieces)
