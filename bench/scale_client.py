@@ -15,7 +15,8 @@ the kernel gives no stamp, the read time is used.  Every id is checked
 against the next expected index.  The client closes a stream on its
 ``done`` event, as a page closes its ``EventSource``.  It prints one JSON
 object: streams complete and contiguous, the pooled inter-token gaps'
-percentiles, errors, and its own CPU time.
+percentiles, TTFT (connect to first token) percentiles, errors, and its
+own CPU time.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Stream:
         self.chunk_left = 0       # bytes left in the current chunk, its closing CRLF included
         self.decoder = Decoder()
         self.arrivals: list[int] = []
+        self.started = time.time_ns()      # the kernel's receive stamps are CLOCK_REALTIME too
         self.next_id = 0
         self.contiguous = True
         self.done = False
@@ -224,11 +226,13 @@ class Client:
             if key:
                 errors[key] = errors.get(key, 0) + 1
         gaps = [(b - a) / 1e6 for s in self.streams for a, b in zip(s.arrivals, s.arrivals[1:])]
+        ttfts = [(s.arrivals[0] - s.started) / 1e6 for s in self.streams if s.arrivals]
         return {
             "n": n, "tokens": self.tokens, "complete": sum(s.complete for s in self.streams),
             "contiguous": sum(s.contiguous for s in self.streams),
             "tokens_received": sum(len(s.arrivals) for s in self.streams), "timed_out": timed_out,
             "errors": errors, "itl_ms": {str(q): percentile(gaps, q) for q in (50, 95, 99)} if gaps else None,
+            "ttft_ms": {str(q): percentile(ttfts, q) for q in (50, 95)} if ttfts else None,
         }
 
 
