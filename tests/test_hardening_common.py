@@ -66,10 +66,7 @@ def raw(server: LiveServer, data: bytes, timeout_s: float = TIMEOUT_S) -> bytes:
     """Send ``data`` as is on a new connection; return everything until the server closes."""
     with socket.create_connection(server.address, timeout=timeout_s) as sock:
         sock.sendall(data)
-        out = b""
-        while chunk := sock.recv(65536):
-            out += chunk
-        return out
+        return read_to_end(sock, timeout_s)
 
 
 def split_response(response: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -128,6 +125,7 @@ def read_head(sock: socket.socket) -> tuple[int, bytes]:
         byte = sock.recv(1)
         assert byte, f"the server closed before the end of the head: {head!r}"
         head += byte
+        assert len(head) < 65536, "no end of the response head in 64 KiB"
     return int(head.split(b" ", 2)[1]), head
 
 
@@ -135,7 +133,9 @@ def read_until_tokens(sock: socket.socket, decoder: Decoder, count: int) -> tupl
     """Read until ``decoder`` has produced ``count`` token events; returns all events and the bytes read."""
     got: list[Event] = []
     wire = b""
+    deadline = time.monotonic() + TIMEOUT_S
     while sum(e.event == "token" for e in got) < count:
+        assert time.monotonic() < deadline, f"no {count} tokens after {TIMEOUT_S} s ({len(got)} events)"
         chunk = sock.recv(4096)
         assert chunk, f"the stream ended after {len(got)} events"
         wire += chunk
@@ -143,11 +143,15 @@ def read_until_tokens(sock: socket.socket, decoder: Decoder, count: int) -> tupl
     return got, wire
 
 
-def read_to_end(sock: socket.socket) -> bytes:
-    """Read until the server closes the connection (bounded by the socket's timeout)."""
+def read_to_end(sock: socket.socket, timeout_s: float = TIMEOUT_S) -> bytes:
+    """Read until the server closes the connection; fail if it has not after ``timeout_s`` in total
+    (a socket timeout alone restarts on every ping)."""
     out = b""
+    deadline = time.monotonic() + timeout_s
     while chunk := sock.recv(65536):
         out += chunk
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server kept the connection open past {timeout_s} s ({len(out)} bytes)")
     return out
 
 

@@ -74,14 +74,17 @@ def cutting_proxy(upstream: tuple[str, int], frame: int, offset: int) -> Iterato
                 request += client.recv(4096)
             server.sendall(request)
             response = b""
-            while True:
+            deadline = time.monotonic() + TIMEOUT_S
+            while time.monotonic() < deadline:
                 head, sep, body = response.partition(b"\r\n\r\n")
                 frames = body.split(b"\n\n")
-                if sep and len(frames) > frame + 1 and len(frames[frame]) + 2 >= offset:
+                if sep and len(frames) > frame + 1:       # frame `frame` is complete
                     break
                 chunk = server.recv(4096)
                 assert chunk, "the upstream stream ended before the cut"
                 response += chunk
+            else:
+                raise AssertionError(f"no frame {frame} within {TIMEOUT_S} s")
             whole = b"".join(f + b"\n\n" for f in frames[:frame])
             client.sendall(head + sep + whole + (frames[frame] + b"\n\n")[:offset])
 

@@ -246,9 +246,10 @@ def test_a_stalled_reader_holds_at_most_the_channel_and_the_log_at_most_the_answ
 def _stream_id_of(sock: socket.socket) -> str:
     """Read the head and the open event (byte by byte: nothing more is taken off the wire)."""
     assert read_head(sock)[0] == 200
-    decoder, got = Decoder(), []
-    while not got:
+    decoder, got, deadline = Decoder(), [], time.monotonic() + TIMEOUT_S
+    while not got and time.monotonic() < deadline:
         got = decoder.feed(sock.recv(1))
+    assert got, "no open event"
     return str(json.loads(got[0].data)["stream_id"])
 
 
