@@ -4,7 +4,10 @@ How this works: producer, writer and client are generators written once.
 They never sleep, block or touch a socket themselves; they yield one of these
 requests and a driver performs it (virtual clock, real threads, or a socket
 server) and sends the result back in.  What each effect returns to the
-process is written next to it.
+process is written next to it.  Effects are plain (not frozen) slotted
+dataclasses: one is made per step on the hot path, nothing keeps them, and a
+frozen one costs three times as much to build.  ``TokenItem`` travels and is
+kept, so it is frozen.
 """
 
 from __future__ import annotations
@@ -28,14 +31,14 @@ class TokenItem:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sleep:
     """Let ``ns`` nanoseconds pass (the driver paces by deadline). Returns None."""
 
     ns: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Put:
     """Offer ``item`` to ``stream``'s current channel, waiting while a ``block`` channel is full.
 
@@ -46,7 +49,7 @@ class Put:
     item: TokenItem
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Get:
     """Take from ``channel`` (one of ``stream``'s), waiting while it is empty.
 
@@ -59,14 +62,14 @@ class Get:
     timeout_ns: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     """Write ``frame`` to the wire of the process that yields it. Returns True, or False when the peer is gone."""
 
     frame: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Spawn:
     """Start ``process`` alongside the caller. Returns None."""
 

@@ -23,6 +23,7 @@ from .model import ANSWER, Model, TimingModel
 from .reader import MemoryReader
 from .simulate import Simulation
 from .stream import Ending, OnDisconnect, Stream, TraceEntry
+from .sync import SingleThread
 from .threads import Threads
 from .tokenlog import MemoryTokenLog
 
@@ -157,10 +158,11 @@ def run(spec: RunSpec) -> RunResult:
     the processes do not finish (a bug, never expected).
     """
     clock: VirtualClock | RealClock = VirtualClock() if spec.clock is ClockKind.VIRTUAL else RealClock()
-    log = MemoryTokenLog(clock.now)
+    single = SingleThread() if isinstance(clock, VirtualClock) else None
+    log = MemoryTokenLog(clock.now, lock=single)
     model = Model(ANSWER[: spec.tokens], spec.timing())
     stream = Stream(spec.stream_id, model, log, policy=spec.policy, capacity=spec.capacity,
-                    on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms)
+                    on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, cond=single)
     reader = MemoryReader(ms_to_ns(spec.reader_ms), spec.hang_up_after)
     records: list[ConnectionRecord] = []
     client = _client(stream, reader, ms_to_ns(spec.retry_ms), records)

@@ -16,13 +16,13 @@ processes and is raised, never hidden.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .channel import Outcome, Taken
 from .clock import VirtualClock
-from .effects import Effect, Get, Process, Put, Send, Sleep, Spawn
+from .effects import Get, Process, Put, Send, Sleep, Spawn
 from .reader import Wire
 
 __all__ = ["Deadlock", "Simulation"]
@@ -67,32 +67,36 @@ class Simulation:
             raise Deadlock(f"{len(self._parked)} process(es) still waiting ({waiting}) at {end} ns")
         return end
 
-    def _resume(self, proc: Process, wire: Wire | None, value: object) -> Callable[[], None]:
-        return lambda: self._step(proc, wire, value)
-
     def _step(self, proc: Process, wire: Wire | None, value: object) -> None:
         try:
             effect = proc.send(value)
         except StopIteration as stop:
             self.results[id(proc)] = stop.value
         else:
-            self._perform(proc, wire, effect)
-        self._retry_parked()
+            kind = type(effect)
+            if kind is Sleep:
+                self.clock.call_later(effect.ns, partial(self._step, proc, wire, None))  # type: ignore[union-attr]
+            elif kind is Send:
+                self._send(proc, wire, effect)  # type: ignore[arg-type]
+            elif kind is Spawn:
+                self.spawn(effect.process)  # type: ignore[union-attr]
+                self._ready.append((proc, wire, None))
+            elif not self._attempt(proc, wire, effect, self.clock.now()):  # type: ignore[arg-type]
+                self._parked.append(_Parked(proc, wire, effect, self.clock.now()))  # type: ignore[arg-type]
+        if self._parked:
+            self._retry_parked()
 
-    def _perform(self, proc: Process, wire: Wire | None, effect: Effect) -> None:
-        clock = self.clock
-        if isinstance(effect, Sleep):
-            clock.call_later(effect.ns, self._resume(proc, wire, None))
-        elif isinstance(effect, Send):
-            if wire is None:
-                raise RuntimeError("a process without a wire yielded Send")
-            at = max(clock.now(), wire.ready_at())
-            clock.call_at(at, lambda: self._step(proc, wire, wire.deliver(effect.frame, clock.now())))
-        elif isinstance(effect, Spawn):
-            self.spawn(effect.process)
-            self._ready.append((proc, wire, None))
-        elif not self._attempt(proc, wire, effect, clock.now()):
-            self._parked.append(_Parked(proc, wire, effect, clock.now()))
+    def _send(self, proc: Process, wire: Wire | None, effect: Send) -> None:
+        if wire is None:
+            raise RuntimeError("a process without a wire yielded Send")
+        now, ready = self.clock.now(), wire.ready_at()
+        if ready <= now:
+            self._ready.append((proc, wire, wire.deliver(effect.frame, now)))
+        else:
+            self.clock.call_at(ready, partial(self._deliver, proc, wire, effect.frame))
+
+    def _deliver(self, proc: Process, wire: Wire, frame: bytes) -> None:
+        self._step(proc, wire, wire.deliver(frame, self.clock.now()))
 
     def _attempt(self, proc: Process, wire: Wire | None, effect: Put | Get, since: int) -> bool:
         now = self.clock.now()
@@ -116,7 +120,5 @@ class Simulation:
         return True
 
     def _retry_parked(self) -> None:
-        if not self._parked:
-            return
         still = [p for p in self._parked if not self._attempt(p.proc, p.wire, p.effect, p.since)]
         self._parked = still

@@ -25,23 +25,24 @@ connection ends without ``done`` (its writer sees ``Taken.GONE``) instead of
 waiting for tokens that will never come; the reader's resume then gets the
 log's ``UnknownStream``.
 
-The condition is a ``threading.Condition``: uncontended and free in the
-single-threaded simulation, what the real-time drivers wait on.
+The condition is a ``threading.Condition``, what the real-time drivers wait
+on; the single-threaded simulation passes ``SingleThread()``, which costs
+nothing.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, parse_policy
 from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn, TokenItem
 from .frames import DEFAULT_RETRY_MS, done_frame, open_frame, token_frame
 from .model import Model
 from .sse import encode_comment
+from .sync import SingleThread
 from .tokenlog import LogError, StreamState, TokenLog
 
 __all__ = ["CursorOutOfRange", "Ending", "OnDisconnect", "Stream", "StreamError", "TraceEntry"]
@@ -74,12 +75,15 @@ class Ending(StrEnum):
     REPLACED = "replaced"          # a newer connection to the same stream took over
 
 
-@dataclass(frozen=True, slots=True)
-class TraceEntry:
-    """One channel decision: when, which index, what happened, queue depth after, wait before."""
+class TraceEntry(NamedTuple):
+    """One channel decision: when, which index, what happened, queue depth after, wait before.
+
+    A named tuple rather than a frozen dataclass: one is made per channel
+    operation, and this is the cheaper immutable record.
+    """
 
     t_ns: int
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose: it is the token index
     decision: str
     depth: int
     waited_ns: int = 0
@@ -97,14 +101,14 @@ class Stream:
     def __init__(self, stream_id: str, model: Model, log: TokenLog, *, policy: Policy | str = Policy.BLOCK,
                  capacity: int = 4, on_disconnect: OnDisconnect | str = OnDisconnect.CANCEL,
                  retry_ms: int = DEFAULT_RETRY_MS, meta: Mapping[str, Any] | None = None,
-                 attach: bool = False) -> None:
+                 attach: bool = False, cond: threading.Condition | SingleThread | None = None) -> None:
         self.stream_id, self.model, self.log = stream_id, model, log
         self.policy, self.capacity = parse_policy(policy), capacity
         BoundedChannel[TokenItem](capacity, self.policy)  # validates capacity now, not at first connect
         self.on_disconnect = OnDisconnect(on_disconnect)
         self.retry_ms = retry_ms
         self.total = len(model)
-        self.cond = threading.Condition()
+        self.cond = threading.Condition() if cond is None else cond
         self.channel: BoundedChannel[TokenItem] | None = None
         self.live_from = 0
         self.producer_running = False

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from .sync import SingleThread
+
 __all__ = [
     "DEFAULT_MAX_AGE_NS",
     "DEFAULT_MAX_STREAMS",
@@ -132,7 +134,8 @@ class _Entry:
 class MemoryTokenLog:
     """An in-process ``TokenLog`` with stream, age and size bounds.
 
-    ``now`` is a clock function in ns (a clock's ``now``); ``evictions`` counts
+    ``now`` is a clock function in ns (a clock's ``now``); ``lock`` a
+    ``SingleThread`` for single-threaded use (default: a real lock); ``evictions`` counts
     streams dropped for count or age, ``trimmed`` tokens dropped for size.
     """
 
@@ -143,6 +146,7 @@ class MemoryTokenLog:
         max_streams: int = DEFAULT_MAX_STREAMS,
         max_age_ns: int = DEFAULT_MAX_AGE_NS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        lock: SingleThread | None = None,
     ) -> None:
         for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_tokens", max_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -150,7 +154,7 @@ class MemoryTokenLog:
         self._now = now
         self.max_streams, self.max_age_ns, self.max_tokens = max_streams, max_age_ns, max_tokens
         self._streams: OrderedDict[str, _Entry] = OrderedDict()
-        self._lock = threading.Lock()        # never held while calling out, so no ordering to get wrong
+        self._lock: threading.Lock | SingleThread = threading.Lock() if lock is None else lock        # never held while calling out, so no ordering to get wrong
         self.evictions = 0
         self.trimmed = 0
 
