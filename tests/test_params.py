@@ -66,13 +66,13 @@ def test_valid_queries(query: str, changes: dict[str, object]) -> None:
     ("scenario=", "scenario must be one of baseline, block, drop-newest (or drop), drop-oldest, disconnect; got ''"),
     ("format=xml", "format must be one of text, json, html; got 'xml'"),
     ("clock=wall", "clock must be one of virtual, real; got 'wall'"),
-    ("tokens=abc", "tokens must be a whole number from 2 to 277; got 'abc'"),
-    ("tokens=1", "tokens must be a whole number from 2 to 277; got '1'"),
-    ("tokens=278", "tokens must be a whole number from 2 to 277; got '278'"),
-    ("tokens=-5", "tokens must be a whole number from 2 to 277; got '-5'"),
-    ("tokens=5.0", "tokens must be a whole number from 2 to 277; got '5.0'"),
-    ("tokens=+5", "tokens must be a whole number from 2 to 277; got ' 5'"),   # '+' is a space in a query
-    ("tokens=", "tokens must be a whole number from 2 to 277; got ''"),
+    ("tokens=abc", "tokens must be a whole number from 1 to 277; got 'abc'"),
+    ("tokens=0", "tokens must be a whole number from 1 to 277; got '0'"),
+    ("tokens=278", "tokens must be a whole number from 1 to 277; got '278'"),
+    ("tokens=-5", "tokens must be a whole number from 1 to 277; got '-5'"),
+    ("tokens=5.0", "tokens must be a whole number from 1 to 277; got '5.0'"),
+    ("tokens=+5", "tokens must be a whole number from 1 to 277; got ' 5'"),   # '+' is a space in a query
+    ("tokens=", "tokens must be a whole number from 1 to 277; got ''"),
     ("buffer=0", "buffer must be a whole number from 1 to 64; got '0'"),
     ("buffer=65", "buffer must be a whole number from 1 to 64; got '65'"),
     ("reader_ms=nan", f"reader_ms must be a number of milliseconds from 0 to 100 {MS}; got 'nan'"),
@@ -85,9 +85,8 @@ def test_valid_queries(query: str, changes: dict[str, object]) -> None:
     ("reader_ms=0.1234567", f"reader_ms must be a number of milliseconds from 0 to 100 {MS}; got '0.1234567'"),
     ("producer_ms=0", f"producer_ms must be a number of milliseconds from 0.01 to 100 {MS}; got '0'"),
     ("producer_ms=0.009", f"producer_ms must be a number of milliseconds from 0.01 to 100 {MS}; got '0.009'"),
-    ("cut_after=70", "cut_after must be a whole number from 1 to tokens-1 (69); got '70'"),
-    ("cut_after=0", "cut_after must be a whole number from 1 to tokens-1 (69); got '0'"),
-    ("tokens=10&cut_after=18", "cut_after must be a whole number from 1 to tokens-1 (9); got '18'"),
+    ("cut_after=70", "cut_after must be a whole number from 0 to tokens-1 (69); got '70'"),
+    ("tokens=10&cut_after=18", "cut_after must be a whole number from 0 to tokens-1 (9); got '18'"),
     ("seed=4294967296", "seed must be a whole number from 0 to 4294967295; got '4294967296'"),
     ("seed=x" + "y" * 60, "seed must be a whole number from 0 to 4294967295; got '" + "x" + "y" * 39 + "...'"),
     ("tokens=5&tokens=6", "parameter 'tokens' given more than once ('5' and '6'); give it once"),
@@ -120,7 +119,7 @@ def test_policy_and_capacity_name_the_core_fields() -> None:
 
 
 def test_direct_construction_is_validated() -> None:
-    with pytest.raises(ParamError, match="tokens must be a whole number from 2 to 277; got '500'"):
+    with pytest.raises(ParamError, match="tokens must be a whole number from 1 to 277; got '500'"):
         ReportParams(tokens=500)
     with pytest.raises(ParamError, match="not a canonical ReportParams"):
         ReportParams(scenario="drop")

@@ -323,7 +323,7 @@ def test_cli_prints_the_same_bytes_as_the_handler(capsysbinary: pytest.CaptureFi
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--tokens", "0"], "tokens must be a whole number from 2 to 277; got '0'"),
+    (["--tokens", "0"], "tokens must be a whole number from 1 to 277; got '0'"),
     (["--colour", "red"], "unknown flag '--colour'"),
     (["--clock", "real", "--tokens", "277", "--reader-ms", "6"], "use clock=virtual"),
     (["report"], "unexpected argument 'report'"),
@@ -442,3 +442,19 @@ def test_the_page_names_the_kernels_second_queue(default_text: str) -> None:
     assert "Over TCP the kernel's socket buffers are a second, hidden queue" in flat
     assert "while its 4-slot channel was full" in flat and "so its figures stand" in flat
     assert "second, hidden queue" in render("format=html")[2].decode()
+
+
+def test_one_token_and_a_cut_before_the_first_token() -> None:
+    from tokenwire.render import render
+    status, _, body = render("tokens=1&format=json")
+    data = json.loads(body)
+    assert status == 200 and data["params"]["cut_after"] == 0
+    assert data["timing"]["itl_p50_ms"] is None and data["timing"]["tokens"] == 1
+    assert data["resume"]["first_tokens"] == 0 and data["resume"]["last_event_id"] == ""
+    assert data["resume"]["completed"] and data["resume"]["contiguous"] and data["resume"]["generated_total"] == 1
+    status, _, text = render("cut_after=0")
+    page = text.decode()
+    assert status == 200 and "last event id none" in page
+    assert "no Last-Event-ID (nothing was received, so it starts over" in page
+    assert "resumed at index 0, 70 more tokens, completed=True" in page
+    assert "between tokens                     none: a single token has no gap" in render("tokens=1")[2].decode()

@@ -175,7 +175,7 @@ def test_ids_past_the_end_or_never_sent_are_400_and_a_finished_stream_is_204() -
 def test_unknown_streams_bad_parameters_and_wrong_methods() -> None:
     with running_server() as server:
         unknown = request(server, "GET", "/streams/AAAAAAAAAAAAAAAAAAAAAA/events")
-        bad_param = request(server, "POST", "/streams?tokens=1")
+        bad_param = request(server, "POST", "/streams?tokens=0")
         bad_cut = request(server, "POST", "/streams?tokens=30&cut_after=30")
         extra = request(server, "GET", f"/streams/{create(server)}/events?tokens=5")
         get_streams = request(server, "GET", "/streams")

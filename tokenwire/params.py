@@ -59,7 +59,7 @@ FORMATS = ("text", "json", "html")
 CLOCKS = ("virtual", "real")
 
 # Bounds, each with its reason.
-MIN_TOKENS = 2                 # a resume needs a token before the cut and one after
+MIN_TOKENS = 1                 # one token still shows a frame, a timing and a resume (cut before it)
 MAX_TOKENS = len(ANSWER)       # the whole canned answer (277)
 MAX_BUFFER = 64                # the baseline's buffer; a slow reader fills any bound eventually
 MAX_READER_MS = 100.0          # 10 tokens a second is already a stalled screen
@@ -78,7 +78,7 @@ _DECIMAL = re.compile(r"(?:[0-9]{1,6}(?:\.[0-9]{0,6})?|\.[0-9]{1,6})")
 
 def default_cut_after(tokens: int) -> int:
     """Return the cut used when none is given: 18, or half of a short answer."""
-    return DEFAULT_CUT_AFTER if tokens > DEFAULT_CUT_AFTER else max(1, tokens // 2)
+    return DEFAULT_CUT_AFTER if tokens > DEFAULT_CUT_AFTER else tokens // 2
 
 
 def _plain(value: object) -> str:
@@ -191,7 +191,7 @@ def _validate(given: Mapping[str, str]) -> dict[str, Any]:
     """Return the typed values for raw ``given`` strings, defaults filled in."""
     tokens = _int(given, "tokens", MIN_TOKENS, MAX_TOKENS)
     tokens = _DEFAULT["tokens"] if tokens is None else tokens
-    cut = _int(given, "cut_after", 1, tokens - 1, f"1 to tokens-1 ({tokens - 1})")
+    cut = _int(given, "cut_after", 0, tokens - 1, f"0 to tokens-1 ({tokens - 1})")
     buffer, seed = _int(given, "buffer", 1, MAX_BUFFER), _int(given, "seed", 0, MAX_SEED)
     return {
         "scenario": _scenario(given.get("scenario", _DEFAULT["scenario"])),
@@ -260,7 +260,7 @@ def cli_usage(prog: str = "tokenwire report") -> str:
         f"  --reader-ms    0..{_plain(MAX_READER_MS)}  [default {_plain(DEFAULTS.reader_ms)}]",
         f"  --producer-ms  {_plain(MIN_PRODUCER_MS)}..{_plain(MAX_PRODUCER_MS)}  "
         f"[default {_plain(DEFAULTS.producer_ms)}]",
-        f"  --cut-after    1..tokens-1  [default {DEFAULT_CUT_AFTER}, or tokens/2 for {DEFAULT_CUT_AFTER} tokens or fewer]",
+        f"  --cut-after    0..tokens-1  [default {DEFAULT_CUT_AFTER}, or tokens/2 for {DEFAULT_CUT_AFTER} tokens or fewer]",
         f"  --seed         0..{MAX_SEED}  [default {DEFAULTS.seed}]",
     ])
 

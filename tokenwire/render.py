@@ -373,8 +373,8 @@ def _resume_chart(report: Report) -> Chart:
     return _chart("the resumed stream: event id by arrival time",
                   [("s-first", "first connection", first), ("s-second", "after the reconnect", second)],
                   x_label="ms since the request", y_label="event id",
-                  markers=[(r.hang_up_ms, f"hung up after id {r.last_event_id}"),
-                           (r.reconnect_ms, f"Last-Event-ID: {r.last_event_id}")])
+                  markers=[(r.hang_up_ms, f"hung up after id {r.last_event_id_shown}"),
+                           (r.reconnect_ms, r.sent_header)])
 
 
 def _charts(report: Report) -> dict[str, Any]:

@@ -139,9 +139,9 @@ class Timing:
     total_ms: float
     first_token_share: float
     first_token_percent: float
-    itl_p50_ms: float
-    itl_p95_ms: float
-    itl_max_ms: float
+    itl_p50_ms: float | None     # None: a single token has no gap between tokens
+    itl_p95_ms: float | None
+    itl_max_ms: float | None
     tokens_per_s: int
 
 
@@ -216,6 +216,18 @@ class Resume:
     def generated_once(self) -> bool:
         """Every index of the answer was generated exactly once."""
         return self.steps_max == 1 and self.generated_total == self.total
+
+    @property
+    def last_event_id_shown(self) -> str:
+        """The last event id as the page shows it ("none" before any token)."""
+        return self.last_event_id or "none"
+
+    @property
+    def sent_header(self) -> str:
+        """What the reconnect sent: the header, or that it had nothing to send."""
+        if self.last_event_id:
+            return f"Last-Event-ID: {self.last_event_id}"
+        return "no Last-Event-ID (nothing was received, so it starts over at 0)"
 
     @property
     def generated_while_away(self) -> int:
@@ -516,11 +528,14 @@ def _wire(result: RunResult) -> Wire:
 
 def _timing(result: RunResult) -> Timing:
     t = timing_from_arrivals(result.arrivals_ns)
-    assert t.itl_p50_ms is not None and t.itl_p95_ms is not None and t.itl_max_ms is not None
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value, 2)
+
     return Timing(
         tokens=t.tokens, ttft_ms=round(t.ttft_ms, 2), total_ms=round(t.total_ms, 2),
         first_token_share=round(t.first_token_share, 3), first_token_percent=round(100 * t.first_token_share, 1),
-        itl_p50_ms=round(t.itl_p50_ms, 2), itl_p95_ms=round(t.itl_p95_ms, 2), itl_max_ms=round(t.itl_max_ms, 2),
+        itl_p50_ms=ms(t.itl_p50_ms), itl_p95_ms=ms(t.itl_p95_ms), itl_max_ms=ms(t.itl_max_ms),
         tokens_per_s=round(t.tokens_per_s),
     )
 
@@ -564,7 +579,7 @@ def _waited_for_model(arrivals: Sequence[int], hang_ns: int, reconnect_ns: int, 
 def _resume(result: RunResult, reference_text: str) -> Resume:
     first, second = result.connections[0], result.connections[1]
     k, total, ids = first.tokens, result.spec.tokens, result.ids
-    hang_ns = result.arrivals_ns[k - 1]
+    hang_ns = result.hung_up_ns if result.hung_up_ns is not None else result.arrivals_ns[k - 1]
     reconnect_ns = hang_ns + ms_to_ns(result.spec.retry_ms)
     later = result.arrivals_ns[k:]
     waited = _waited_for_model(later, hang_ns, reconnect_ns, ms_to_ns(result.spec.reader_ms))

@@ -111,6 +111,7 @@ class RunResult:
     steps: dict[int, int] = field(hash=False)   # model steps per index
     wall_ns: int = 0
     trace: tuple[TraceEntry, ...] = ()
+    hung_up_ns: int | None = None           # when the reader hung up (hang_up_after), if it did
 
     @property
     def text(self) -> str:
@@ -179,5 +180,5 @@ def run(spec: RunSpec) -> RunResult:
         arrivals_ns=tuple(reader.arrivals), ids=tuple(reader.ids), texts=tuple(reader.texts),
         events_read=len(reader.events), stats=merge_stats([r.stats for r in records]),
         steps=dict(model.steps), wall_ns=reader.done_at if reader.done_at is not None else end,
-        trace=tuple(stream.trace),
+        trace=tuple(stream.trace), hung_up_ns=reader.hung_up_at,
     )

@@ -46,6 +46,7 @@ class MemoryReader:
     free_at: int = 0
     hung_up: bool = False
     done_at: int | None = None
+    hung_up_at: int | None = None
     _decoder: Decoder = field(default_factory=Decoder)
 
     def begin_connection(self) -> None:
@@ -72,7 +73,7 @@ class MemoryReader:
             if event.event == "done":
                 self.done_at = now
             elif event.event == "open" and self.hang_up_after == 0 and not self.hung_up:
-                self.hung_up = True     # dies before the first token: resumes with no Last-Event-ID
+                self.hung_up, self.hung_up_at = True, now  # dies before the first token: no Last-Event-ID
                 return False
             elif event.event == "token":
                 self.arrivals.append(now)
@@ -80,6 +81,6 @@ class MemoryReader:
                 self.texts.append(event.data)
                 self.free_at = now + self.reader_ns
                 if not self.hung_up and len(self.ids) == self.hang_up_after:
-                    self.hung_up = True
+                    self.hung_up, self.hung_up_at = True, now
                     return False
         return True
