@@ -436,6 +436,9 @@ class LiveHandler(handler):
             self.close_connection = True
             self._error(431, f"request headers longer than {MAX_HEADER_BYTES} bytes")
             return False
+        # The answer's writes get the write timeout, not what is left of the
+        # request's deadline (reads of a body still set their own).
+        self.connection.settimeout(self.server.config.write_timeout_s)
         return True
 
     # -- routing -----------------------------------------------------------
