@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import platform
 import sys
 import time
@@ -58,6 +59,7 @@ def _selected(only: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = time.perf_counter()
+    load_start = os.getloadavg()
     rows: list[Row] = []
     for key in _selected(args.only):
         module, what = ITEMS[key]
@@ -75,11 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     mode = "python -m bench --quick" if args.quick else "python -m bench"
     print(f"tokenwire bench ({mode}) on {machine()}")
     print(format_table(rows))
-    print(f"\ntotal wall time {total:.1f} s")
+    load_end = os.getloadavg()
+    print(f"\ntotal wall time {total:.1f} s; 1-minute load average {load_start[0]:.2f} at the start, "
+          f"{load_end[0]:.2f} at the end (on {os.cpu_count()} cores: above that, other work shared the machine)")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"command": mode, "machine": machine(), "python": platform.python_version(),
-                       "seconds": total, "rows": [asdict(r) for r in rows]}, f, indent=2)
+                       "seconds": total, "load": [load_start, load_end], "rows": [asdict(r) for r in rows]}, f,
+                      indent=2)
     return 0
 
 
