@@ -58,7 +58,8 @@ class Conn:
     __slots__ = ("sock", "inbuf", "out", "writer")
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.inbuf, self.out, self.writer = sock, b"", bytearray(), None  # type: ignore[var-annotated]
+        self.sock, self.inbuf, self.out = sock, b"", bytearray()
+        self.writer: Proc | None = None   # the connection's writer process, once the request is read
 
 
 class Loop:
@@ -160,11 +161,13 @@ class Loop:
             return
         except OSError:
             self.sel.modify(conn.sock, selectors.EVENT_READ, conn)
+            assert conn.writer is not None
             self.ready.append((conn.writer, False))
             return
         del conn.out[:sent]
         if not conn.out:
             self.sel.modify(conn.sock, selectors.EVENT_READ, conn)
+            assert conn.writer is not None
             self.ready.append((conn.writer, True))
 
     def accept(self) -> None:
@@ -201,7 +204,7 @@ class Loop:
             return
         spec, cut = spec_from_query(query)
         stream = new_stream(secrets.token_urlsafe(16), spec, self.log)
-        conn.writer = self.start(stream.serve(-1, stream.new_channel(), cut_after=cut), conn)  # type: ignore[assignment]
+        conn.writer = self.start(stream.serve(-1, stream.new_channel(), cut_after=cut), conn)
         conn.sock.send(HEAD)
 
     def close(self, conn: Conn) -> None:
