@@ -264,7 +264,8 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
         raise RequestError(400, str(exc)) from None
     cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
     if cut is not None and not 0 < cut < spec.tokens:
-        raise RequestError(400, f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {live['cut_after']!r}")
+        raise RequestError(400, f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), "
+                                f"got {live['cut_after']!r}")
     return spec, cut
 
 
@@ -382,7 +383,7 @@ def allowed_methods(path: str) -> str | None:
         return _ALLOW_STREAMS
     if path == "/stream" or _EVENTS_PATH.fullmatch(path):
         return _ALLOW_GET
-    if path == "/live" or path in REPORT_PATHS or path.removeprefix("/static/") in _STATIC:
+    if path == "/live" or path in REPORT_PATHS or (path.startswith("/static/") and path[8:] in _STATIC):
         return _ALLOW_PAGE
     return None
 
