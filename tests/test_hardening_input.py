@@ -147,6 +147,9 @@ def test_every_bad_cut_after_on_the_live_endpoints_is_a_400(server: LiveServer, 
         _check_message(kind, "cut_after", value, message)
     status, _, message = _ask(server, entry, "cut_after=3&cut_after=4")
     assert status == 400 and message == "parameter 'cut_after' given more than once ('3' and '4'); give it once"
+    status, _, message = _ask(server, entry, "tokens=1&cut_after=1")
+    assert status == 400 and message == ("cut_after needs an answer of at least 2 tokens (one before the cut, "
+                                         "one after); got '1' with tokens=1")
     status, _, message = _ask(server, entry, "last_event_id=3")
     assert status == 400 and message == "last_event_id applies to /streams/<id>/events, not to a new stream"
 

@@ -253,6 +253,14 @@ def unknown_stream_message(stream_id: str) -> str:
             f"streams), or lost when the server restarted; start a new one with POST /streams")
 
 
+def cut_range_message(tokens: int, value: str) -> str:
+    """The 400 for a live ``cut_after`` outside 1..tokens-1 (a cut needs a token before it and one after)."""
+    if tokens < 2:
+        return (f"cut_after needs an answer of at least 2 tokens (one before the cut, one after); "
+                f"got {value!r} with tokens={tokens}")
+    return f"cut_after must be from 1 to {tokens - 1} (tokens-1), got {value!r}"
+
+
 def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
     """Return the stream spec and ``cut_after`` a create request asks for; raises ``RequestError``."""
     rest, live = split_query(query)
@@ -264,8 +272,7 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
         raise RequestError(400, str(exc)) from None
     cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
     if cut is not None and not 0 < cut < spec.tokens:
-        raise RequestError(400, f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), "
-                                f"got {live['cut_after']!r}")
+        raise RequestError(400, cut_range_message(spec.tokens, live["cut_after"]))
     return spec, cut
 
 
@@ -577,8 +584,7 @@ class LiveHandler(handler):
         cursor = resume_cursor(header, params.get("last_event_id"), stream.total, generated)
         requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
         if requested is not None and not 0 < requested < stream.total:
-            raise RequestError(400, f"cut_after must be from 1 to {stream.total - 1} (tokens-1), "
-                                    f"got {params['cut_after']!r}")
+            raise RequestError(400, cut_range_message(stream.total, params["cut_after"]))
         self.server.registry.log.read_after(stream.stream_id, cursor, 0)   # LogGap now, while a status can say so
         if cursor == stream.total - 1:
             self.close_connection = True
