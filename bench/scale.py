@@ -10,8 +10,10 @@ stopped and its context switches over its life read from ``wait4``.  A
 step holds when every stream is complete and contiguous, the pooled ITL
 p95 is at most 1.5x the nominal 20 ms (the timing model's jitter of +-10%
 is in every server's schedule, so a perfect server shows about 1.09x) and
-TTFT p95 is at most 1 s.  Each server stops stepping at its first failing
-N, and the whole item stops stepping when its time budget is spent.  At
+TTFT p95 is at most 1 s.  A failing step is run once more (the machine
+may be shared) and fails only if that run fails too.  Each server stops
+stepping at its first failing N, and the whole item stops stepping when
+its time budget is spent.  At
 each N the servers run one after the other, so all see the same machine.
 Besides the two servers, ``bench.loop_server`` (a prototype of the design
 proposed for tokenwire's server) climbs the same ladder.  File-descriptor
@@ -44,10 +46,10 @@ GOAL_P95 = 1.5
 # can keep every ITL on pace by starting streams late); nominal TTFT is
 # 32 ms, and the client opens 5,000 connections a second.
 MAX_TTFT_P95_MS = 1000.0
-FULL_STEPS = (100, 150, 200, 300, 400, 500, 750, 1000, 1500, 2000, 3000)
+FULL_STEPS = (25, 50, 100, 150, 200, 300, 400, 500, 750, 1000, 1500, 2000, 3000)
 QUICK_STEPS = (10, 40)
 QUICK_TOKENS = 50
-FULL_BUDGET_S = 300.0
+FULL_BUDGET_S = 420.0
 QUICK_BUDGET_S = 25.0
 START_TIMEOUT_S = 20.0
 
@@ -211,11 +213,20 @@ def _ladders(servers: tuple[str, ...], steps: tuple[int, ...], tokens: int,
         for server in list(running):
             step = one_step(server, n, tokens)
             log(f"bench: item 5: {step.describe()}")
+            if not step.held:
+                again = one_step(server, n, tokens)
+                log(f"bench: item 5: again: {again.describe()}")
+                step = again if again.held or _better(again, step) else step
             done[server].append(step)
             if not step.held:
                 running.remove(server)
     notes += [f"{s}: held every N tried (up to {steps[-1]})" for s in running]
     return done, notes
+
+
+def _better(a: Step, b: Step) -> bool:
+    """True if failing step ``a`` came closer to holding than ``b`` (more complete, then lower ITL p95)."""
+    return (a.client["complete"], -(a.p95_ratio or float("inf"))) > (b.client["complete"], -(b.p95_ratio or float("inf")))
 
 
 def _largest(steps: list[Step]) -> int:
@@ -240,16 +251,22 @@ def run(quick: bool) -> list[Row]:
              "loopback, read by one client process for every server (one selectors loop, tokenwire's Decoder, "
              "kernel receive stamps); a step holds when all N are complete and contiguous, ITL p95 <= "
              f"{GOAL_P95}x nominal and TTFT p95 <= {MAX_TTFT_P95_MS / 1e3:g} s (no stream queued behind the others); "
-             "steps {', '.join(map(str, steps))}",
+             f"steps {', '.join(map(str, steps))}; a failing step is run once more and fails only if that "
+             "run fails too (the machine may be shared), the better run is shown",
              "prototype: bench/loop_server.py, the core's same Stream processes stepped by one selector loop "
              "(the proposed design; not part of tokenwire)",
              *(s.describe() for s in ours + peer + proto), *ladder_notes]
+    # The peer's limit is known only if it failed a step; until then no ratio can say "1.5x".
+    peer_broke = bool(peer) and not peer[-1].held
+
+    def verdict(n: int) -> bool | None:
+        return n >= 1.5 * n_peer if peer_broke and n_peer else None
+
     rows = [Row(5, "server scale: largest N held", f"{n_ours}", f"sse-starlette {n_peer}",
-                n_ours / n_peer if n_peer else None, ">= 1.5x", (n_ours >= 1.5 * n_peer) if n_peer else None,
-                tuple(notes))]
+                n_ours / n_peer if n_peer else None, ">= 1.5x", verdict(n_ours), tuple(notes))]
     n_proto = _largest(proto)
     rows.append(Row(5, "server scale, proposed event-loop prototype", f"prototype {n_proto}", f"sse-starlette {n_peer}",
-                    n_proto / n_peer if n_peer else None, ">= 1.5x", (n_proto >= 1.5 * n_peer) if n_peer else None))
+                    n_proto / n_peer if n_peer else None, ">= 1.5x", verdict(n_proto)))
     for n in sorted({s.n for s in ours} & {s.n for s in peer}):
         a = next(s for s in ours if s.n == n)
         b = next(s for s in peer if s.n == n)
