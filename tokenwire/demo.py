@@ -402,7 +402,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cut-after", type=int, default=d.cut_after,
                         help=f"tokens the reader takes before it hangs up (default {d.cut_after})")
     parser.add_argument("--sndbuf", type=int, default=DEMO_SNDBUF,
-                        help=f"SO_SNDBUF asked for on the server's stream sockets, 0 for the kernel's (default {DEMO_SNDBUF})")
+                        help=f"SO_SNDBUF asked for on the server's stream sockets, 0 for the kernel's "
+                             f"(default {DEMO_SNDBUF})")
     parser.add_argument("--rcvbuf", type=int, default=DEMO_RCVBUF,
                         help=f"SO_RCVBUF asked for on the reader's sockets, 0 for the kernel's (default {DEMO_RCVBUF})")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")

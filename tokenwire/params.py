@@ -260,7 +260,8 @@ def cli_usage(prog: str = "tokenwire report") -> str:
         f"  --reader-ms    0..{_plain(MAX_READER_MS)}  [default {_plain(DEFAULTS.reader_ms)}]",
         f"  --producer-ms  {_plain(MIN_PRODUCER_MS)}..{_plain(MAX_PRODUCER_MS)}  "
         f"[default {_plain(DEFAULTS.producer_ms)}]",
-        f"  --cut-after    0..tokens-1  [default {DEFAULT_CUT_AFTER}, or tokens/2 for {DEFAULT_CUT_AFTER} tokens or fewer]",
+        f"  --cut-after    0..tokens-1  "
+        f"[default {DEFAULT_CUT_AFTER}, or tokens/2 for {DEFAULT_CUT_AFTER} tokens or fewer]",
         f"  --seed         0..{MAX_SEED}  [default {DEFAULTS.seed}]",
     ])
 

@@ -92,7 +92,10 @@ def _fill(text: str, width: int, head: str = "", indent: str = "") -> str:
 
 @functools.lru_cache(maxsize=WRAP_CACHE)
 def _wrap(text: str, width: int = WIDTH) -> str:
-    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline (memoised: most is fixed prose)."""
+    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline.
+
+    Memoised: most of it is fixed prose.
+    """
     return "\n".join(_fill(line, width) for line in text.split("\n") if line.strip()) + "\n"
 
 
@@ -407,8 +410,9 @@ def render_report(report: Report) -> bytes:
     if fmt == "json":
         return (json.dumps(report_json(report), indent=2) + "\n").encode()
     if fmt == "html":
-        text = ENV.get_template("report.html").render(r=report, css=CSS, charts=_charts(report), links=_links(report.params), bounds=BOUNDS,
-                           other_formats=[(f, "?" + report.params.query(format=f)) for f in ("text", "json")])
+        text = ENV.get_template("report.html").render(
+            r=report, css=CSS, charts=_charts(report), links=_links(report.params), bounds=BOUNDS,
+            other_formats=[(f, "?" + report.params.query(format=f)) for f in ("text", "json")])
         return text.encode()
     return ENV.get_template("report.txt").render(r=report).encode()
 

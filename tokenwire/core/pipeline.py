@@ -67,7 +67,8 @@ class RunSpec:
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if self.hang_up_after is not None and not 0 <= self.hang_up_after < self.tokens:
-            raise ValueError(f"hang_up_after must be from 0 to tokens-1 ({self.tokens - 1}), got {self.hang_up_after!r}")
+            raise ValueError(f"hang_up_after must be from 0 to tokens-1 ({self.tokens - 1}), "
+                             f"got {self.hang_up_after!r}")
         object.__setattr__(self, "policy", parse_policy(self.policy))
         object.__setattr__(self, "on_disconnect", OnDisconnect(self.on_disconnect))
         object.__setattr__(self, "clock", ClockKind(self.clock))

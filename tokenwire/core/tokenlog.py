@@ -154,7 +154,8 @@ class MemoryTokenLog:
         self._now = now
         self.max_streams, self.max_age_ns, self.max_tokens = max_streams, max_age_ns, max_tokens
         self._streams: OrderedDict[str, _Entry] = OrderedDict()
-        self._lock: threading.Lock | SingleThread = threading.Lock() if lock is None else lock        # never held while calling out, so no ordering to get wrong
+        # The lock is never held while calling out, so there is no ordering to get wrong.
+        self._lock: threading.Lock | SingleThread = threading.Lock() if lock is None else lock
         self.evictions = 0
         self.trimmed = 0
 
