@@ -30,6 +30,7 @@ import resource
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -164,7 +165,9 @@ def _switches(pid: int) -> int:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> int:
-    """Stop the server; returns its context switches over its life (all threads, from wait4)."""
+    """Stop the server; returns its context switches over its life (all threads, from wait4; 0 if already reaped)."""
+    if proc.returncode is not None:
+        return 0
     proc.terminate()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -179,13 +182,37 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
     return int(usage.ru_nvcsw + usage.ru_nivcsw)
 
 
-def one_step(server: str, n: int, tokens: int) -> Step:
-    """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it."""
+def one_step(server: str, n: int, tokens: int, attempts: int = 3) -> Step:
+    """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it.
+
+    A server that exits before it listens (the free port taken in between)
+    is started again on another port, up to ``attempts`` times.
+    """
+    for attempt in range(attempts):
+        try:
+            return _one_step(server, n, tokens)
+        except _NotListening:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _NotListening(RuntimeError):
+    pass
+
+
+def _one_step(server: str, n: int, tokens: int) -> Step:
     port = _free_port()
+    errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(_command(server, port, n), cwd=ROOT, env=env_with_root(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, preexec_fn=_raise_nofile)
+                            stderr=errors, preexec_fn=_raise_nofile)
     try:
-        _wait_listening(port, proc)
+        try:
+            _wait_listening(port, proc)
+        except RuntimeError as exc:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip().splitlines()[-1:]
+            raise _NotListening(f"{exc}: {tail[0] if tail else 'no stderr'}") from None
         cpu0, _ = _proc_figures(proc.pid)
         switches0 = _switches(proc.pid)
         timeout = tokens * PRODUCER_MS / 1e3 * 3 + n / 500 + 10
@@ -195,6 +222,7 @@ def one_step(server: str, n: int, tokens: int) -> Step:
         cpu1, peak = _proc_figures(proc.pid)
     finally:
         switches = _stop(proc)
+        errors.close()
     return Step(server, n, json.loads(out.stdout), cpu1 - cpu0, peak, switches - switches0)
 
 
@@ -211,7 +239,13 @@ def _ladders(servers: tuple[str, ...], steps: tuple[int, ...], tokens: int,
             notes.append(f"stopped stepping at N={n} ({', '.join(running)} still holding): time budget spent")
             return done, notes
         for server in list(running):
-            step = one_step(server, n, tokens)
+            try:
+                step = one_step(server, n, tokens)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                notes.append(f"{server} N={n}: could not run ({type(exc).__name__}: {exc}); its ladder stops here")
+                log(f"bench: item 5: {notes[-1]}")
+                running.remove(server)
+                continue
             log(f"bench: item 5: {step.describe()}")
             if not step.held:
                 again = one_step(server, n, tokens)
