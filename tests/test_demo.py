@@ -18,7 +18,7 @@ import pytest
 
 from tokenwire.core.model import ANSWER
 from tokenwire.demo import DEMO_RCVBUF, DEMO_SNDBUF, cli_main
-from tokenwire.report import demo_estimate_s
+from tokenwire.plan import demo_estimate_s
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_KEYS = {"scenario", "clock", "params", "wire", "timing", "buffer", "resume", "detail"}

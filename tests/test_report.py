@@ -13,23 +13,19 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunResult, RunSpec, run
 from tokenwire.params import DEFAULTS, SCENARIOS, ReportParams, parse_query
 from tokenwire.render import render, render_report, report_json
-from tokenwire.report import (
+from tokenwire.plan import (
     BASELINE_BUFFER,
     DEMO_PARAMS,
     DEMO_RUNS,
     POLICIES,
-    TRACE_MAX_ROWS,
-    KernelFigures,
-    Report,
-    Sockets,
-    assemble,
-    build_report,
     demo_estimate_s,
     estimate_wall_ms,
-    in_memory,
     plan,
     plan_demo,
 )
+from tokenwire.report import Report, assemble, build_report
+from tokenwire.sections import TRACE_MAX_ROWS
+from tokenwire.transport import KernelFigures, Sockets, in_memory
 
 # The seed page's sections and labels, in order (hosted-page.txt).
 SEED_ORDER = [

@@ -12,16 +12,17 @@ the server socket's send queue (``TIOCOUTQ``), its own receive queue
 yet read (converted to whole token frames with the wire's frame offsets),
 and the channel's depth.
 
-The runs are the report's own ``plan_demo``: ``baseline`` (a fast reader,
-block, a 64-slot buffer), ``block`` and ``drop-newest`` (the slow reader,
-the small buffer) and ``cancel`` over two connections, ``cut`` (the reader
-hangs up after ``cut_after`` tokens) and ``resume`` (it reconnects
-``retry`` ms later with ``Last-Event-ID`` and completes the answer).  Each
-run becomes the core's ``RunResult`` (frames as received, arrival times,
-the server's channel statistics and trace, model steps), the record the
-in-memory runs produce, and ``report.assemble`` builds the report from them
-with the kernel figures as section 5; ``render.render_report`` lays it out
-with the page's templates.
+The runs are part of the report's own plan (``plan.plan_demo``):
+``baseline`` (a fast reader, block, a 64-slot buffer), ``block`` and
+``drop-newest`` (the slow reader, the small buffer) and ``cancel`` over two
+connections, ``cut`` (the reader hangs up after ``cut_after`` tokens) and
+``resume`` (it reconnects ``retry`` ms later with ``Last-Event-ID`` and
+completes the answer).  Each run becomes the core's ``RunResult`` (frames
+as received, arrival times, the server's channel statistics and trace,
+model steps), the record the in-memory runs produce, and
+``report.assemble`` builds the report from them with the kernel figures as
+section 5 (``transport.Sockets``); ``render.render_report`` lays it out with
+the page's templates.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ from .core.stream import Stream, TraceEntry
 from .params import MAX_BUFFER, MAX_READER_MS, ReportParams
 from .registry import Registry
 from .render import render_report
-from .report import DEMO_PARAMS, InMemory, KernelFigures, Sockets, assemble, demo_estimate_s, in_memory, plan_demo
+from .plan import DEMO_PARAMS, demo_estimate_s, plan_demo
+from .report import assemble
 from .server import ConnectionLog, LiveConfig, LiveServer, make_server
 from .sockets import MAX_BUFFER_BYTES, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
+from .transport import InMemory, KernelFigures, Sockets, in_memory
 
 __all__ = ["DEMO_RCVBUF", "DEMO_SNDBUF", "DemoRuns", "DemoSettings", "KernelFigures", "cli_main", "demo_report",
            "read_stream", "run_demo"]
@@ -100,7 +103,7 @@ class _Client:
 class DemoRuns:
     """What the demo measured.
 
-    runs: the core's records, named as ``report.plan_demo`` names them;
+    runs: the core's records, named as ``plan.plan_demo`` names them;
     connections: the kernel figures of each of ``CONNECTIONS``;
     sent_when_noticed: token frames the server had sent when it noticed the
     cut (a failed write).
@@ -335,7 +338,7 @@ def _cut_and_resume(server: LiveServer, settings: DemoSettings, spec: RunSpec,
 
 
 def run_demo(settings: DemoSettings | None = None, progress: Progress | None = None) -> DemoRuns:
-    """Run ``report.plan_demo`` over loopback, one connection after another; returns what it measured.
+    """Run ``plan.plan_demo`` over loopback, one connection after another; returns what it measured.
 
     Raises ``OSError`` if loopback cannot be bound, ``RuntimeError`` or
     ``TimeoutError`` if the server misbehaves (a bug).
@@ -376,7 +379,7 @@ def _kernel_defaults() -> tuple[int, int] | None:
 def demo_report(settings: DemoSettings, measured: DemoRuns, wall_s: float, compared: InMemory | None = None) -> bytes:
     """Return the report of what the demo measured, in ``settings.params.format`` (text or json).
 
-    ``compared``: the same plan in memory (``report.in_memory``), run here
+    ``compared``: the same plan in memory (``transport.in_memory``), run here
     if not given.  Raises ``ValueError`` if ``measured`` lacks a run.
     """
     sockets = Sockets(

@@ -50,7 +50,9 @@ from .params import (
     parse_cli,
     parse_query,
 )
-from .report import POLICIES, Report, Resume, build_report, virtual_wall_ms
+from .plan import POLICIES, virtual_wall_ms
+from .report import Report, build_report
+from .sections import Resume
 
 __all__ = ["REAL_BUDGET_MS", "cli_main", "render", "render_report", "report_json"]
 
