@@ -17,7 +17,7 @@ from tokenwire.core.frames import token_frame
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
 from tokenwire.registry import STREAM_ID_BYTES, Busy, Registry
-from tokenwire.server import RequestError, resume_cursor, spec_from_query, split_query
+from tokenwire.live_params import RequestError, resume_cursor, spec_from_query, split_query
 from tokenwire.sockets import SocketWire, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
 
 ROOT = Path(__file__).resolve().parent.parent

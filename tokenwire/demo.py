@@ -41,12 +41,13 @@ from .core.clock import RealClock, ms_to_ns
 from .core.pipeline import ConnectionRecord, RunResult, RunSpec, merge_stats
 from .core.sse import Decoder
 from .core.stream import Stream, TraceEntry
+from .live_config import ConnectionLog, LiveConfig
 from .params import MAX_BUFFER, MAX_READER_MS, ReportParams
+from .plan import DEMO_PARAMS, demo_estimate_s, plan_demo
 from .registry import Registry
 from .render import render_report
-from .plan import DEMO_PARAMS, demo_estimate_s, plan_demo
 from .report import assemble
-from .server import ConnectionLog, LiveConfig, LiveServer, make_server
+from .server import LiveServer, make_server
 from .sockets import MAX_BUFFER_BYTES, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
 from .transport import InMemory, KernelFigures, Sockets, in_memory
 

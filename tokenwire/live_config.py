@@ -1,0 +1,109 @@
+"""The live server's settings: its limits, each a named default, ``LiveConfig``, and the journal's record.
+
+How this works: ``LiveConfig`` holds what a ``tokenwire serve`` flag can
+change (every time in seconds); the other limits are constants, each with
+why that number (the README lists them).  ``ConnectionLog`` is what the
+server remembers of each finished event-stream connection, in a journal of
+at most ``JOURNAL_SIZE`` entries, for tests and the demo to inspect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .core.channel import ChannelStats
+from .core.stream import Ending
+from .sockets import DEFAULT_WRITE_TIMEOUT_S
+
+__all__ = [
+    "DEFAULT_HEARTBEAT_S",
+    "DEFAULT_REQUEST_TIMEOUT_S",
+    "DEFAULT_WRITE_TIMEOUT_S",
+    "JOURNAL_SIZE",
+    "MAX_BODY_BYTES",
+    "MAX_HEADER_BYTES",
+    "MAX_REQUEST_LINE",
+    "REQUEST_QUEUE_SIZE",
+    "RETRY_AFTER_S",
+    "ConnectionLog",
+    "LiveConfig",
+]
+
+# A silent stream sends ": ping" this often.  Proxies and load balancers
+# commonly close a connection idle for 30-60 s; 15 s stays well inside that
+# (sse-starlette and many hubs use the same figure).
+DEFAULT_HEARTBEAT_S = 15.0
+# A client has this long, in total, to send its request line, headers and
+# body (slowloris: a trickle of one byte at a time does not extend it).  Real
+# clients send the whole request in one packet, so this only needs to cover a
+# slow network round trip.
+DEFAULT_REQUEST_TIMEOUT_S = 10.0
+# Longest request line (method, target, version).  The longest real one here
+# is a report query of a few hundred bytes; 8 KiB is what nginx and most
+# proxies accept by default.
+MAX_REQUEST_LINE = 8 * 1024
+# All header lines together.  Browsers send 1-2 KiB; 16 KiB is generous and
+# still bounds what each connection thread parses and holds.
+MAX_HEADER_BYTES = 16 * 1024
+# A POST /streams carries its parameters in the query; a body is not needed
+# and is read and discarded up to this size (a form post), refused above.
+MAX_BODY_BYTES = 1024
+# Pending connections the kernel queues before accept(); the default of 5
+# refuses connections when a few hundred clients arrive at once.
+REQUEST_QUEUE_SIZE = 1024
+# What a 503 asks the client to wait, in seconds: a full server frees a slot
+# as soon as any stream ends, and an EventSource retries after `retry` anyway.
+RETRY_AFTER_S = 1
+# How many finished connections the server remembers for inspection
+# (tests, the demo): bounded, so a long-running server does not grow.
+JOURNAL_SIZE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LiveConfig:
+    """How the live endpoints behave; every time in seconds.
+
+    sndbuf: shrink ``SO_SNDBUF`` of event-stream connections to this many
+    bytes (the demo, to make the kernel's queue small and visible); None
+    leaves the kernel's autotuning alone.  sample_queues: record the send
+    queue (``TIOCOUTQ``) after each frame and keep each connection's wire.
+    access_log: print one line per request on stderr.
+    """
+
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    sndbuf: int | None = None
+    sample_queues: bool = False
+    access_log: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("heartbeat_s", "write_timeout_s", "request_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86_400:
+                raise ValueError(f"{name} must be a number of seconds above 0 and below a day, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLog:
+    """One finished event-stream connection, as the server saw it.
+
+    last_event_id_header: the ``Last-Event-ID`` header sent (None if
+    absent); cursor: the exclusive resume cursor used; tokens_sent: token
+    frames handed to the kernel; generated: tokens in the log when the
+    connection ended (-1: the log no longer held the stream, it was
+    evicted under the connection); failure: why the wire declared the peer
+    gone; stats: the connection's channel statistics.
+    """
+
+    stream_id: str
+    last_event_id_header: str | None
+    last_event_id_query: str | None
+    cursor: int
+    cut_after: int | None
+    ending: Ending
+    tokens_sent: int
+    bytes_sent: int
+    generated: int
+    failure: str | None
+    stats: ChannelStats
