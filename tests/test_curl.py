@@ -6,7 +6,7 @@ import json
 import subprocess
 
 from conftest import require_binary
-from test_server import running_server
+from live_helpers import serving
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
@@ -22,7 +22,7 @@ def curl(*args: str) -> bytes:
 
 
 def test_curl_streams_is_cut_and_resumes_with_last_event_id() -> None:
-    with running_server() as server:
+    with serving() as server:
         first = Decoder().feed(curl(f"{server.url}/stream?tokens=40&scenario=block&cut_after=17"))
         opened = json.loads(first[0].data)
         last = [e for e in first if e.event == "token"][-1].id
@@ -42,7 +42,7 @@ def test_curl_streams_is_cut_and_resumes_with_last_event_id() -> None:
 
 
 def test_curl_sees_the_sse_headers_and_a_400_for_a_bad_id() -> None:
-    with running_server() as server:
+    with serving() as server:
         head = curl("-D", "-", "-o", "/dev/null", f"{server.url}/stream?tokens=5").decode("latin-1").lower()
         created = json.loads(curl("-X", "POST", f"{server.url}/streams?tokens=5"))
         bad = curl("-w", "\n%{http_code}", "-H", "Last-Event-ID: 007", f"{server.url}{created['events_url']}")

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from live_helpers import serving_report
 
 from tokenwire import handler as handler_module
 from tokenwire.handler import handler, respond
@@ -22,27 +20,9 @@ FORMATS = {"text": "text/plain; charset=utf-8", "json": "application/json; chars
            "html": "text/html; charset=utf-8"}
 
 
-class QuietHandler(handler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-@contextmanager
-def serving() -> Iterator[tuple[str, int]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield "127.0.0.1", server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-
-
 @pytest.fixture(scope="module")
 def address() -> Iterator[tuple[str, int]]:
-    with serving() as addr:
+    with serving_report() as addr:
         yield addr
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_hardening_common import (
+from live_helpers import (
     TIMEOUT_S,
     create,
     error_of,

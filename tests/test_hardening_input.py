@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
-from test_hardening_common import (
+from live_helpers import (
     SERVER_NAME,
     create,
     error_of,

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 
-from test_hardening_common import (
+from live_helpers import (
     TIMEOUT_S,
     error_of,
     open_events,

@@ -8,14 +8,12 @@ import json
 import re
 import string
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from test_hardening_common import (
+from live_helpers import (
     SERVER_NAME,
     TIMEOUT_S,
     create,
@@ -26,12 +24,12 @@ from test_hardening_common import (
     read_to_end,
     request,
     serving,
+    serving_report,
     split_response,
 )
 
 from tokenwire import registry as registry_module
 from tokenwire.core.pipeline import RunSpec
-from tokenwire.handler import handler
 from tokenwire.registry import STREAM_ID_BYTES, Registry
 from tokenwire.render import REAL_BUDGET_MS
 from tokenwire.server import LiveServer
@@ -194,25 +192,14 @@ def test_past_max_live_the_503_carries_no_banner_either() -> None:
 
 
 def test_the_serverless_handler_names_itself_without_a_version() -> None:
-    class Quiet(handler):
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        answers = []
+    answers = []
+    with serving_report() as address:
         for method, target in (("GET", "/?tokens=5"), ("GET", "/nope"), ("DELETE", "/"), ("BREW", "/")):
-            conn = http.client.HTTPConnection(*httpd.server_address[:2], timeout=TIMEOUT_S)
+            conn = http.client.HTTPConnection(*address, timeout=TIMEOUT_S)
             conn.request(method, target)
             response = conn.getresponse()
             answers.append((response.status, response.getheader("Server"), response.read()))
             conn.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(TIMEOUT_S)
     assert [a[0] for a in answers] == [200, 404, 405, 501]
     assert all(a[1] == SERVER_NAME for a in answers)
 

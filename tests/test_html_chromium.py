@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import struct
 import subprocess
-import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_binary
-from test_handler import serving
+from live_helpers import in_thread, serving_report
 
 from tokenwire.render import CSP
 
@@ -102,7 +101,7 @@ def near(counts: Counter[bytes], colour: tuple[int, int, int], tolerance: int = 
 
 
 def test_report_page_draws_every_chart_without_console_messages(tmp_path: Path) -> None:
-    with serving() as (host, port):
+    with serving_report() as (host, port):
         shot = tmp_path / "report.png"
         # 1200 CSS px wide and tall enough for the whole page, drawn at half scale to keep decoding quick
         _, stderr = chromium(f"http://{host}:{port}/?format=html&scenario=drop", tmp_path / "profile",
@@ -118,7 +117,7 @@ def test_report_page_draws_every_chart_without_console_messages(tmp_path: Path) 
 
 
 def test_first_screen_is_not_blank(tmp_path: Path) -> None:
-    with serving() as (host, port):
+    with serving_report() as (host, port):
         shot = tmp_path / "first.png"
         _, stderr = chromium(f"http://{host}:{port}/?format=html", tmp_path / "profile",
                              "--force-device-scale-factor=0.5", "--window-size=1200,2400", f"--screenshot={shot}")
@@ -128,7 +127,7 @@ def test_first_screen_is_not_blank(tmp_path: Path) -> None:
 
 
 def test_dom_holds_the_charts_the_holes_and_no_script(tmp_path: Path) -> None:
-    with serving() as (host, port):
+    with serving_report() as (host, port):
         dom, stderr = chromium(f"http://{host}:{port}/?format=html&scenario=drop-oldest", tmp_path / "profile",
                                "--dump-dom")
     assert console_lines(stderr) == []
@@ -160,14 +159,8 @@ class _Broken(BaseHTTPRequestHandler):
 
 @contextmanager
 def broken_page() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Broken)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with in_thread(ThreadingHTTPServer(("127.0.0.1", 0), _Broken)) as server:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_console_scan_sees_csp_violations(tmp_path: Path) -> None:
@@ -180,7 +173,7 @@ def test_the_console_scan_sees_csp_violations(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", ["baseline", "disconnect"])
 def test_other_scenarios_load_cleanly(tmp_path: Path, scenario: str) -> None:
-    with serving() as (host, port):
+    with serving_report() as (host, port):
         dom, stderr = chromium(f"http://{host}:{port}/?format=html&scenario={scenario}&tokens=40",
                                tmp_path / "profile", "--dump-dom")
     assert console_lines(stderr) == [] and dom.count("<svg") == 6

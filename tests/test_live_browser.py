@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import require_binary
-from test_server import running_server
+from live_helpers import serving
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.stream import Ending
@@ -41,7 +41,7 @@ def dump_dom(url: str, profile: Path) -> str:
 
 
 def test_chromium_eventsource_reconnects_with_last_event_id_and_completes(tmp_path: Path) -> None:
-    with running_server() as server:
+    with serving() as server:
         dom = dump_dom(f"{server.url}/live?tokens={len(ANSWER)}&cut_after={CUT_AFTER}", tmp_path / "profile")
         journal = list(server.journal)
     state = re.search(r'<body data-state="([a-z]+)"', dom)

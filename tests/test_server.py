@@ -7,80 +7,29 @@ and content, never about how long anything took.
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import socket
 import threading
-import time
-from collections.abc import Iterator
 from urllib.parse import quote
 
-import pytest
+from live_helpers import (
+    TIMEOUT_S,
+    create,
+    events,
+    open_events,
+    read_token_ids,
+    request,
+    serving,
+    token_ids,
+    wait_until,
+)
 
-from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.effects import TokenItem
+from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.model import ANSWER
-from tokenwire.core.sse import Decoder, Event
 from tokenwire.core.stream import Ending
 from tokenwire.registry import Registry
-from tokenwire.server import (
-    LIVE_CSP,
-    MAX_HEADER_BYTES,
-    MAX_REQUEST_LINE,
-    LiveConfig,
-    LiveServer,
-    make_server,
-)
-from tokenwire.sockets import shrink_buffers
-
-TIMEOUT_S = 10.0
-
-
-@contextlib.contextmanager
-def running_server(**config: object) -> Iterator[LiveServer]:
-    """A LiveServer on 127.0.0.1:0 in a thread; ``config`` goes to ``LiveConfig`` (``max_live`` to the registry)."""
-    max_live = config.pop("max_live", None)
-    registry = Registry(max_live=max_live) if max_live is not None else Registry()  # type: ignore[arg-type]
-    server = make_server(registry=registry, config=LiveConfig(access_log=False, **config))  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(TIMEOUT_S)
-
-
-def wait_until(condition: object, what: str, timeout_s: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
-
-
-def request(server: LiveServer, method: str, path: str, headers: dict[str, str] | None = None,
-            body: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
-    host, port = server.server_address[:2]
-    conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT_S)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        conn.close()
-
-
-def create(server: LiveServer, query: str = "tokens=30&scenario=block") -> str:
-    status, _, body = request(server, "POST", f"/streams?{query}")
-    assert status == 201, body
-    return str(json.loads(body)["stream_id"])
-
-
-def events_of(body: bytes) -> list[Event]:
-    return Decoder().feed(body)
+from tokenwire.server import LIVE_CSP, MAX_HEADER_BYTES, MAX_REQUEST_LINE
 
 
 def no_banner(headers: dict[str, str]) -> bool:
@@ -89,13 +38,9 @@ def no_banner(headers: dict[str, str]) -> bool:
     return "/" not in server and "python" not in server.lower()
 
 
-def token_ids(body: bytes) -> list[int]:
-    return [int(e.id) for e in events_of(body) if e.event == "token"]
-
-
 # -- creating and reading -------------------------------------------------------------
 def test_post_streams_answers_201_with_an_unguessable_id_and_its_events_url() -> None:
-    with running_server() as server:
+    with serving() as server:
         status, headers, body = request(server, "POST", "/streams?tokens=30")
         other = create(server)
     info = json.loads(body)
@@ -107,7 +52,7 @@ def test_post_streams_answers_201_with_an_unguessable_id_and_its_events_url() ->
 
 
 def test_events_are_exactly_the_frames_the_core_makes_with_the_sse_headers() -> None:
-    with running_server() as server:
+    with serving() as server:
         sid = create(server, "tokens=30&scenario=block&buffer=4")
         status, headers, body = request(server, "GET", f"/streams/{sid}/events")
     assert status == 200
@@ -123,7 +68,7 @@ def test_events_are_exactly_the_frames_the_core_makes_with_the_sse_headers() -> 
 
 
 def test_last_event_id_resumes_strictly_after_it_and_the_header_wins_over_the_query() -> None:
-    with running_server() as server:
+    with serving() as server:
         sid = create(server)
         _, _, whole = request(server, "GET", f"/streams/{sid}/events")
         _, _, by_header = request(server, "GET", f"/streams/{sid}/events?last_event_id=3",
@@ -134,7 +79,7 @@ def test_last_event_id_resumes_strictly_after_it_and_the_header_wins_over_the_qu
     assert token_ids(by_header) == list(range(18, 30))
     assert token_ids(by_query) == list(range(4, 30))
     assert token_ids(empty) == list(range(30))
-    opened = json.loads(events_of(by_header)[0].data)
+    opened = json.loads(events(by_header)[0].data)
     assert opened["resumed"] is True and opened["start_index"] == 18
 
 
@@ -142,7 +87,7 @@ MALFORMED_IDS = ["04", "-1", "+1", "1.0", "x", "1e3", "0x1", "9999999999", "\u06
 
 
 def test_a_malformed_last_event_id_is_a_400_that_quotes_it() -> None:
-    with running_server() as server:
+    with serving() as server:
         sid = create(server)
         request(server, "GET", f"/streams/{sid}/events")
         by_header = [request(server, "GET", f"/streams/{sid}/events",
@@ -158,7 +103,7 @@ def test_a_malformed_last_event_id_is_a_400_that_quotes_it() -> None:
 
 
 def test_ids_past_the_end_or_never_sent_are_400_and_a_finished_stream_is_204() -> None:
-    with running_server() as server:
+    with serving() as server:
         fresh = create(server)
         status_fresh, _, body_fresh = request(server, "GET", f"/streams/{fresh}/events",
                                               headers={"Last-Event-ID": "5"})
@@ -173,7 +118,7 @@ def test_ids_past_the_end_or_never_sent_are_400_and_a_finished_stream_is_204() -
 
 
 def test_unknown_streams_bad_parameters_and_wrong_methods() -> None:
-    with running_server() as server:
+    with serving() as server:
         unknown = request(server, "GET", "/streams/AAAAAAAAAAAAAAAAAAAAAA/events")
         bad_param = request(server, "POST", "/streams?tokens=0")
         bad_cut = request(server, "POST", "/streams?tokens=30&cut_after=30")
@@ -191,65 +136,43 @@ def test_unknown_streams_bad_parameters_and_wrong_methods() -> None:
 
 
 def test_cut_after_closes_the_first_connection_once_and_the_resume_completes_it() -> None:
-    with running_server() as server:
+    with serving() as server:
         sid = create(server)
         _, _, first = request(server, "GET", f"/streams/{sid}/events?cut_after=7")
         _, _, second = request(server, "GET", f"/streams/{sid}/events?cut_after=7",
                                headers={"Last-Event-ID": "6"})
         journal = list(server.journal)
     assert token_ids(first) == list(range(7))
-    assert [e.event for e in events_of(first)][-1] == "token"          # no done: the server closed it
+    assert [e.event for e in events(first)][-1] == "token"          # no done: the server closed it
     assert token_ids(second) == list(range(7, 30))
-    assert events_of(second)[-1].event == "done"
+    assert events(second)[-1].event == "done"
     assert [j.ending for j in journal] == [Ending.CLOSED_BY_SERVER, Ending.DONE]
     assert journal[1].last_event_id_header == "6"
 
 
 def test_stream_creates_and_streams_in_one_request_and_its_id_resumes() -> None:
-    with running_server() as server:
+    with serving() as server:
         _, _, first = request(server, "GET", "/stream?tokens=20&cut_after=5")
-        sid = json.loads(events_of(first)[0].data)["stream_id"]
+        sid = json.loads(events(first)[0].data)["stream_id"]
         _, _, rest = request(server, "GET", f"/streams/{sid}/events", headers={"Last-Event-ID": "4"})
-    texts = [e.data for e in events_of(first) + events_of(rest) if e.event == "token"]
+    texts = [e.data for e in events(first) + events(rest) if e.event == "token"]
     assert token_ids(first) + token_ids(rest) == list(range(20))
     assert "".join(texts) == "".join(ANSWER[:20])
 
 
 def test_a_silent_stream_gets_ping_comments() -> None:
-    with running_server(heartbeat_s=0.01) as server:
+    with serving(heartbeat_s=0.01) as server:
         _, _, body = request(server, "GET", "/stream?tokens=3&producer_ms=100")
     assert token_ids(body) == [0, 1, 2]
     assert b"\n: ping\n\n" in body
 
 
 # -- clients that go away ---------------------------------------------------------------
-def _open_events(server: LiveServer, path: str, rcvbuf: int | None = None) -> socket.socket:
-    sock = socket.socket()
-    if rcvbuf is not None:
-        shrink_buffers(sock, rcvbuf=rcvbuf)
-    sock.settimeout(TIMEOUT_S)
-    sock.connect(server.server_address[:2])
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    return sock
-
-
-def _read_tokens(sock: socket.socket, count: int) -> list[int]:
-    decoder, ids, head = Decoder(), [], b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(1)
-    assert head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n")[0]
-    while len(ids) < count:
-        chunk = sock.recv(64)
-        assert chunk, "the server closed the stream early"
-        ids += [int(e.id) for e in decoder.feed(chunk) if e.event == "token"]
-    return ids
-
-
 def test_a_client_that_disconnects_leaves_no_producer_running() -> None:
     baseline_threads = threading.active_count()
-    with running_server() as server:
-        sock = _open_events(server, "/stream?tokens=277&producer_ms=20&scenario=block")
-        assert _read_tokens(sock, 5)[:5] == [0, 1, 2, 3, 4]
+    with serving() as server:
+        sock = open_events(server, "/stream?tokens=277&producer_ms=20&scenario=block")
+        assert read_token_ids(sock, 5)[:5] == [0, 1, 2, 3, 4]
         sock.close()
         wait_until(lambda: len(server.journal) == 1, "the server to notice the client left")
         wait_until(lambda: server.registry.producers_running == 0, "the producer to stop")
@@ -264,8 +187,8 @@ def test_a_client_that_disconnects_leaves_no_producer_running() -> None:
 def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout() -> None:
     # Asking for 1 byte gets the kernel's floor for each buffer: a few dozen
     # token frames fit in them, far fewer than the 277 of the answer.
-    with running_server(write_timeout_s=0.3, sndbuf=1) as server:
-        sock = _open_events(server, "/stream?tokens=277&scenario=block", rcvbuf=1)
+    with serving(write_timeout_s=0.3, sndbuf=1) as server:
+        sock = open_events(server, "/stream?tokens=277&scenario=block", rcvbuf=1)
         try:
             wait_until(lambda: len(server.journal) == 1, "the write timeout")
             wait_until(lambda: server.registry.producers_running == 0, "the producer to stop")
@@ -278,11 +201,11 @@ def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout() -> Non
 
 
 def test_past_max_live_open_streams_the_server_answers_503_with_retry_after() -> None:
-    with running_server(max_live=2) as server:
-        held = [_open_events(server, "/stream?tokens=50&producer_ms=100") for _ in range(2)]
+    with serving(Registry(max_live=2)) as server:
+        held = [open_events(server, "/stream?tokens=50&producer_ms=100") for _ in range(2)]
         try:
             for sock in held:
-                _read_tokens(sock, 1)
+                read_token_ids(sock, 1)
             status, headers, body = request(server, "GET", "/stream?tokens=5")
         finally:
             for sock in held:
@@ -293,7 +216,7 @@ def test_past_max_live_open_streams_the_server_answers_503_with_retry_after() ->
 
 # -- hardening --------------------------------------------------------------------------
 def test_request_line_and_header_limits() -> None:
-    with running_server() as server:
+    with serving() as server:
         long_line = request(server, "GET", "/live?x=" + "a" * MAX_REQUEST_LINE)
         many = {f"X-Pad-{i}": "v" * 1000 for i in range(MAX_HEADER_BYTES // 1000 + 1)}
         big_headers = request(server, "GET", "/live", headers=many)
@@ -302,7 +225,7 @@ def test_request_line_and_header_limits() -> None:
 
 
 def test_a_client_that_sends_nothing_is_disconnected() -> None:
-    with running_server(request_timeout_s=0.2) as server:
+    with serving(request_timeout_s=0.2) as server:
         sock = socket.create_connection(server.server_address[:2], timeout=TIMEOUT_S)
         try:
             assert sock.recv(1024) == b""        # the server gave up on us and closed
@@ -311,7 +234,7 @@ def test_a_client_that_sends_nothing_is_disconnected() -> None:
 
 
 def test_the_live_page_is_strict_and_its_files_are_served() -> None:
-    with running_server() as server:
+    with serving() as server:
         status, headers, body = request(server, "GET", "/live?tokens=30")
         js = request(server, "GET", "/static/live.js")
         css = request(server, "GET", "/static/live.css")
@@ -333,6 +256,6 @@ def test_the_live_page_is_strict_and_its_files_are_served() -> None:
 
 
 def test_other_paths_fall_back_to_the_report_handler() -> None:
-    with running_server() as server:
+    with serving() as server:
         missing = request(server, "GET", "/no-such-page")
     assert missing[0] == 404 and no_banner(missing[1])

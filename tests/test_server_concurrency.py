@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from test_server import TIMEOUT_S, running_server, wait_until
+from live_helpers import TIMEOUT_S, serving, wait_until
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
@@ -19,7 +19,7 @@ DEADLINE_S = 60.0
 
 def test_200_concurrent_streams_each_complete_and_contiguous() -> None:
     baseline_threads = threading.active_count()
-    with running_server() as server:
+    with serving() as server:
         selector = selectors.DefaultSelector()
         decoders: dict[socket.socket, Decoder] = {}
         ids: dict[socket.socket, list[int]] = {}

@@ -1,5 +1,8 @@
-"""Helpers shared by the hardening tests (``test_hardening_*.py``); this module holds no tests.
+"""Helpers shared by the tests that run a server in this process; this module holds no tests.
 
+``in_thread(server)`` runs any ``socketserver`` server (the live server, the
+report handler under ``ThreadingHTTPServer``, a test's own) on a thread and
+shuts it down on exit; ``serving(...)`` is a ``LiveServer`` run that way.
 Every server binds 127.0.0.1 port 0 and runs in this process (so its
 threads, file descriptors and memory can be counted) unless a test needs a
 real process to kill.  Every socket has a timeout and every wait is a loop
@@ -14,22 +17,33 @@ import json
 import os
 import resource
 import socket
+import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
+from typing import TypeVar
 
 from tokenwire.core.sse import Decoder, Event
+from tokenwire.handler import handler
 from tokenwire.registry import Registry
 from tokenwire.server import LiveConfig, LiveServer, make_server
 
 TIMEOUT_S = 10.0
+S = TypeVar("S", bound=socketserver.BaseServer)
 SERVER_NAME = "tokenwire"          # the whole Server header: a name, no version
 
 
+class QuietHandler(handler):
+    """The report handler without its access log on stderr."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the stdlib's name)
+        pass
+
+
 @contextlib.contextmanager
-def serving(registry: Registry | None = None, **config: object) -> Iterator[LiveServer]:
-    """A ``LiveServer`` on 127.0.0.1:0 in a thread; ``config`` goes to ``LiveConfig``."""
-    server = make_server(registry=registry, config=LiveConfig(access_log=False, **config))  # type: ignore[arg-type]
+def in_thread(server: S) -> Iterator[S]:
+    """Run ``server.serve_forever`` on a daemon thread; on exit shut it down, close it and join the thread."""
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
@@ -38,6 +52,21 @@ def serving(registry: Registry | None = None, **config: object) -> Iterator[Live
         server.shutdown()
         server.server_close()
         thread.join(TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def serving_report() -> Iterator[tuple[str, int]]:
+    """The serverless report ``handler`` (without its access log) on 127.0.0.1:0 in a thread; yields the address."""
+    with in_thread(ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)) as server:
+        yield "127.0.0.1", server.server_address[1]
+
+
+@contextlib.contextmanager
+def serving(registry: Registry | None = None, **config: object) -> Iterator[LiveServer]:
+    """A ``LiveServer`` on 127.0.0.1:0 in a thread; ``config`` goes to ``LiveConfig``."""
+    live = LiveConfig(access_log=False, **config)  # type: ignore[arg-type]
+    with in_thread(make_server(registry=registry, config=live)) as server:
+        yield server
 
 
 def wait_until(condition: Callable[[], object], what: str, timeout_s: float = TIMEOUT_S) -> None:
@@ -141,6 +170,14 @@ def read_until_tokens(sock: socket.socket, decoder: Decoder, count: int) -> tupl
         wire += chunk
         got += decoder.feed(chunk)
     return got, wire
+
+
+def read_token_ids(sock: socket.socket, count: int) -> list[int]:
+    """Read a 200 response head, then until ``count`` token events; returns the ids of every token read."""
+    status, head = read_head(sock)
+    assert status == 200, head
+    got, _ = read_until_tokens(sock, Decoder(), count)
+    return [int(e.id) for e in got if e.event == "token"]
 
 
 def read_to_end(sock: socket.socket, timeout_s: float = TIMEOUT_S) -> bytes:
