@@ -11,6 +11,7 @@ tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import time
@@ -102,14 +103,21 @@ class RedisServer:
             sock.recv(16)
 
 
-@pytest.fixture(scope="session")
-def redis_session() -> Iterator[RedisServer]:
+@contextlib.contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """A ``redis-server`` of its own on a free port, stopped on exit."""
     server = RedisServer(require_redis())
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_session() -> Iterator[RedisServer]:
+    with running_redis() as server:
+        yield server
 
 
 @pytest.fixture
@@ -124,9 +132,5 @@ def redis_server(redis_session: RedisServer) -> Iterator[RedisServer]:
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
     """A Redis of this test's own, which the test may stop and start again on the same port."""
-    server = RedisServer(require_redis())
-    server.start()
-    try:
+    with running_redis() as server:
         yield server
-    finally:
-        server.stop()

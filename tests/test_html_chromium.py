@@ -100,14 +100,20 @@ def near(counts: Counter[bytes], colour: tuple[int, int, int], tolerance: int = 
 # ---------------------------------------------------------------- tests
 
 
-def test_report_page_draws_every_chart_without_console_messages(tmp_path: Path) -> None:
+def screenshot(query: str, tmp_path: Path, height: int) -> tuple[bytes, str]:
+    """The report page for ``query``, 1200 CSS px wide and ``height`` tall, drawn at half scale to keep
+    decoding quick; returns the PNG and Chromium's stderr."""
+    shot = tmp_path / "page.png"
     with serving_report() as (host, port):
-        shot = tmp_path / "report.png"
-        # 1200 CSS px wide and tall enough for the whole page, drawn at half scale to keep decoding quick
-        _, stderr = chromium(f"http://{host}:{port}/?format=html&scenario=drop", tmp_path / "profile",
-                             "--force-device-scale-factor=0.5", "--window-size=1200,7000", f"--screenshot={shot}")
+        _, stderr = chromium(f"http://{host}:{port}/?{query}", tmp_path / "profile",
+                             "--force-device-scale-factor=0.5", f"--window-size=1200,{height}", f"--screenshot={shot}")
+    return shot.read_bytes(), stderr
+
+
+def test_report_page_draws_every_chart_without_console_messages(tmp_path: Path) -> None:
+    png, stderr = screenshot("format=html&scenario=drop", tmp_path, 7000)      # tall enough for the whole page
     assert console_lines(stderr) == []
-    width, height, counts = png_pixels(shot.read_bytes())
+    width, height, counts = png_pixels(png)
     assert (width, height) == (600, 3500)
     assert len(counts) > 500, f"only {len(counts)} colours: the page looks blank"
     background = counts.most_common(1)[0][1]
@@ -117,12 +123,9 @@ def test_report_page_draws_every_chart_without_console_messages(tmp_path: Path) 
 
 
 def test_first_screen_is_not_blank(tmp_path: Path) -> None:
-    with serving_report() as (host, port):
-        shot = tmp_path / "first.png"
-        _, stderr = chromium(f"http://{host}:{port}/?format=html", tmp_path / "profile",
-                             "--force-device-scale-factor=0.5", "--window-size=1200,2400", f"--screenshot={shot}")
+    png, stderr = screenshot("format=html", tmp_path, 2400)
     assert console_lines(stderr) == []
-    _, _, counts = png_pixels(shot.read_bytes())
+    _, _, counts = png_pixels(png)
     assert len(counts) > 200
 
 

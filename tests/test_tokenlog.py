@@ -25,6 +25,8 @@ def test_exclusive_cursor_and_appends_in_order():
 
 
 def test_an_index_is_never_appended_twice_or_skipped():
+    # Not the shared contract of test_redislog.py: this log refuses even the same token again, where the Redis
+    # log takes an identical retry from the same owner (its reply may have been lost).
     log = MemoryTokenLog(FakeNow())
     log.create("s", {}, total=3)
     log.append("s", 0, "a")
