@@ -39,6 +39,12 @@ LF into one ``data:`` line each.
    block to ``_lines`` (``_blocks``).  Lines after the last blank line go to
    ``_lines``.  All three give the same events; the fast two only avoid a
    Python loop per line.
+5. Many blocks of which a few differ (a token stream carries a paragraph
+   break as a three-line ``data`` block) are cut into runs (``_region``): a
+   regex compiled once per shape matches each run of same-shaped blocks in
+   C, each run of two or more goes to the column path, and only the odd
+   blocks between runs to ``_blocks``, so one odd block costs itself rather
+   than the column path of its whole chunk.
 """
 
 from __future__ import annotations
@@ -361,6 +367,28 @@ def _one_shape(region: str, fixed_event: bool) -> tuple[dict[str, list[str]], st
     return {k: values[i :: len(kinds)] for i, k in enumerate(kinds)}, shape[2]
 
 
+# A block shape for the run path: separators, kinds, event type (as
+# ``_template`` returns them) and the compiled pattern of one or more
+# consecutive blocks of that shape.
+_Shape = tuple[list[str], list[str], str, "re.Pattern[str]"]
+# Shapes by separators.  A stream has a handful; the bound only keeps a
+# stream of ever-new event names from growing the table.
+_SHAPES: dict[tuple[str, ...], _Shape] = {}
+_MAX_SHAPES = 64
+
+
+def _shape(seps: list[str], kinds: list[str], etype: str) -> _Shape:
+    """Return the shape of ``seps``, compiling its run pattern once."""
+    key = tuple(seps)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        pattern = re.compile("(?:" + "[^\\n]*".join(re.escape(sep) for sep in seps) + ")+")
+        shape = _SHAPES[key] = (seps, kinds, etype, pattern)
+    return shape
+
+
 # Below this many characters of whole blocks, skip the column path: its
 # fixed cost is larger than the regex's for one or two token frames.
 _COLUMNS_MIN = 512
@@ -388,6 +416,7 @@ class Decoder:
         "_id_buf",
         "_last_event_id",
         "_retry",
+        "_last_shape",
     )
 
     def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
@@ -408,6 +437,7 @@ class Decoder:
         self._id_buf = ""  # last event ID buffer
         self._last_event_id = ""
         self._retry: int | None = None
+        self._last_shape: _Shape | None = None  # of the last run of blocks, tried first
 
     @property
     def last_event_id(self) -> str:
@@ -494,8 +524,10 @@ class Decoder:
         if end > start:
             # Bulk columns pay off over many blocks; a chunk of one or two
             # frames (a reader fed frame by frame) is quicker by regex.
-            if end - start < _COLUMNS_MIN or not self._columns(text[start:end], events):
+            if end - start < _COLUMNS_MIN:
                 self._blocks(text, start, end, events)
+            else:
+                self._region(text[start:end], events)
             start = end
         if start < len(text):
             self._lines(text[start:], events)
@@ -509,7 +541,11 @@ class Decoder:
         found = _columnize(region)
         if found is None:
             return False
-        columns, fixed_type = found
+        self._emit(*found, events)
+        return True
+
+    def _emit(self, columns: dict[str, list[str]], fixed_type: str, events: list[Event]) -> None:
+        """Dispatch one event per row of ``columns`` (values by field name)."""
         ids = columns.get("id") or repeat(self._id_buf)
         types = columns.get("event") or repeat(fixed_type)
         retry = self._retry
@@ -527,7 +563,79 @@ class Decoder:
         if "id" in columns:
             self._id_buf = columns["id"][-1]
         self._last_event_id = self._id_buf
-        return True
+
+    def _region(self, region: str, events: list[Event]) -> None:
+        """Dispatch ``region`` (whole blocks, many of them).
+
+        If every block has as many lines as the first (two counts in C) the
+        region is tried in bulk; otherwise, or if that fails, it is cut into
+        runs: each run of two or more blocks of one shape goes through the
+        column path, the blocks between runs through :meth:`_blocks`.  So one
+        odd block (a paragraph-break token, whose data spans lines; a ping;
+        the ``open`` frame) costs itself, not the column path of its chunk.
+        """
+        first = region.find("\n\n")
+        if region.count("\n") == (region.count("\n", 0, first) + 2) * region.count("\n\n"):
+            if self._columns(region, events):
+                return
+        pos, size = 0, len(region)
+        odd = -1  # start of the blocks waiting for _blocks; -1 if none
+        while pos < size:
+            stop = region.find("\n\n", pos)
+            end = stop + 2 if stop >= 0 else size
+            shape = None
+            if stop > pos:
+                end, shape = self._run_end(region, pos, stop)
+            if shape is None:
+                if odd < 0:
+                    odd = pos
+                pos = end
+                continue
+            if odd >= 0:
+                self._blocks(region, odd, pos, events)
+                odd = -1
+            values = _split_blocks(region[pos:end], shape[0])
+            if values is None:  # never for a matched run; the rules decide if it happens
+                self._blocks(region, pos, end, events)
+            else:
+                kinds = shape[1]
+                self._emit({k: values[i :: len(kinds)] for i, k in enumerate(kinds)}, shape[2], events)
+            pos = end
+        if odd >= 0:
+            self._blocks(region, odd, size, events)
+
+    def _run_end(self, region: str, pos: int, stop: int) -> tuple[int, _Shape | None]:
+        """Return where the run of blocks shaped like the one at ``pos`` ends, and its shape.
+
+        ``stop`` is where that block's blank line starts.  A run of one
+        block, or a block of no column shape, gives ``(stop + 2, None)``.
+        The last run's shape is tried first, then the block's own (event
+        line fixed, then as a column).  A value may hold NUL in a matched
+        run; NUL opts the run out, as it does a region.
+        """
+        single = stop + 2
+        last = self._last_shape
+        if last is not None:
+            match = last[3].match(region, pos)
+            if match is not None and match.end() > single:
+                return self._no_nul(region, pos, match.end(), last)
+        first = region[pos:stop]
+        for fixed_event in (True, False):
+            if not fixed_event and not (first.startswith("event: ") or "\nevent: " in first):
+                break
+            found = _template(first, fixed_event)
+            if found is None:
+                break
+            shape = _shape(*found)
+            match = shape[3].match(region, pos)
+            if match is not None and match.end() > single:
+                self._last_shape = shape
+                return self._no_nul(region, pos, match.end(), shape)
+        return single, None
+
+    @staticmethod
+    def _no_nul(region: str, pos: int, end: int, shape: _Shape) -> tuple[int, _Shape | None]:
+        return (end, None) if region.find("\0", pos, end) >= 0 else (end, shape)
 
     def _blocks(self, text: str, start: int, end: int, events: list[Event]) -> None:
         """Dispatch the whole blocks in ``text[start:end]`` into ``events``."""
