@@ -284,7 +284,8 @@ class LiveHandler(handler):
     def _live_page(self) -> None:
         config = self.server.config
         body = _TEMPLATES.get_template("live.html").render(
-            heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS)).encode()
+            heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS),
+            retry_after_s=RETRY_AFTER_S).encode()
         self._reply(200, "text/html; charset=utf-8", body,
                     (("Content-Security-Policy", LIVE_CSP), ("Cache-Control", "no-store")))
 
