@@ -35,7 +35,7 @@ from .core.model import ANSWER, Model
 from .core.pipeline import RunSpec
 from .core.stream import Stream
 from .core.threads import run_process
-from .core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
+from .core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
 
 __all__ = ["DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream", "Registry", "UnknownStream",
            "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
@@ -127,6 +127,11 @@ NewStream = Callable[[str, RunSpec, TokenLog], Stream]
 AttachStream = Callable[[str, TokenLog], Stream]
 
 
+def _idle(stream: Stream) -> bool:
+    """No producer running and no reader attached: safe to forget (the log still holds it)."""
+    return not stream.producer_running and stream.channel is None
+
+
 class Registry:
     """Live streams by id, the producer threads, and the open-stream limit.
 
@@ -170,14 +175,21 @@ class Registry:
         with self._lock:
             live = self._streams.setdefault(live.stream_id, live)
             self._streams.move_to_end(live.stream_id)
-            while len(self._streams) > self.max_streams:
-                self._streams.popitem(last=False)
+            excess = len(self._streams) - self.max_streams
+            if excess > 0:
+                # Forget the oldest idle streams only: a stream with a producer or a reader
+                # must stay the one object for its id, or a reconnect would start a second producer.
+                idle = [sid for sid, known in self._streams.items() if _idle(known.stream)][:excess]
+                for sid in idle:
+                    del self._streams[sid]
         return live
 
     def get(self, stream_id: str) -> LiveStream:
         """Return the stream with this id; raises ``UnknownStream`` (never made here, or evicted)."""
         with self._lock:
             live = self._streams.get(stream_id)
+            if live is not None:
+                self._streams.move_to_end(stream_id)
         if live is None:
             return self._attach(stream_id)
         try:
@@ -224,8 +236,8 @@ class Registry:
     def _run_producer(self, proc: Process) -> None:
         try:
             run_process(proc, self.clock, None, self.spawn)
-        except UnknownStream:
-            pass    # the log evicted the stream under it: nobody can read it any more
+        except LogError:
+            pass    # the log evicted the stream under it, or failed: the connection already ended
         finally:
             with self._lock:
                 self._producers -= 1

@@ -136,17 +136,20 @@ class Stream:
         if not -1 <= cursor < self.total:
             raise CursorOutOfRange(cursor, self.total)
         with self.cond:
+            # Every log call that can fail comes first, so a failure leaves the stream as it was.
             live_from = self.log.length(self.stream_id)
             tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
+            start = live_from < self.total and not self.producer_running
+            if start:
+                self.log.set_state(self.stream_id, StreamState.GENERATING)
             if self.channel is not None:
                 self.channel.abandon()
             self.channel, self.live_from, self.cancelled = channel, live_from, False
             producer = None
             if live_from >= self.total:
                 channel.close()
-            elif not self.producer_running:
+            elif start:
                 self.producer_running = True
-                self.log.set_state(self.stream_id, StreamState.GENERATING)
                 producer = self.produce(live_from)
             self.cond.notify_all()
         return [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)], producer

@@ -1,0 +1,45 @@
+"""Regressions found in review: one producer per stream id, and a failed log call leaves no half-made state."""
+
+import pytest
+
+from tokenwire.core.model import ANSWER, Model, TimingModel
+from tokenwire.core.pipeline import RunSpec
+from tokenwire.core.stream import Stream
+from tokenwire.core.tokenlog import LogUnavailable, MemoryTokenLog, StreamState
+from tokenwire.registry import Registry
+
+
+def test_registry_never_forgets_a_stream_in_use():
+    # The log keeps more than the registry (as when a running stream keeps writing to it).
+    reg = Registry(MemoryTokenLog(lambda: 0, max_streams=100), max_streams=2)
+    busy = reg.create(RunSpec(tokens=10))
+    busy.stream.connect(-1, busy.stream.new_channel())   # a reader and a producer: in use
+    idle = reg.create(RunSpec(tokens=10))
+    reg.create(RunSpec(tokens=10))
+    reg.create(RunSpec(tokens=10))
+    assert reg.get(busy.stream_id) is busy, "the same Stream object, so no second producer can start"
+    assert len(reg) <= 3
+    assert idle.stream_id not in reg._streams              # the idle one was forgotten instead
+
+
+class FlakyLog(MemoryTokenLog):
+    """Fails the next set_state(GENERATING) once, as a Redis blip would."""
+
+    fail_next = True
+
+    def set_state(self, stream_id, state):
+        if state is StreamState.GENERATING and self.fail_next:
+            self.fail_next = False
+            raise LogUnavailable("token log unavailable: blip")
+        super().set_state(stream_id, state)
+
+
+def test_a_failed_connect_leaves_the_stream_as_it_was():
+    log = FlakyLog(lambda: 0)
+    stream = Stream("s", Model(ANSWER[:5], TimingModel()), log)
+    first = stream.new_channel()
+    with pytest.raises(LogUnavailable):
+        stream.connect(-1, first)
+    assert not stream.producer_running and stream.channel is None
+    replay, producer = stream.connect(-1, stream.new_channel())
+    assert replay == [] and producer is not None and stream.producer_running
