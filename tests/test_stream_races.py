@@ -43,3 +43,10 @@ def test_a_failed_connect_leaves_the_stream_as_it_was():
     assert not stream.producer_running and stream.channel is None
     replay, producer = stream.connect(-1, stream.new_channel())
     assert replay == [] and producer is not None and stream.producer_running
+
+
+def test_an_empty_last_event_id_header_does_not_override_the_query():
+    from tokenwire.live_params import resume_cursor
+    assert resume_cursor("", "5", 10, 10) == 5
+    assert resume_cursor("3", "5", 10, 10) == 3
+    assert resume_cursor("", None, 10, 10) == -1

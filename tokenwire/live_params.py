@@ -167,10 +167,12 @@ def spec_from_params(params: ReportParams) -> RunSpec:
 def resume_cursor(header: str | None, query_value: str | None, total: int, generated: int) -> int:
     """Return the exclusive cursor a connection asks for (-1: from the start).
 
-    The header wins over the query parameter.  Raises ``RequestError`` 400
+    A non-empty header wins over the query parameter (an empty header says
+    nothing, so the query's id still counts).  Raises ``RequestError`` 400
     for a malformed id or one the stream has not generated.
     """
-    source, value = ("Last-Event-ID", header) if header is not None else ("last_event_id", query_value)
+    use_header = header is not None and (header != "" or query_value is None)
+    source, value = ("Last-Event-ID", header) if use_header else ("last_event_id", query_value)
     if value is None or value == "":
         return -1
     cursor = parse_count(source, value)
