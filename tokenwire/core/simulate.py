@@ -38,6 +38,7 @@ class _Parked:
     wire: Wire | None
     effect: Put | Get
     since: int
+    seen: int = -1      # the stream's notification count when last tried (-1: always retry)
 
 
 class Simulation:
@@ -82,7 +83,8 @@ class Simulation:
                 self.spawn(effect.process)  # type: ignore[union-attr]
                 self._ready.append((proc, wire, None))
             elif not self._attempt(proc, wire, effect, self.clock.now()):  # type: ignore[arg-type]
-                self._parked.append(_Parked(proc, wire, effect, self.clock.now()))  # type: ignore[arg-type]
+                parked = _Parked(proc, wire, effect, self.clock.now(), _notified(effect))  # type: ignore[arg-type]
+                self._parked.append(parked)
         if self._parked:
             self._retry_parked()
 
@@ -120,5 +122,15 @@ class Simulation:
         return True
 
     def _retry_parked(self) -> None:
-        still = [p for p in self._parked if not self._attempt(p.proc, p.wire, p.effect, p.since)]
+        still = []
+        for p in self._parked:
+            seen = _notified(p.effect)
+            if (seen == p.seen and seen >= 0) or not self._attempt(p.proc, p.wire, p.effect, p.since):
+                p.seen = seen
+                still.append(p)
         self._parked = still
+
+
+def _notified(effect: Put | Get) -> int:
+    """The stream's notification count, or -1 when its condition does not count (a real one)."""
+    return getattr(effect.stream.cond, "notified", -1)
