@@ -27,6 +27,7 @@ __all__ = [
     "Outcome",
     "Policy",
     "Taken",
+    "check_capacity",
     "parse_policy",
 ]
 
@@ -57,6 +58,13 @@ def parse_policy(value: object) -> Policy:
         raise ValueError(
             f"policy must be one of {', '.join(POLICY_NAMES)}, got {value!r}"
         ) from None
+
+
+def check_capacity(capacity: object) -> int:
+    """Return ``capacity`` if it is an int in 1..MAX_CAPACITY; raises ``ValueError`` naming it."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
+        raise ValueError(f"capacity must be an int from 1 to {MAX_CAPACITY}, got {capacity!r}")
+    return capacity
 
 
 class Outcome(StrEnum):
@@ -116,9 +124,7 @@ class BoundedChannel(Generic[T]):
     """
 
     def __init__(self, capacity: int, policy: Policy | str = Policy.BLOCK) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
-            raise ValueError(f"capacity must be an int from 1 to {MAX_CAPACITY}, got {capacity!r}")
-        self.capacity = capacity
+        self.capacity = check_capacity(capacity)
         self.policy = parse_policy(policy)
         self._queue: deque[T] = deque()
         self._closed = False        # producer finished: drain, then END

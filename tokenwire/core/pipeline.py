@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .channel import BoundedChannel, ChannelStats, Policy, parse_policy
+from .channel import ChannelStats, Policy, check_capacity, parse_policy
 from .clock import RealClock, VirtualClock, ms_to_ns
-from .effects import Process, Sleep, TokenItem
+from .effects import Process, Sleep
 from .frames import DEFAULT_RETRY_MS
 from .model import ANSWER, Model, TimingModel
 from .reader import MemoryReader
@@ -72,7 +72,7 @@ class RunSpec:
         object.__setattr__(self, "policy", parse_policy(self.policy))
         object.__setattr__(self, "on_disconnect", OnDisconnect(self.on_disconnect))
         object.__setattr__(self, "clock", ClockKind(self.clock))
-        BoundedChannel[TokenItem](self.capacity, self.policy)  # validates capacity
+        check_capacity(self.capacity)
 
     def timing(self) -> TimingModel:
         """The seeded timing model this spec describes."""

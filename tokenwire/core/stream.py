@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from .channel import BoundedChannel, Outcome, Policy, Taken, parse_policy
+from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
 from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn, TokenItem
 from .frames import DEFAULT_RETRY_MS, done_frame, open_frame, token_frame
 from .model import Model
@@ -103,8 +103,7 @@ class Stream:
                  retry_ms: int = DEFAULT_RETRY_MS, meta: Mapping[str, Any] | None = None,
                  attach: bool = False, cond: threading.Condition | SingleThread | None = None) -> None:
         self.stream_id, self.model, self.log = stream_id, model, log
-        self.policy, self.capacity = parse_policy(policy), capacity
-        BoundedChannel[TokenItem](capacity, self.policy)  # validates capacity now, not at first connect
+        self.policy, self.capacity = parse_policy(policy), check_capacity(capacity)  # now, not at first connect
         self.on_disconnect = OnDisconnect(on_disconnect)
         self.retry_ms = retry_ms
         self.total = len(model)
