@@ -76,14 +76,16 @@ def _put(effect: Put, clock: RealClock, deadline: int) -> tuple[object, int]:
 
 
 def _get(effect: Get, clock: RealClock, deadline: int) -> tuple[object, int]:
-    stream, start = effect.stream, clock.now()
-    timeout = None if effect.timeout_ns is None else effect.timeout_ns / 1e9
+    stream = effect.stream
+    # The timeout is a deadline: a wake-up meant for someone else must not restart it.
+    until = None if effect.timeout_ns is None else clock.now() + effect.timeout_ns
     waited = False
     with stream.cond:
         got = stream.take(effect.channel)
         while got is Taken.EMPTY:
             waited = True
-            if not stream.cond.wait(timeout):
+            left = None if until is None else (until - clock.now()) / 1e9
+            if (left is not None and left <= 0) or not stream.cond.wait(left):
                 return TIMEOUT, clock.now()
             got = stream.take(effect.channel)
         now = clock.now()
