@@ -39,8 +39,8 @@ from tokenwire.core.clock import RealClock
 from tokenwire.core.effects import TIMEOUT, Get, Put, Send, Sleep, Spawn
 from tokenwire.core.stream import Stream
 from tokenwire.core.tokenlog import MemoryTokenLog
-from tokenwire.registry import new_stream
-from tokenwire.server import spec_from_query
+from tokenwire.live.registry import new_stream
+from tokenwire.live.server import spec_from_query
 
 HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\n"
         b"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n")

@@ -18,7 +18,7 @@ import pytest
 
 from tokenwire.core.model import ANSWER
 from tokenwire.demo import DEMO_RCVBUF, DEMO_SNDBUF, cli_main
-from tokenwire.plan import demo_estimate_s
+from tokenwire.report.plan import demo_estimate_s
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_KEYS = {"scenario", "clock", "params", "wire", "timing", "buffer", "resume", "detail"}
@@ -102,9 +102,9 @@ def test_bad_flags_exit_2_with_one_line() -> None:
 
 def test_the_demo_uses_only_the_reports_public_api() -> None:
     """No private name of another module: the report is laid out by report.assemble and render.render_report."""
-    tree = ast.parse((ROOT / "tokenwire" / "demo.py").read_text())
-    imported = [(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                for alias in node.names]
+    trees = [ast.parse(path.read_text()) for path in (ROOT / "tokenwire" / "demo").glob("*.py")]
+    imported = [(node.module, alias.name) for tree in trees for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) for alias in node.names]
     assert [pair for pair in imported if pair[1].startswith("_") and pair[1] != "annotations"] == []
     assert not [pair for pair in imported if pair[0] is None]             # no "from . import module"
-    assert ("report", "assemble") in imported and ("render", "render_report") in imported
+    assert ("report.model", "assemble") in imported and ("report.render", "render_report") in imported

@@ -12,8 +12,8 @@ from live_helpers import serving_report
 
 from tokenwire import handler as handler_module
 from tokenwire.handler import handler, respond
-from tokenwire.params import SCENARIOS
-from tokenwire.render import CSP, render
+from tokenwire.report.params import SCENARIOS
+from tokenwire.report.render import CSP, render
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = {"text": "text/plain; charset=utf-8", "json": "application/json; charset=utf-8",

@@ -44,8 +44,8 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
 from tokenwire.core.stream import Ending
 from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
-from tokenwire.registry import Registry
-from tokenwire.server import LiveServer
+from tokenwire.live.registry import Registry
+from tokenwire.live.server import LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENS = 30

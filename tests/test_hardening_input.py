@@ -32,7 +32,7 @@ from live_helpers import (
 
 from tokenwire.cli import main as cli
 from tokenwire.core.model import ANSWER
-from tokenwire.server import MAX_ECHO_CHARS, MAX_HEADER_BYTES, MAX_ID_DIGITS, MAX_REQUEST_LINE, LiveServer
+from tokenwire.live.server import MAX_ECHO_CHARS, MAX_HEADER_BYTES, MAX_ID_DIGITS, MAX_REQUEST_LINE, LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -424,7 +424,7 @@ def test_a_script_payload_in_every_parameter_and_path_is_never_live_html(server:
 
 
 def test_the_live_page_writes_server_text_only_as_text() -> None:
-    script = (ROOT / "tokenwire" / "static" / "live.js").read_text()
+    script = (ROOT / "tokenwire" / "live" / "static" / "live.js").read_text()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert sink not in script, sink
     assert "textContent" in script

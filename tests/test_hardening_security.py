@@ -28,11 +28,11 @@ from live_helpers import (
     split_response,
 )
 
-from tokenwire import registry as registry_module
+from tokenwire.live import registry as registry_module
 from tokenwire.core.pipeline import RunSpec
-from tokenwire.registry import STREAM_ID_BYTES, Registry
-from tokenwire.render import REAL_BUDGET_MS
-from tokenwire.server import LiveServer
+from tokenwire.live.registry import STREAM_ID_BYTES, Registry
+from tokenwire.report.render import REAL_BUDGET_MS
+from tokenwire.live.server import LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent
 URLSAFE = set(string.ascii_letters + string.digits + "-_")

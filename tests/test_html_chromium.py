@@ -27,7 +27,7 @@ import pytest
 from conftest import require_binary
 from live_helpers import in_thread, serving_report
 
-from tokenwire.render import CSP
+from tokenwire.report.render import CSP
 
 CHROMIUM_TIMEOUT_S = 90
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",

@@ -33,8 +33,8 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.stream import Ending
 from tokenwire.core.tokenlog import LogUnavailable
-from tokenwire.live_config import RETRY_AFTER_S
-from tokenwire.registry import Busy, LiveStream, Registry
+from tokenwire.live.config import RETRY_AFTER_S
+from tokenwire.live.registry import Busy, LiveStream, Registry
 
 CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_BUDGET_MS = 30_000

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenwire.params import (
+from tokenwire.report.params import (
     DEFAULTS,
     MAX_QUERY_CHARS,
     SCENARIOS,

@@ -11,9 +11,9 @@ import pytest
 from tokenwire.core.metrics import timing_from_arrivals
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunResult, RunSpec, run
-from tokenwire.params import DEFAULTS, SCENARIOS, ReportParams, parse_query
-from tokenwire.render import render, render_report, report_json
-from tokenwire.plan import (
+from tokenwire.report.params import DEFAULTS, SCENARIOS, ReportParams, parse_query
+from tokenwire.report.render import render, render_report, report_json
+from tokenwire.report.plan import (
     BASELINE_BUFFER,
     DEMO_PARAMS,
     DEMO_RUNS,
@@ -23,9 +23,9 @@ from tokenwire.plan import (
     plan,
     plan_demo,
 )
-from tokenwire.report import Report, assemble, build_report
-from tokenwire.sections import TRACE_MAX_ROWS
-from tokenwire.transport import KernelFigures, Sockets, in_memory
+from tokenwire.report.model import Report, assemble, build_report
+from tokenwire.report.sections import TRACE_MAX_ROWS
+from tokenwire.report.transport import KernelFigures, Sockets, in_memory
 
 # The seed page's sections and labels, in order (hosted-page.txt).
 SEED_ORDER = [
@@ -291,7 +291,7 @@ def test_html_escapes_everything_and_hashes_its_only_style(default: Report) -> N
     import base64
     import hashlib
 
-    from tokenwire.render import CSP
+    from tokenwire.report.render import CSP
 
     hostile = replace(default, params=replace(DEFAULTS, format="html"), question='<script>alert("x")</script>&')
     page = render_report(hostile).decode()
@@ -310,7 +310,7 @@ def test_html_links_keep_the_visitors_parameters() -> None:
 
 
 def test_cli_prints_the_same_bytes_as_the_handler(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
-    from tokenwire.render import cli_main
+    from tokenwire.report.render import cli_main
 
     assert cli_main(["--scenario", "block", "--format=json", "--tokens", "30"]) == 0
     assert capsysbinary.readouterr().out == render("scenario=block&format=json&tokens=30")[2]
@@ -326,7 +326,7 @@ def test_cli_prints_the_same_bytes_as_the_handler(capsysbinary: pytest.CaptureFi
 ])
 def test_cli_bad_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
                                             fragment: str) -> None:
-    from tokenwire.render import cli_main
+    from tokenwire.report.render import cli_main
 
     assert cli_main(argv) == 2
     out, err = capsys.readouterr()
@@ -334,7 +334,7 @@ def test_cli_bad_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], 
 
 
 def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
-    from tokenwire.render import cli_main
+    from tokenwire.report.render import cli_main
 
     assert cli_main(["--help"]) == 0
     assert "--reader-ms" in capsys.readouterr().out
@@ -441,7 +441,7 @@ def test_the_page_names_the_kernels_second_queue(default_text: str) -> None:
 
 
 def test_one_token_and_a_cut_before_the_first_token() -> None:
-    from tokenwire.render import render
+    from tokenwire.report.render import render
     status, _, body = render("tokens=1&format=json")
     data = json.loads(body)
     assert status == 200 and data["params"]["cut_after"] == 0

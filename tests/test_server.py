@@ -28,8 +28,8 @@ from tokenwire.core.effects import TokenItem
 from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.model import ANSWER
 from tokenwire.core.stream import Ending
-from tokenwire.registry import Registry
-from tokenwire.server import LIVE_CSP, MAX_HEADER_BYTES, MAX_REQUEST_LINE
+from tokenwire.live.registry import Registry
+from tokenwire.live.server import LIVE_CSP, MAX_HEADER_BYTES, MAX_REQUEST_LINE
 
 
 def no_banner(headers: dict[str, str]) -> bool:

@@ -16,9 +16,9 @@ from tokenwire.core.effects import TokenItem
 from tokenwire.core.frames import token_frame
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
-from tokenwire.registry import STREAM_ID_BYTES, Busy, Registry
-from tokenwire.live_params import RequestError, resume_cursor, spec_from_query, split_query
-from tokenwire.sockets import SocketWire, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
+from tokenwire.live.registry import STREAM_ID_BYTES, Busy, Registry
+from tokenwire.live.params import RequestError, resume_cursor, spec_from_query, split_query
+from tokenwire.live.sockets import SocketWire, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -162,6 +162,6 @@ def test_tokenwire_serve_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
 
 
 def test_tokenwire_serve_refuses_bad_flags() -> None:
-    from tokenwire.server import cli_main
+    from tokenwire.live.server import cli_main
     assert cli_main(["--port", "70000"]) == 2
     assert cli_main(["--heartbeat-s", "0"]) == 2

@@ -1,8 +1,8 @@
 """The ``tokenwire`` command: ``report``, ``serve`` and ``demo``.
 
 How this works: this module only picks the subcommand; each subcommand's
-own module parses its flags (``tokenwire.render``, ``tokenwire.server``,
-``tokenwire.demo``), so the flags of ``report`` are defined once, next to the
+own module parses its flags (``tokenwire.report.render``, ``tokenwire.live.server``,
+``tokenwire.demo.command``), so the flags of ``report`` are defined once, next to the
 query-string parameters they mirror.  Bad usage exits 2 with one line on
 stderr; nothing reaches the user as a traceback.
 """
@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 __all__ = ["main"]
 
 _COMMANDS = {
-    "report": ("tokenwire.render", "print the report (text, json or html) for a scenario"),
-    "serve": ("tokenwire.server", "serve the report and the live SSE endpoints on loopback"),
-    "demo": ("tokenwire.demo", "stream the full answer over real loopback sockets and report"),
+    "report": ("tokenwire.report.render", "print the report (text, json or html) for a scenario"),
+    "serve": ("tokenwire.live.server", "serve the report and the live SSE endpoints on loopback"),
+    "demo": ("tokenwire.demo.command", "stream the full answer over real loopback sockets and report"),
 }
 
 USAGE = "usage: tokenwire {report,serve,demo} [options]  (tokenwire COMMAND --help for each)"

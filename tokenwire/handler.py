@@ -18,7 +18,7 @@ import sys
 import traceback
 from http.server import BaseHTTPRequestHandler
 
-from .render import error_response, render
+from .report.render import error_response, render
 
 __all__ = ["REPORT_PATHS", "Response", "handler", "respond"]
 

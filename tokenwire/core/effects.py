@@ -1,4 +1,4 @@
-"""The effects a process yields, and the items that travel through a channel.
+"""The effects a process yields (``TokenItem``, what travels through a channel, is in ``frames``).
 
 How this works: producer, writer and client are generators written once.
 They never sleep, block or touch a socket themselves; they yield one of these
@@ -6,29 +6,37 @@ requests and a driver performs it (virtual clock, real threads, or a socket
 server) and sends the result back in.  What each effect returns to the
 process is written next to it.  Effects are plain (not frozen) slotted
 dataclasses: one is made per step on the hot path, nothing keeps them, and a
-frozen one costs three times as much to build.  ``TokenItem`` travels and is
-kept, so it is frozen.
+frozen one costs three times as much to build.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .frames import TokenItem
 
 if TYPE_CHECKING:
-    from .channel import BoundedChannel
-    from .stream import Stream
+    from .channel import BoundedChannel, Outcome, Taken
 
-__all__ = ["Effect", "Get", "Process", "Put", "Send", "Sleep", "Spawn", "TokenItem", "TIMEOUT"]
+__all__ = ["Effect", "Get", "Mailbox", "Process", "Put", "Send", "Sleep", "Spawn", "TokenItem", "TIMEOUT"]
 
 
-@dataclass(frozen=True, slots=True)
-class TokenItem:
-    """One generated token: its stream index and its text."""
+class Mailbox(Protocol):
+    """What ``Put`` and ``Get`` act on: a stream's channel operations (``Stream`` is one).
 
-    index: int
-    text: str
+    A protocol rather than ``Stream`` itself, so this module does not import
+    the stream module that imports it.
+    """
+
+    channel: BoundedChannel[TokenItem] | None
+    cond: Any
+
+    def offer(self, item: TokenItem) -> Outcome: ...
+    def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken: ...
+    def note(self, t_ns: int, index: int, decision: str, waited_ns: int = 0) -> None: ...
+
 
 
 @dataclass(slots=True)
@@ -45,7 +53,7 @@ class Put:
     Returns the final ``Outcome``.
     """
 
-    stream: Stream
+    stream: Mailbox
     item: TokenItem
 
 
@@ -57,7 +65,7 @@ class Get:
     passed with nothing to take (real-time drivers only).
     """
 
-    stream: Stream
+    stream: Mailbox
     channel: BoundedChannel[TokenItem]
     timeout_ns: int | None = None
 

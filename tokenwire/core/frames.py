@@ -11,11 +11,20 @@ as its id, so a reconnect after it asks for nothing more.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from .effects import TokenItem
 from .sse import encode
 
-__all__ = ["DEFAULT_RETRY_MS", "done_frame", "open_frame", "token_frame"]
+__all__ = ["DEFAULT_RETRY_MS", "TokenItem", "done_frame", "open_frame", "token_frame"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenItem:
+    """One generated token: its stream index and its text."""
+
+    index: int
+    text: str
+
 
 # What the page shows: short enough that a dropped connection is back within
 # a second, long enough not to hammer a server that is restarting.

@@ -38,8 +38,8 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
-from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn, TokenItem
-from .frames import DEFAULT_RETRY_MS, done_frame, open_frame, token_frame
+from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn
+from .frames import DEFAULT_RETRY_MS, TokenItem, done_frame, open_frame, token_frame
 from .model import Model
 from .sse import encode_comment
 from .sync import SingleThread

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .core.channel import ChannelStats
-from .core.stream import Ending
+from ..core.channel import ChannelStats
+from ..core.stream import Ending
 from .sockets import DEFAULT_WRITE_TIMEOUT_S
 
 __all__ = [

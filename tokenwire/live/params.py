@@ -1,7 +1,7 @@
 """The live endpoints' requests, parsed: the query's parameters, ``cut_after`` and the resume cursor (pure).
 
 How this works: ``split_query`` separates the live-only parameters
-(``LIVE_PARAMS``) from the report's, which ``tokenwire.params`` validates;
+(``LIVE_PARAMS``) from the report's, which ``tokenwire.report.params`` validates;
 ``spec_from_query`` turns a create request into the stream's ``RunSpec``
 (``spec_from_params``) and its ``cut_after``; ``resume_cursor`` reads the
 ``Last-Event-ID`` header or ``?last_event_id=``.  Every refusal is a
@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode
 
-from .core.channel import Policy
-from .core.pipeline import RunSpec
-from .params import ParamError, ReportParams, parse_query
+from ..core.channel import Policy
+from ..core.pipeline import RunSpec
+from ..report.params import ParamError, ReportParams, parse_query
 
 __all__ = [
     "LIVE_PARAMS",

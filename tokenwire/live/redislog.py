@@ -45,7 +45,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .core.tokenlog import (
+from ..core.tokenlog import (
     DEFAULT_MAX_AGE_NS,
     DEFAULT_MAX_TOKENS,
     IndexConflict,

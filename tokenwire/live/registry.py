@@ -29,13 +29,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .core.clock import RealClock
-from .core.effects import Process
-from .core.model import ANSWER, Model
-from .core.pipeline import RunSpec
-from .core.stream import Stream
-from .core.threads import run_process
-from .core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
+from ..core.clock import RealClock
+from ..core.effects import Process
+from ..core.model import ANSWER, Model
+from ..core.pipeline import RunSpec
+from ..core.stream import Stream
+from ..core.threads import run_process
+from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
 
 __all__ = ["DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream", "Registry", "UnknownStream",
            "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
@@ -86,7 +86,7 @@ class LiveStream:
 
 
 # The meta key a stream's spec is kept under; the same layout as
-# ``tokenwire.shared.spec_meta``, so either side can rebuild the other's streams.
+# ``shared_stream``, so either side can rebuild the other's streams.
 SPEC_KEY = "spec"
 
 

@@ -3,7 +3,7 @@
 How this works: ``LiveHandler`` subclasses the report ``handler`` and adds
 the routes a serverless function cannot hold open; every other path falls
 back to ``super().do_GET()``.  Each request is parsed by
-``tokenwire.live_params`` (a refusal is a ``RequestError``, answered as JSON
+``params`` (a refusal is a ``RequestError``, answered as JSON
 ``{"error": ...}``); an event stream's writer process (``Stream.serve``)
 runs on the connection's own thread through ``run_process`` with a
 ``SocketWire``: a ``Send`` is a ``sendall`` under the write timeout, a
@@ -29,15 +29,16 @@ import re
 import socket
 import time
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import Any, Protocol
 
 import jinja2
 
-from .core.threads import run_process
-from .core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
-from .handler import REPORT_PATHS, handler, respond
-from .live_config import JOURNAL_SIZE, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, RETRY_AFTER_S, ConnectionLog
-from .live_params import (
+from ..core.threads import run_process
+from ..core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
+from ..handler import REPORT_PATHS, handler, respond
+from .config import JOURNAL_SIZE, LiveConfig, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, RETRY_AFTER_S, ConnectionLog
+from .params import (
     LIVE_PARAMS,
     RequestError,
     cut_range_message,
@@ -50,11 +51,9 @@ from .live_params import (
     unknown_stream_message,
     utf8,
 )
-from .registry import Busy, LiveStream
+from .registry import Busy, LiveStream, Registry
 from .sockets import SocketWire, shrink_buffers
 
-if TYPE_CHECKING:
-    from .server import LiveServer
 
 __all__ = ["LIVE_CSP", "LiveHandler", "allowed_methods"]
 
@@ -106,6 +105,16 @@ class _DeadlineReader(io.RawIOBase):
         return self.sock.recv_into(buffer)
 
 
+class ServerState(Protocol):
+    """What a handler reads of its server (``LiveServer`` is one)."""
+
+    registry: Registry
+    config: LiveConfig
+    journal: deque[ConnectionLog]
+    wires: dict[str, SocketWire]
+    clock: Any
+
+
 def allowed_methods(path: str) -> str | None:
     """Return the ``Allow`` value of a served ``path``, None for a path this server does not serve."""
     if path == "/streams":
@@ -120,7 +129,7 @@ def allowed_methods(path: str) -> str | None:
 class LiveHandler(handler):
     """The report handler plus ``/streams``, ``/stream``, ``/live`` and ``/static``."""
 
-    server: LiveServer
+    server: ServerState  # type: ignore[assignment]
     _streaming = False       # True once an event stream's headers are out
 
     def setup(self) -> None:
@@ -293,7 +302,7 @@ class LiveHandler(handler):
         content_type = _STATIC.get(name)
         if content_type is None:
             raise RequestError(404, f"no static file {name!r}")
-        body = resources.files("tokenwire").joinpath("static", name).read_bytes()
+        body = resources.files("tokenwire.live").joinpath("static", name).read_bytes()
         self._reply(200, content_type, body, (("Cache-Control", "no-cache"),))
 
     # -- the event stream ------------------------------------------------------

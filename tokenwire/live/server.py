@@ -2,9 +2,9 @@
 
 How this works: ``LiveServer`` is a ``ThreadingHTTPServer`` that gives each
 connection its own daemon thread running ``LiveHandler``
-(``tokenwire.live_handler``), and holds what the connections share: the
+(``routes``), and holds what the connections share: the
 registry of streams (and through it the token log), the ``LiveConfig``
-(``tokenwire.live_config``) and a bounded journal of finished connections.
+(``config``) and a bounded journal of finished connections.
 ``cli_main`` is the command; its flags are the config's settings and the
 registry's limits.
 
@@ -14,7 +14,7 @@ Routes (the README lists the status codes):
   ``{"stream_id", "events_url"}``.
 - ``GET /streams/<id>/events[?last_event_id=n][&cut_after=k]`` -> the SSE
   stream.  The ``Last-Event-ID`` header wins over ``?last_event_id=``
-  (``tokenwire.live_params`` reads both).
+  (``params`` reads both).
 - ``GET /stream?<report parameters>[&cut_after=k]`` -> create and stream in
   one request (for ``curl -N``).
 - ``GET /live`` and ``GET /static/live.{js,css}`` -> the EventSource page.
@@ -34,9 +34,9 @@ import sys
 from collections import deque
 from http.server import ThreadingHTTPServer
 
-from .core.clock import RealClock
-from .core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS
-from .live_config import (
+from ..core.clock import RealClock
+from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS
+from .config import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_WRITE_TIMEOUT_S,
@@ -49,8 +49,8 @@ from .live_config import (
     ConnectionLog,
     LiveConfig,
 )
-from .live_handler import LIVE_CSP, LiveHandler
-from .live_params import MAX_ECHO_CHARS, MAX_ID_DIGITS, MAX_QUERY_FIELDS, spec_from_query
+from .routes import LIVE_CSP, LiveHandler
+from .params import MAX_ECHO_CHARS, MAX_ID_DIGITS, MAX_QUERY_FIELDS, spec_from_query
 from .registry import DEFAULT_MAX_LIVE, Registry
 from .sockets import SocketWire
 
@@ -170,7 +170,7 @@ def cli_main(argv: list[str]) -> int:
                             request_timeout_s=args.request_timeout_s, access_log=not args.quiet)
         if not 0 < args.max_age_s <= 86_400 * 365:
             raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
-        from .shared import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
+        from .shared_stream import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
         registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
                                  max_age_ns=args.max_age_s * 1_000_000_000)
     except ValueError as exc:

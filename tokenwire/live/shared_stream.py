@@ -34,12 +34,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import registry
-from .core.clock import RealClock
-from .core.effects import Process, Put, Sleep, TokenItem
-from .core.model import ANSWER, Model
-from .core.pipeline import RunSpec
-from .core.stream import Stream
-from .core.tokenlog import IndexConflict, LeaseLost, LogError, LogGap, MemoryTokenLog, TokenLog, UnknownStream
+from ..core.clock import RealClock
+from ..core.effects import Process, Put, Sleep, TokenItem
+from ..core.model import ANSWER, Model
+from ..core.pipeline import RunSpec
+from ..core.stream import Stream
+from ..core.tokenlog import IndexConflict, LeaseLost, LogError, LogGap, MemoryTokenLog, TokenLog, UnknownStream
 
 if TYPE_CHECKING:
     from .redislog import Claim

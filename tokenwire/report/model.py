@@ -1,17 +1,17 @@
 """The report model: one frozen record per page, built by running the core.
 
 How this works: ``build_report(params)`` runs each run of ``plan(params)``
-(``tokenwire.plan``) exactly once, on the visitor's clock, and
+(``plan``) exactly once, on the visitor's clock, and
 ``assemble(params, runs)`` lays the runs out as the record: sections 1 to 4
-are computed by ``tokenwire.sections``, section 5 (the kernel's buffers) is
-given by whoever measured the runs over sockets (``tokenwire.transport``).
+are computed by ``sections``, section 5 (the kernel's buffers) is
+given by whoever measured the runs over sockets (``transport``).
 
 ``tokenwire demo`` makes part of the same plan (``plan_demo``) over loopback
 sockets on the real clock and hands its runs to ``assemble(...,
 transport="sockets", sockets=...)``: the absent runs' rows and lines are left
 out, there is no chosen scenario (no detail block), and section 5 is filled
 in.  Each figure is computed once, so the text, JSON and HTML renderings
-(``tokenwire.render``) cannot disagree.
+(``render``) cannot disagree.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from .core.model import ANSWER, QUESTION
-from .core.pipeline import RunResult, run
+from ..core.model import ANSWER, QUESTION
+from ..core.pipeline import RunResult, run
 from .params import ReportParams
 from .plan import DEMO_CONNECTIONS, DEMO_ESTIMATE_S, DEMO_PARAMS, POLICIES, RUN_NAMES, plan
 from .sections import (
@@ -98,7 +98,7 @@ def build_report(params: ReportParams) -> Report:
     """Run the page's runs once each and return the report (``plan``, ``run``, ``assemble``).
 
     Raises ``ValueError`` only for parameters the core refuses (never for
-    parameters ``tokenwire.params`` accepted), ``TimeoutError`` if a
+    parameters ``params`` accepted), ``TimeoutError`` if a
     real-clock run does not finish.
     """
     return assemble(params, {name: run(spec) for name, spec in plan(params).items()})

@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import quote, unquote_plus
 
-from .core.model import ANSWER
+from ..core.model import ANSWER
 
 __all__ = [
     "DEFAULTS",

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from .core.channel import Policy
-from .core.model import ANSWER
-from .core.pipeline import ClockKind, RunSpec, run
-from .core.stream import OnDisconnect
+from ..core.channel import Policy
+from ..core.model import ANSWER
+from ..core.pipeline import ClockKind, RunSpec, run
+from ..core.stream import OnDisconnect
 from .params import ReportParams
 
 __all__ = [

@@ -23,10 +23,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .core.clock import ms_to_ns
-from .core.metrics import timing_from_arrivals
-from .core.model import ANSWER
-from .core.pipeline import RunResult
+from ..core.clock import ms_to_ns
+from ..core.metrics import timing_from_arrivals
+from ..core.model import ANSWER
+from ..core.pipeline import RunResult
 
 __all__ = [
     "DETAIL_RUN",

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .core.pipeline import run
+from ..core.pipeline import run
 from .params import ReportParams
 from .plan import plan_demo
 from .sections import resume_of, row_of

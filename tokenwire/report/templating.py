@@ -1,0 +1,112 @@
+"""The jinja2 environment the report's templates render in, and the filters that format figures for them.
+
+How this works: one environment, built at import (``StrictUndefined``,
+``trim_blocks``, ``lstrip_blocks``, ``keep_trailing_newline``; autoescape
+for ``.html`` only).  Templates do no arithmetic: numbers arrive computed and
+rounded, and these filters only format and wrap them to the page's 78
+columns.  The HTML page carries its stylesheet in one ``<style>`` element
+whose SHA-256 is in the Content-Security-Policy (``CSP``), so no other
+style, script or fetch can run on the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+from collections.abc import Sequence
+
+import jinja2
+from markupsafe import Markup
+
+__all__ = ["CSP", "CSS", "ENV", "WIDTH", "num"]
+
+WIDTH = 78
+# Paragraphs whose wrapping is kept: the page's fixed prose is a dozen, and a
+# few hundred more keep the figure-bearing ones of recently asked pages.
+WRAP_CACHE = 256
+
+
+def _fill(text: str, width: int, head: str = "", indent: str = "") -> str:
+    """Greedy word wrap (what ``textwrap.fill`` does here, at a fifth of the cost); long words stay whole."""
+    lines, line, empty = [], head, True
+    for word in text.split():
+        if not empty and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = line + word if empty else line + " " + word
+        empty = False
+    lines.append(line)
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=WRAP_CACHE)
+def _wrap(text: str, width: int = WIDTH) -> str:
+    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline.
+
+    Memoised: most of it is fixed prose.
+    """
+    return "\n".join(_fill(line, width) for line in text.split("\n") if line.strip()) + "\n"
+
+
+def _hang(value: object, label: str, width: int = 19) -> str:
+    """``label`` in a column of ``width``, then ``value`` wrapped under itself."""
+    head = label.ljust(width - 1) + " " if label else " " * width
+    return _fill(str(value), WIDTH, head, " " * width)
+
+
+def _spread(left: str, right: str) -> str:
+    return left + " " * max(1, WIDTH - len(left) - len(right)) + right if right else left
+
+
+def _frame_lines(frame: str) -> list[str]:
+    return [f"| {line}" if line else "|" for line in frame.split("\n")[:-1]]
+
+
+def num(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+_COUNTS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int) -> str:
+    """``five``, ``12``: a small count in words."""
+    return _COUNTS[n] if 0 <= n < len(_COUNTS) else str(n)
+
+
+def _times(n: int) -> str:
+    """``once``, ``twice``, ``five times``, ``12 times``."""
+    return {1: "once", 2: "twice"}.get(n, f"{_count(n)} times")
+
+
+def _and_list(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def _make_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("tokenwire", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        auto_reload=False,   # templates ship with the package: no stat() per render
+    )
+    env.filters.update(
+        wrap=_wrap, hang=_hang, spread=_spread, frame_lines=_frame_lines, num=num, times=_times, count=_count,
+        and_list=_and_list,
+        ms=lambda v: f"{v:.2f}", ms1=lambda v: f"{v:.1f}",
+        ms_or=lambda v, other: other if v is None else f"{v:.2f}",
+        idlist=lambda ids: "[" + ", ".join(map(str, ids)) + "]",
+    )
+    return env
+
+
+ENV = _make_env()
+# Templates compile on first use (the environment caches them): a cold
+# serverless start that answers in text does not pay for the HTML one.
+CSS = Markup(ENV.loader.get_source(ENV, "report.css")[0])  # type: ignore[union-attr]
+CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
+CSP = (f"default-src 'none'; img-src 'self' data:; style-src 'sha256-{CSS_HASH}'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
