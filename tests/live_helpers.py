@@ -27,7 +27,8 @@ from typing import TypeVar
 from tokenwire.core.sse import Decoder, Event
 from tokenwire.handler import handler
 from tokenwire.live.registry import Registry
-from tokenwire.live.server import LiveConfig, LiveServer, make_server
+from tokenwire.live.config import LiveConfig
+from tokenwire.live.server import LiveServer, make_server
 
 TIMEOUT_S = 10.0
 S = TypeVar("S", bound=socketserver.BaseServer)

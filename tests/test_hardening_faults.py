@@ -175,10 +175,13 @@ def test_a_resume_of_a_stream_evicted_for_count_is_a_404_that_says_so() -> None:
         _, _, body = request(server, "GET", f"/streams/{first}/events?cut_after=7")
         wait_until(lambda: registry.producers_running == 0, "the cut stream's producer to stop")
         kept = [create(server) for _ in range(LOG_STREAMS - 1)]
+        for sid in kept:            # read and cut too: a never-read stream would be evicted before a cut one
+            request(server, "GET", f"/streams/{sid}/events?cut_after=1")
+        wait_until(lambda: registry.producers_running == 0, "the cut streams' producers to stop")
         held_before = first in registry.log                # type: ignore[operator]
         create(server)              # one more than the log holds: the least recently written goes
         status, headers, gone = request(server, "GET", f"/streams/{first}/events", headers={"Last-Event-ID": "6"})
-        fresh = [_resume(server, sid, "")[0] for sid in kept]
+        fresh = [_resume(server, sid, "0")[0] for sid in kept]
         evictions = registry.log.evictions             # type: ignore[attr-defined]
     assert token_ids(body) == list(range(7)) and held_before
     assert status == 404 and error_of(gone) == _gone_message(first)

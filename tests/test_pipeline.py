@@ -3,6 +3,7 @@
 import pytest
 
 from tokenwire.core.model import ANSWER
+from tokenwire.realtime import LoopDriver
 from tokenwire.core.pipeline import RunSpec, run
 from tokenwire.core.stream import Ending
 
@@ -62,7 +63,8 @@ def test_resume_at_every_cut_point(on_disconnect):
 @pytest.mark.parametrize("clock", ["virtual", "real"])
 def test_hang_up_before_the_first_token_resumes_from_the_start(clock):
     for n in (1, 5):
-        r = run(RunSpec(tokens=n, hang_up_after=0, retry_ms=5, clock=clock))
+        r = run(RunSpec(tokens=n, hang_up_after=0, retry_ms=5, clock=clock),
+                LoopDriver.private() if clock == "real" else None)
         assert_complete(r, n)
         first, second = r.connections
         assert (first.tokens, first.last_event_id, first.ending) == (0, "", Ending.PEER_GONE)
@@ -95,7 +97,7 @@ def test_done_frame_and_open_frame_on_the_wire():
 def test_policy_invariants_real_clock(policy):
     n, capacity = 40, 3
     r = run(RunSpec(tokens=n, policy=policy, capacity=capacity, reader_ms=1.0, producer_ms=0.2,
-                    retry_ms=20, clock="real"))
+                    retry_ms=20, clock="real"), LoopDriver.private())
     assert r.stats.high_water <= capacity and r.generated_total == n
     assert list(r.ids) == sorted(set(r.ids))
     if policy in ("block", "disconnect"):
@@ -109,7 +111,7 @@ def test_resume_real_clock(on_disconnect):
     n = 40
     for k in (1, 7, 20, 39):
         r = run(RunSpec(tokens=n, capacity=4, reader_ms=0.5, producer_ms=0.2, hang_up_after=k,
-                        on_disconnect=on_disconnect, retry_ms=5, clock="real"))
+                        on_disconnect=on_disconnect, retry_ms=5, clock="real"), LoopDriver.private())
         assert_complete(r, n)
         assert r.connections[0].tokens == k
 

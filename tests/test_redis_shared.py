@@ -1,6 +1,7 @@
 """SharedStream in one process: two 'instances' (two logs with their own owner ids) on one Redis.
 
-Each instance runs its processes on its own ``Threads`` driver; the reader is
+Each connection runs on its own event-loop driver (a private loop on a thread, so
+instances run side by side); the reader is
 the core ``MemoryReader``.  The multi-process versions (real ``tokenwire
 serve`` processes, SIGKILL) are in test_redis_instances.py.
 """
@@ -17,7 +18,7 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Ending, Stream
-from tokenwire.core.threads import Threads
+from tokenwire.realtime import LoopDriver
 from tokenwire.core.tokenlog import LogUnavailable, StreamState, UnknownStream
 
 N = 60
@@ -36,15 +37,37 @@ def _spec(**kw):
     return RunSpec(**kw)
 
 
-def _connect(stream, reader, cursor, results, threads=None):
-    """Start one connection of ``reader`` to ``stream`` from ``cursor``; returns its driver."""
-    threads = threads or Threads()
+class _Running:
+    """A private event-loop driver running on its own thread; ``join`` waits for it and raises its error."""
+
+    def __init__(self, driver):
+        self.errors = []
+        self.thread = threading.Thread(target=self._run, args=(driver,), daemon=True)
+        self.thread.start()
+
+    def _run(self, driver):
+        try:
+            driver.run()
+        except BaseException as exc:   # surfaced by join()
+            self.errors.append(exc)
+
+    def join(self, timeout_s):
+        self.thread.join(timeout_s)
+        if self.thread.is_alive():
+            raise TimeoutError(f"the connection still runs after {timeout_s} s")
+        if self.errors:
+            raise self.errors[0]
+
+
+def _connect(stream, reader, cursor, results):
+    """Start one connection of ``reader`` to ``stream`` from ``cursor``; returns its running driver."""
+    driver = LoopDriver.private()
     reader.begin_connection()
 
     def client():
         results.append((yield from stream.serve(cursor, stream.new_channel())))
-    threads.spawn(client(), reader)
-    return threads
+    driver.spawn(client(), reader)
+    return _Running(driver)
 
 
 def _owners(log, sid):

@@ -29,7 +29,8 @@ from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.model import ANSWER
 from tokenwire.core.stream import Ending
 from tokenwire.live.registry import Registry
-from tokenwire.live.server import LIVE_CSP, MAX_HEADER_BYTES, MAX_REQUEST_LINE
+from tokenwire.live.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE
+from tokenwire.live.routes import LIVE_CSP
 
 
 def no_banner(headers: dict[str, str]) -> bool:

@@ -18,7 +18,7 @@ from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
 from tokenwire.live.registry import STREAM_ID_BYTES, Busy, Registry
 from tokenwire.live.params import RequestError, resume_cursor, spec_from_query, split_query
-from tokenwire.live.sockets import SocketWire, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
+from tokenwire.live.sockets import TransportWire, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,18 +110,49 @@ def test_resume_cursor_refuses(header: str, message: str) -> None:
 
 # -- the socket wire ------------------------------------------------------------------------
 def test_the_wire_counts_token_frames_and_reports_a_gone_peer() -> None:
-    left, right = socket.socketpair()
-    wire = SocketWire(left, write_timeout_s=1.0, sample=True)
-    frames = [token_frame(TokenItem(i, "x")) for i in range(3)]
-    assert all(wire.deliver(frame, 0) for frame in frames)
-    assert wire.snapshot() == (sum(map(len, frames)), 3)
-    assert wire.tokens_beyond(len(frames[0])) == 2 and wire.tokens_beyond(wire.bytes_sent) == 0
-    assert recv_queue_bytes(right) == wire.bytes_sent
-    right.close()
-    results = [wire.deliver(frames[0], 0) for _ in range(3)]
-    assert results[-1] is False and wire.failure is not None
-    left.close()
-    assert send_queue_bytes(left) is None and recv_queue_bytes(left) is None
+    import asyncio
+
+    class Flow(asyncio.Protocol):
+        wire: TransportWire | None = None
+
+        def pause_writing(self) -> None:
+            assert self.wire is not None
+            self.wire.pause()
+
+        def resume_writing(self) -> None:
+            assert self.wire is not None
+            self.wire.resume()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.wire is not None:
+                self.wire.lost(exc)
+
+    async def scenario() -> None:
+        left, right = socket.socketpair()
+        loop = asyncio.get_running_loop()
+        transport, flow = await loop.create_connection(Flow, sock=left)
+        wire = flow.wire = TransportWire(transport, loop, write_timeout_s=1.0, sample=True)
+        frames = [token_frame(TokenItem(i, "x")) for i in range(3)]
+        assert all(wire.send(frame, lambda ok: None) is True for frame in frames)
+        assert wire.snapshot() == (sum(map(len, frames)), 3)
+        assert wire.tokens_beyond(len(frames[0])) == 2 and wire.tokens_beyond(wire.bytes_sent) == 0
+        assert recv_queue_bytes(right) == wire.bytes_sent
+        right.close()
+        results: list[bool | None] = []
+        for _ in range(50):                  # the reset arrives after a write or two
+            got = wire.send(frames[0], results.append)
+            if got is None:
+                await asyncio.sleep(0.05)
+            else:
+                results.append(got)
+            if results and results[-1] is False:
+                break
+            await asyncio.sleep(0.01)
+        assert results[-1] is False and wire.failure is not None
+        transport.close()
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
 
 
 def test_buffer_shrinking_is_validated_and_read_back() -> None:
@@ -132,7 +163,7 @@ def test_buffer_shrinking_is_validated_and_read_back() -> None:
         with pytest.raises(ValueError, match="rcvbuf must be a positive int of bytes, got 0"):
             shrink_buffers(sock, rcvbuf=0)
     with pytest.raises(ValueError, match="write_timeout_s must be a positive number"):
-        SocketWire(socket.socket(), write_timeout_s=0)
+        TransportWire(None, None, write_timeout_s=0)  # type: ignore[arg-type]
 
 
 # -- the command ------------------------------------------------------------------------------

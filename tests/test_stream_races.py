@@ -53,30 +53,30 @@ def test_an_empty_last_event_id_header_does_not_override_the_query():
 
 
 def test_a_heartbeat_timeout_is_not_restarted_by_other_wake_ups():
-    import threading
-
-    from tokenwire.core.clock import RealClock
-    from tokenwire.core.effects import TIMEOUT, Get
-    from tokenwire.core.threads import _perform
+    from tokenwire.core.effects import TIMEOUT, Get, Sleep
+    from tokenwire.realtime import LoopDriver
 
     stream = Stream("h", Model(ANSWER[:3], TimingModel()), MemoryTokenLog(lambda: 0))
     channel = stream.new_channel()
     stream.connect(-1, channel)          # nothing is produced: the channel stays empty
-    stop, notifier_done = threading.Event(), threading.Event()
+    state = {"stop": False, "wakes": 0}
 
     def notify_forever():                # wake-ups meant for someone else, every 5 ms, for up to 5 s
         for _ in range(1000):
-            if stop.wait(0.005):
-                break
+            if state["stop"]:
+                return
+            yield Sleep(5_000_000)
             with stream.cond:
                 stream.cond.notify_all()
-        notifier_done.set()
+            state["wakes"] += 1
 
-    thread = threading.Thread(target=notify_forever, daemon=True)
-    thread.start()
-    clock = RealClock()
-    got, _ = _perform(Get(stream, channel, timeout_ns=50_000_000), clock, None, lambda p: None, clock.now())
-    still_notifying = not notifier_done.is_set()
-    stop.set()
-    thread.join(10)
-    assert got is TIMEOUT and still_notifying, "the timeout fired while wake-ups kept coming"
+    def waiter():
+        got = yield Get(stream, channel, timeout_ns=50_000_000)
+        state["stop"] = True
+        return got
+
+    driver = LoopDriver.private()
+    result = driver.spawn(waiter())
+    driver.spawn(notify_forever())
+    driver.run()
+    assert result.result() is TIMEOUT and 3 <= state["wakes"] < 1000, "the timeout fired while wake-ups kept coming"

@@ -4,8 +4,10 @@ How this works: ``run(spec)`` builds a stream, an in-memory reader and a
 client process that connects, and reconnects with the reader's last event id
 whenever a connection ends before ``done`` (the reader hung up, or the
 ``disconnect`` policy cut it off), after ``retry_ms`` as an ``EventSource``
-would.  The same processes run on the virtual clock (deterministic) or on
-real threads; ``RunResult`` holds what the reader saw and what the stream
+would.  The same processes run on the virtual clock (deterministic, the
+``Simulation``) or in real time on a driver the caller passes (the event
+loop's, ``tokenwire.realtime.LoopDriver``: the core imports no I/O, so it
+cannot make one itself); ``RunResult`` holds what the reader saw and what the stream
 did, and is what the report is built from.
 """
 
@@ -14,17 +16,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, Protocol
 
 from .channel import ChannelStats, Policy, check_capacity, parse_policy
-from .clock import RealClock, VirtualClock, ms_to_ns
+from .clock import VirtualClock, ms_to_ns
 from .effects import Process, Sleep
 from .frames import DEFAULT_RETRY_MS
 from .model import ANSWER, Model, TimingModel
-from .reader import MemoryReader
+from .reader import MemoryReader, Wire
 from .simulate import Simulation
 from .stream import Ending, OnDisconnect, Stream, TraceEntry
 from .sync import SingleThread
-from .threads import Threads
 from .tokenlog import MemoryTokenLog
 
 __all__ = ["ClockKind", "ConnectionRecord", "RunResult", "RunSpec", "merge_stats", "run"]
@@ -32,8 +34,15 @@ __all__ = ["ClockKind", "ConnectionRecord", "RunResult", "RunSpec", "merge_stats
 # A reader that is cut off again and again must not loop forever: far more
 # reconnects than any policy here needs (disconnect needs a handful).
 MAX_CONNECTIONS = 64
-# How long a real-clock run may take before join() gives up on it.
-REAL_RUN_TIMEOUT_S = 60.0
+
+
+class Driver(Protocol):
+    """What runs the processes: the simulation, or a real-time driver with the same two methods."""
+
+    clock: Any
+
+    def spawn(self, proc: Process, wire: Wire | None = None) -> Any: ...
+    def run(self) -> int: ...
 
 
 class ClockKind(StrEnum):
@@ -153,29 +162,27 @@ def _client(stream: Stream, reader: MemoryReader, retry_ns: int, records: list[C
     raise RuntimeError(f"the reader reconnected {MAX_CONNECTIONS} times without finishing")
 
 
-def run(spec: RunSpec) -> RunResult:
-    """Run ``spec`` once on its clock; returns what the reader saw.
+def run(spec: RunSpec, driver: Driver | None = None) -> RunResult:
+    """Run ``spec`` once; returns what the reader saw.
 
-    Raises ``ValueError`` for a bad spec, ``Deadlock`` or ``TimeoutError`` if
-    the processes do not finish (a bug, never expected).
+    A virtual-clock spec runs on a new ``Simulation``; a real-clock one on
+    ``driver`` (a fresh real-time driver, run here to the end).  Raises
+    ``ValueError`` for a bad spec or a real-clock spec without a driver,
+    ``Deadlock`` if the processes do not finish (a bug, never expected).
     """
-    clock: VirtualClock | RealClock = VirtualClock() if spec.clock is ClockKind.VIRTUAL else RealClock()
-    single = SingleThread() if isinstance(clock, VirtualClock) else None
-    log = MemoryTokenLog(clock.now, lock=single)
+    if spec.clock is ClockKind.VIRTUAL:
+        driver = Simulation(VirtualClock())
+    elif driver is None:
+        raise ValueError("a real-clock run needs a real-time driver: pass tokenwire.realtime.LoopDriver.private()")
+    clock = driver.clock
+    log = MemoryTokenLog(clock.now, lock=SingleThread())
     model = Model(ANSWER[: spec.tokens], spec.timing())
     stream = Stream(spec.stream_id, model, log, policy=spec.policy, capacity=spec.capacity,
-                    on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, cond=single)
+                    on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms)
     reader = MemoryReader(ms_to_ns(spec.reader_ms), spec.hang_up_after)
     records: list[ConnectionRecord] = []
-    client = _client(stream, reader, ms_to_ns(spec.retry_ms), records)
-    if isinstance(clock, VirtualClock):
-        sim = Simulation(clock)
-        sim.spawn(client, reader)
-        end = sim.run()
-    else:
-        threads = Threads(clock)
-        threads.spawn(client, reader)
-        end = threads.join(REAL_RUN_TIMEOUT_S)
+    driver.spawn(_client(stream, reader, ms_to_ns(spec.retry_ms), records), reader)
+    end = driver.run()
     return RunResult(
         spec=spec, frames=tuple(tuple(f) for f in reader.frames), connections=tuple(records),
         arrivals_ns=tuple(reader.arrivals), ids=tuple(reader.ids), texts=tuple(reader.texts),

@@ -25,14 +25,23 @@ connection ends without ``done`` (its writer sees ``Taken.GONE``) instead of
 waiting for tokens that will never come; the reader's resume then gets the
 log's ``UnknownStream``.
 
-The condition is a ``threading.Condition``, what the real-time drivers wait
-on; the single-threaded simulation passes ``SingleThread()``, which costs
-nothing.
+Several readers of one stream: the first connection to attach is the
+stream's reader of record, the one whose channel the producer paces to and
+whose policy applies.  A connection that attaches while that reader is still
+attached follows the log instead: its channel is a doorbell the producer
+rings after each append, and its writer sends every index after its own
+cursor from the log, so no reader kicks another off and each gets every
+index once.  A reader leaving cancels the producer (``cancel``) only when no
+other reader is attached.
+
+The condition is ``SingleThread``: every driver runs a stream's processes on
+one thread, and the event-loop driver hooks its ``notify_all`` to retry the
+processes parked on the stream.
 """
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -101,18 +110,20 @@ class Stream:
     def __init__(self, stream_id: str, model: Model, log: TokenLog, *, policy: Policy | str = Policy.BLOCK,
                  capacity: int = 4, on_disconnect: OnDisconnect | str = OnDisconnect.CANCEL,
                  retry_ms: int = DEFAULT_RETRY_MS, meta: Mapping[str, Any] | None = None,
-                 attach: bool = False, cond: threading.Condition | SingleThread | None = None) -> None:
+                 attach: bool = False, cond: SingleThread | None = None, keep_trace: bool = True) -> None:
         self.stream_id, self.model, self.log = stream_id, model, log
         self.policy, self.capacity = parse_policy(policy), check_capacity(capacity)  # now, not at first connect
         self.on_disconnect = OnDisconnect(on_disconnect)
         self.retry_ms = retry_ms
         self.total = len(model)
-        self.cond = threading.Condition() if cond is None else cond
+        self.cond = SingleThread() if cond is None else cond
         self.channel: BoundedChannel[TokenItem] | None = None
+        self.followers: list[BoundedChannel[TokenItem]] = []     # doorbells of readers that follow the log
         self.live_from = 0
         self.producer_running = False
         self.cancelled = False
         self.trace: list[TraceEntry] = []
+        self.keep_trace = keep_trace    # a live server keeps none: only the report's detail table reads it
         if attach:      # another instance created it in a shared log: check it is the same answer
             if log.total(stream_id) != self.total:
                 raise ValueError(f"stream {stream_id!r} has {log.total(stream_id)} tokens in the log, "
@@ -129,8 +140,10 @@ class Stream:
         """Attach ``channel`` for a reader that has ``0..cursor``.
 
         Returns the tokens to replay from the log and, when no producer is
-        running and tokens remain, a producer process to start.  Raises
-        ``CursorOutOfRange``, or the log's ``LogGap``/``UnknownStream``.
+        running and tokens remain, a producer process to start.  While
+        another reader is attached, ``channel`` joins as a follower (see
+        ``is_follower``).  Raises ``CursorOutOfRange``, or the log's
+        ``LogGap``/``UnknownStream``.
         """
         if not -1 <= cursor < self.total:
             raise CursorOutOfRange(cursor, self.total)
@@ -138,6 +151,11 @@ class Stream:
             # Every log call that can fail comes first, so a failure leaves the stream as it was.
             live_from = self.log.length(self.stream_id)
             tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
+            replay = [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)]
+            if self.channel is not None and not self.channel.reader_gone and live_from < self.total:
+                self.followers.append(channel)
+                self.cond.notify_all()
+                return replay, None
             start = live_from < self.total and not self.producer_running
             if start:
                 self.log.set_state(self.stream_id, StreamState.GENERATING)
@@ -151,14 +169,20 @@ class Stream:
                 self.producer_running = True
                 producer = self.produce(live_from)
             self.cond.notify_all()
-        return [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)], producer
+        return replay, producer
+
+    def is_follower(self, channel: BoundedChannel[TokenItem]) -> bool:
+        """True if ``channel`` follows the log (another reader was attached when it connected)."""
+        return any(f is channel for f in self.followers)
 
     def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
-        """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so."""
+        """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so and nobody else reads."""
         with self.cond:
             channel.abandon()
+            self.followers = [f for f in self.followers if f is not channel]
             if self.channel is channel:
                 self.channel = None
+            if self.channel is None and not self.followers:
                 self.cancelled = self.on_disconnect is OnDisconnect.CANCEL
             self.cond.notify_all()
 
@@ -185,7 +209,9 @@ class Stream:
             return got
 
     def note(self, t_ns: int, index: int, decision: str, waited_ns: int = 0) -> None:
-        """Record one channel decision in the trace."""
+        """Record one channel decision in the trace (unless ``keep_trace`` is off)."""
+        if not self.keep_trace:
+            return
         channel = self.channel
         depth = len(channel) if channel is not None else 0
         self.trace.append(TraceEntry(t_ns, index, decision, depth, waited_ns))
@@ -205,26 +231,38 @@ class Stream:
                 with self.cond:
                     token = self.model.generate(index)
                     self.log.append(self.stream_id, index, token)
-                yield Put(self, TokenItem(index, token))
+                    item = TokenItem(index, token)
+                    self.ring(item)
+                yield Put(self, item)
             self._finish()
         except LogError:
             self._lost()
             raise
 
+    def ring(self, item: TokenItem) -> None:
+        """Tell the followers the log has grown (a full doorbell is already rung)."""
+        for follower in self.followers:
+            if not len(follower):
+                follower.offer(item)
+        if self.followers:
+            self.cond.notify_all()
+
     def _lost(self) -> None:
         with self.cond:
             self.producer_running = False
-            if self.channel is not None:
-                self.channel.abandon()      # the writer ends the connection without `done`
-                self.channel = None
+            for channel in (self.channel, *self.followers):
+                if channel is not None:
+                    channel.abandon()      # the writers end their connections without `done`
+            self.channel, self.followers = None, []
             self.cond.notify_all()
 
     def _finish(self) -> None:
         with self.cond:
             self.producer_running = False
             self.log.set_state(self.stream_id, StreamState.DONE)
-            if self.channel is not None:
-                self.channel.close()
+            for channel in (self.channel, *self.followers):
+                if channel is not None:
+                    channel.close()
             self.cond.notify_all()
 
     def _stop_if_cancelled(self) -> bool:
@@ -242,23 +280,33 @@ class Stream:
         """Write one connection's frames: open, replay, live tokens, done.
 
         Returns (as the generator's value) the ``Ending``.  ``cut_after``
-        closes the connection after that many token frames.
+        closes the connection after that many token frames.  A follower (see
+        ``connect``) takes its tokens from the log each time its doorbell rings.
         """
         replay, producer = self.connect(cursor, channel)
+        follower = self.is_follower(channel)
         if producer is not None:
             yield Spawn(producer)
         opened = open_frame(self.stream_id, resumed=cursor >= 0, start_index=cursor + 1,
                             policy=self.policy.value, buffer=self.capacity, retry_ms=self.retry_ms)
         if not (yield Send(opened)):
             return self._left(channel, Ending.PEER_GONE)
-        sent = 0
-        pending: list[TokenItem] = replay
+        sent, last = 0, cursor
+        pending: deque[TokenItem | Taken] = deque(replay)
         while True:
-            got = pending.pop(0) if pending else (yield Get(self, channel, heartbeat_ns))
+            if pending:
+                got = pending.popleft()
+            else:
+                got = yield Get(self, channel, heartbeat_ns)
+                if follower and (isinstance(got, TokenItem) or got is Taken.END):
+                    pending.extend(self._logged_after(last))    # the doorbell rang: read what the log holds
+                    if got is Taken.END:
+                        pending.append(got)
+                    continue
             if isinstance(got, TokenItem):
                 if not (yield Send(token_frame(got))):
                     return self._left(channel, Ending.PEER_GONE)
-                sent += 1
+                sent, last = sent + 1, got.index
                 if cut_after is not None and sent >= cut_after:
                     return self._left(channel, Ending.CLOSED_BY_SERVER)
             elif got is TIMEOUT:
@@ -266,9 +314,14 @@ class Stream:
                     return self._left(channel, Ending.PEER_GONE)
             elif got is Taken.END:
                 yield Send(done_frame(self.total, delivered_from=cursor + 1, dropped=channel.stats().dropped))
+                self._left(channel, Ending.DONE)
                 return Ending.DONE
             else:
                 return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+
+    def _logged_after(self, last: int) -> list[TokenItem]:
+        count = self.log.length(self.stream_id) - last - 1
+        return [TokenItem(i, t) for i, t in enumerate(self.log.read_after(self.stream_id, last, count), last + 1)]
 
     def _left(self, channel: BoundedChannel[TokenItem], ending: Ending) -> Ending:
         self.disconnect(channel)

@@ -11,9 +11,13 @@ what is evicted as ``UnknownStream``, never papered over.  Age is checked on
 every access, not only when a stream is created, so a stream past
 ``max_age_ns`` is gone for every reader at the same moment.
 
-``MemoryTokenLog`` is shared by a server's request threads (which create
-streams) and producer threads (which append): one lock makes each call
-atomic, so eviction never iterates the table while an append reorders it.
+``MemoryTokenLog`` makes each call atomic under one lock (the live server
+runs on one thread, but tests and the demo read it from others), so eviction
+never iterates the table while an append reorders it.  When the table is
+full, creating a stream evicts, in this order: a stream no reader has asked
+for (``read_after``), a finished one, one last written over ``RECENT_NS`` ago, and only
+then the least recently written: a flood of new streams cannot erase a
+stream whose reader was cut a moment ago and is about to resume.
 
 ``TokenLog`` is the interface; ``MemoryTokenLog`` the default implementation.
 The Redis Streams implementation lives outside the core (it does I/O).
@@ -53,6 +57,9 @@ DEFAULT_MAX_STREAMS = 1024
 DEFAULT_MAX_AGE_NS = 600 * 1_000_000_000
 # Longer than any answer this tool makes; a long-lived stream keeps its tail.
 DEFAULT_MAX_TOKENS = 100_000
+# A stream written this recently is evicted only when nothing else can go: a
+# reader that was cut reconnects within seconds (EventSource's retry).
+RECENT_NS = 60 * 1_000_000_000
 
 
 class LogError(Exception):
@@ -129,6 +136,8 @@ class _Entry:
     first: int = 0                       # index of tokens[0] (after trimming)
     tokens: list[str] = field(default_factory=list)
     state: StreamState = StreamState.GENERATING
+    written_ns: int = 0                  # last append (or creation)
+    read: bool = False                   # a reader has asked for its tokens (read_after)
 
 
 class MemoryTokenLog:
@@ -173,10 +182,24 @@ class MemoryTokenLog:
             self._expire()
             if stream_id in self._streams:
                 raise ValueError(f"stream {stream_id!r} already exists")
+            now = self._now()
             while len(self._streams) >= self.max_streams:
-                self._streams.popitem(last=False)
+                del self._streams[self._victim(now)]
                 self.evictions += 1
-            self._streams[stream_id] = _Entry(dict(meta), total, self._now())
+            self._streams[stream_id] = _Entry(dict(meta), total, now, written_ns=now)
+
+    def _victim(self, now: int) -> str:
+        """The stream to evict for room (call with the lock held): see the module's docstring."""
+        stale = oldest = None
+        for sid, entry in self._streams.items():           # least recently written first
+            if oldest is None:
+                oldest = sid
+            if not entry.read or entry.state is StreamState.DONE:
+                return sid
+            if stale is None and entry.written_ns < now - RECENT_NS:
+                stale = sid
+        assert oldest is not None
+        return stale if stale is not None else oldest
 
     def expire(self) -> int:
         """Evict streams older than ``max_age_ns``; returns how many went."""
@@ -218,6 +241,7 @@ class MemoryTokenLog:
             if index != expected or index >= entry.total:
                 raise IndexConflict(stream_id, index, expected)
             entry.tokens.append(token)
+            entry.written_ns = self._now()
             self._streams.move_to_end(stream_id)
             if len(entry.tokens) > self.max_tokens:
                 drop = len(entry.tokens) - self.max_tokens
@@ -241,6 +265,7 @@ class MemoryTokenLog:
             raise ValueError(f"cursor must be -1 or a token index, got {cursor!r}")
         with self._lock:
             entry = self._entry(stream_id)
+            entry.read = True
             start = cursor + 1 - entry.first
             if start < 0:
                 raise LogGap(stream_id, cursor, entry.first)

@@ -202,7 +202,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Progress | None = N
     # every few seconds, so the demo waits as long as any connection may take.
     config = LiveConfig(sndbuf=settings.sndbuf, sample_queues=True, access_log=False,
                         write_timeout_s=CONNECTION_TIMEOUT_S)
-    server = make_server(registry=Registry(), config=config)
+    server = make_server(registry=Registry(keep_trace=True), config=config)
     thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_S,), name="tokenwire-demo-server",
                               daemon=True)
     thread.start()

@@ -16,13 +16,17 @@ from ..core.stream import Ending
 from .sockets import DEFAULT_WRITE_TIMEOUT_S
 
 __all__ = [
+    "DEFAULT_GRACE_S",
     "DEFAULT_HEARTBEAT_S",
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_REQUEST_TIMEOUT_S",
     "DEFAULT_WRITE_TIMEOUT_S",
     "JOURNAL_SIZE",
     "MAX_BODY_BYTES",
     "MAX_HEADER_BYTES",
     "MAX_REQUEST_LINE",
+    "PAGE_THREADS",
+    "REAL_PAGES",
     "REQUEST_QUEUE_SIZE",
     "RETRY_AFTER_S",
     "ConnectionLog",
@@ -54,6 +58,18 @@ REQUEST_QUEUE_SIZE = 1024
 # What a 503 asks the client to wait, in seconds: a full server frees a slot
 # as soon as any stream ends, and an EventSource retries after `retry` anyway.
 RETRY_AFTER_S = 1
+# Open connections at once (streams, pages, requests still arriving): past
+# it a new connection gets an immediate 503 and is closed.  Below the common
+# 1,024 file descriptors once the server's own are counted, above the
+# 1,000-stream bench.
+DEFAULT_MAX_CONNECTIONS = 4000
+# Report pages rendered at once in the page threads (a render is ~10 ms of
+# CPU and holds the GIL; more threads only queue behind each other).
+PAGE_THREADS = 4
+# clock=real pages at once: each runs seconds of real-time work; past it 503.
+REAL_PAGES = 2
+# How long a SIGTERM lets open streams run to their `done` before closing them.
+DEFAULT_GRACE_S = 10.0
 # How many finished connections the server remembers for inspection
 # (tests, the demo): bounded, so a long-running server does not grow.
 JOURNAL_SIZE = 1024
@@ -67,7 +83,9 @@ class LiveConfig:
     bytes (the demo, to make the kernel's queue small and visible); None
     leaves the kernel's autotuning alone.  sample_queues: record the send
     queue (``TIOCOUTQ``) after each frame and keep each connection's wire.
-    access_log: print one line per request on stderr.
+    access_log: print one line per request on stderr.  max_connections:
+    open connections at once (more get 503).  grace_s: how long a SIGTERM
+    lets open streams run to their end.
     """
 
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
@@ -76,8 +94,16 @@ class LiveConfig:
     sndbuf: int | None = None
     sample_queues: bool = False
     access_log: bool = True
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    grace_s: float = DEFAULT_GRACE_S
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_connections, bool) or not isinstance(self.max_connections, int) \
+                or not 1 <= self.max_connections <= 1_000_000:
+            raise ValueError(f"max_connections must be an int from 1 to 1000000, got {self.max_connections!r}")
+        if isinstance(self.grace_s, bool) or not isinstance(self.grace_s, (int, float)) \
+                or not 0 <= self.grace_s <= 3600:
+            raise ValueError(f"grace_s must be a number of seconds from 0 to 3600, got {self.grace_s!r}")
         for name in ("heartbeat_s", "write_timeout_s", "request_timeout_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86_400:

@@ -6,9 +6,12 @@ reading a stream requires having been told its id.  ``get`` finds it again;
 a stream the token log has evicted (too old, or too many streams) is
 forgotten here too and reported as ``UnknownStream``.  ``connection()`` is
 the admission gate for open event streams: past ``max_live`` it raises
-``Busy`` (the server answers 503 with ``Retry-After``).  Producers run on
-daemon threads started by ``spawn``; ``producers_running`` counts them, so a
-test can see a cancelled producer actually end.
+``Busy`` (the server answers 503 with ``Retry-After``).  Producers run as
+processes on the server's event-loop driver (``driver``, set when the server
+starts); ``producers_running`` counts them, so a test can see a cancelled
+producer actually end.  ``admit_creation`` is the per-client creation
+quota: a token bucket per address, so one client's flood is refused (429)
+before it can crowd out other clients' streams.
 
 The token log is passed in (``MemoryTokenLog`` on this registry's clock by
 default), which is the one seam a shared log such as Redis Streams plugs
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -34,20 +38,36 @@ from ..core.effects import Process
 from ..core.model import ANSWER, Model
 from ..core.pipeline import RunSpec
 from ..core.stream import Stream
-from ..core.threads import run_process
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
 
-__all__ = ["DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream", "Registry", "UnknownStream",
-           "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
+__all__ = ["DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream",
+           "OverQuota", "Registry", "UnknownStream", "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
 
 # 16 random bytes (22 URL-safe characters, 128 bits): the id is the only key
 # to a stream, so it must not be guessable or enumerable.
 STREAM_ID_BYTES = 16
-# Open event streams at once.  Each costs a request thread and a producer
-# thread (about 8 MiB of reserved stack each, little of it touched); 256
-# leaves room for the 200-stream test and refuses a flood with 503 long
-# before threads or file descriptors run out.
-DEFAULT_MAX_LIVE = 256
+# Open event streams at once.  Each costs a socket, a writer and a producer
+# on the one event loop (a few KiB); 1,024 holds the 1,000-stream bench and
+# refuses a flood with 503 long before file descriptors run out (the common
+# default limit is 1,024 per process; the server raises its soft limit).
+DEFAULT_MAX_LIVE = 1024
+# Streams one client address may create in a burst, and how fast its
+# allowance refills: a load test that opens 2,000 streams from one address
+# at once passes; a client creating streams without pause is held to 50 a
+# second (429 with Retry-After).
+DEFAULT_CREATE_BURST = 2048
+DEFAULT_CREATE_RATE = 50.0
+# Client addresses whose allowance is remembered (the least recently seen
+# is forgotten past it; a forgotten client starts with a full burst).
+QUOTA_CLIENTS = 4096
+
+
+class OverQuota(Exception):
+    """A client address has used up its stream-creation allowance; ``retry_after_s`` until the next one."""
+
+    def __init__(self, client: str, retry_after_s: int) -> None:
+        super().__init__(f"too many new streams from {client}: try again in {retry_after_s} s")
+        self.client, self.retry_after_s = client, retry_after_s
 
 
 class Busy(Exception):
@@ -106,11 +126,11 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
         raise ValueError(f"the log's meta carries a bad stream spec: {exc}") from None
 
 
-def new_stream(stream_id: str, spec: RunSpec, log: TokenLog) -> Stream:
-    """Create a stream of ``spec`` in ``log``; returns it."""
+def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
+    """Create a stream of ``spec`` in ``log``; returns it (with a per-token trace only if ``keep_trace``)."""
     return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
                   capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms,
-                  meta=spec_to_meta(spec))
+                  meta=spec_to_meta(spec), keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -120,10 +140,11 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
     except ValueError:
         raise UnknownStream(stream_id) from None      # made by something that is not a live server
     return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
-                  capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, attach=True)
+                  capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, attach=True,
+                  keep_trace=False)
 
 
-NewStream = Callable[[str, RunSpec, TokenLog], Stream]
+NewStream = Callable[..., Stream]
 AttachStream = Callable[[str, TokenLog], Stream]
 
 
@@ -144,11 +165,18 @@ class Registry:
 
     def __init__(self, log: TokenLog | None = None, *, clock: RealClock | None = None,
                  max_streams: int = DEFAULT_MAX_STREAMS, max_age_ns: int = DEFAULT_MAX_AGE_NS,
-                 max_live: int = DEFAULT_MAX_LIVE,
+                 max_live: int = DEFAULT_MAX_LIVE, create_burst: int = DEFAULT_CREATE_BURST,
+                 create_rate: float = DEFAULT_CREATE_RATE, keep_trace: bool = False,
                  new_stream: NewStream = new_stream, attach_stream: AttachStream = attach_stream) -> None:
-        for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_live", max_live)):
+        for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_live", max_live),
+                            ("create_burst", create_burst)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(create_rate, bool) or not isinstance(create_rate, (int, float)) or not 0 < create_rate < 1e9:
+            raise ValueError(f"create_rate must be a positive number of streams per second, got {create_rate!r}")
+        self.create_burst, self.create_rate, self.keep_trace = create_burst, float(create_rate), keep_trace
+        self._allowance: OrderedDict[str, tuple[float, float]] = OrderedDict()   # client -> (tokens, when)
+        self.driver: Any = None          # the server's LoopDriver, set when it starts
         self.clock = clock or RealClock()
         self.log: TokenLog = log if log is not None else MemoryTokenLog(
             self.clock.now, max_streams=max_streams, max_age_ns=max_age_ns)
@@ -168,7 +196,7 @@ class Registry:
         """
         if cut_after is not None and not 0 < cut_after < spec.tokens:
             raise ValueError(f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
-        stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log)
+        stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace)
         return self._remember(LiveStream(stream, spec, cut_after))
 
     def _remember(self, live: LiveStream) -> LiveStream:
@@ -211,31 +239,53 @@ class Registry:
         return len(self._streams)
 
     # -- open connections --------------------------------------------------
-    @contextmanager
-    def connection(self) -> Iterator[None]:
-        """Hold one of ``max_live`` open-stream slots for the ``with`` body; raises ``Busy``."""
+    def open_slot(self) -> None:
+        """Take one of ``max_live`` open-stream slots (give it back with ``close_slot``); raises ``Busy``."""
         with self._lock:
             if self.live >= self.max_live:
                 raise Busy(self.max_live)
             self.live += 1
             self.peak_live = max(self.peak_live, self.live)
+
+    def close_slot(self) -> None:
+        with self._lock:
+            self.live -= 1
+
+    @contextmanager
+    def connection(self) -> Iterator[None]:
+        """Hold one of ``max_live`` open-stream slots for the ``with`` body; raises ``Busy``."""
+        self.open_slot()
         try:
             yield
         finally:
-            with self._lock:
-                self.live -= 1
+            self.close_slot()
+
+    # -- creation quota ----------------------------------------------------------
+    def admit_creation(self, client: str) -> None:
+        """Take one stream creation from ``client``'s allowance; raises ``OverQuota`` when it has none."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, then = self._allowance.pop(client, (float(self.create_burst), now))
+            tokens = min(float(self.create_burst), tokens + (now - then) * self.create_rate)
+            if tokens < 1:
+                self._allowance[client] = (tokens, now)
+                raise OverQuota(client, max(1, round((1 - tokens) / self.create_rate + 0.5)))
+            self._allowance[client] = (tokens - 1, now)
+            while len(self._allowance) > QUOTA_CLIENTS:
+                self._allowance.popitem(last=False)
 
     # -- producers -----------------------------------------------------------
     def spawn(self, proc: Process) -> None:
-        """Run a producer ``proc`` on its own daemon thread, in real time."""
-        thread = threading.Thread(target=self._run_producer, args=(proc,), daemon=True, name="tokenwire-producer")
+        """Run a producer ``proc`` on the server's event-loop driver, counted in ``producers_running``."""
+        if self.driver is None:
+            raise RuntimeError("the registry has no driver: start the server before streaming")
+        self.driver.spawn(self._counted(proc))
+
+    def _counted(self, proc: Process) -> Process:
         with self._lock:
             self._producers += 1
-        thread.start()
-
-    def _run_producer(self, proc: Process) -> None:
         try:
-            run_process(proc, self.clock, None, self.spawn)
+            yield from proc
         except LogError:
             pass    # the log evicted the stream under it, or failed: the connection already ended
         finally:
@@ -244,5 +294,5 @@ class Registry:
 
     @property
     def producers_running(self) -> int:
-        """How many producer threads are alive right now."""
+        """How many producers are running right now."""
         return self._producers

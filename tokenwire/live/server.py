@@ -1,104 +1,99 @@
-"""``tokenwire serve``: the report handler plus the live SSE endpoints, on real sockets.
+"""``tokenwire serve``: the report pages and the live SSE endpoints on one event loop, in one thread.
 
-How this works: ``LiveServer`` is a ``ThreadingHTTPServer`` that gives each
-connection its own daemon thread running ``LiveHandler``
-(``routes``), and holds what the connections share: the
-registry of streams (and through it the token log), the ``LiveConfig``
-(``config``) and a bounded journal of finished connections.
-``cli_main`` is the command; its flags are the config's settings and the
-registry's limits.
+How this works: ``LiveServer`` binds its listening socket when it is made
+(so the port is known at once), and ``serve_forever`` runs an event loop
+(uvloop's when installed) in the calling thread until ``shutdown``: every
+connection is an ``HttpConnection`` (``http``), every request is answered by
+``Routes`` (``routes``), and every writer and producer is a process stepped
+by one ``LoopDriver`` (``tokenwire.realtime``).  The server holds what the
+connections share: the registry of streams (and through it the token log),
+the ``LiveConfig`` and a bounded journal of finished connections.
+
+A cap on open connections (``max_connections``) answers 503 past it.  When
+``accept`` fails for lack of file descriptors (``EMFILE``/``ENFILE``), the
+loop stops accepting for a second and tries again (asyncio's own rule), one
+line is logged, and nothing spins.  ``shutdown(grace_s)`` stops accepting,
+lets pages in flight finish and open streams run to their ``done`` for up to
+``grace_s``, then closes the rest (each after the frame it was writing);
+SIGTERM and SIGINT do that with the configured grace and the command exits 0.
 
 Routes (the README lists the status codes):
 
 - ``POST /streams?<report parameters>[&cut_after=k]`` -> 201 JSON
   ``{"stream_id", "events_url"}``.
 - ``GET /streams/<id>/events[?last_event_id=n][&cut_after=k]`` -> the SSE
-  stream.  The ``Last-Event-ID`` header wins over ``?last_event_id=``
-  (``params`` reads both).
+  stream.  The ``Last-Event-ID`` header wins over ``?last_event_id=``.
 - ``GET /stream?<report parameters>[&cut_after=k]`` -> create and stream in
   one request (for ``curl -N``).
 - ``GET /live`` and ``GET /static/live.{js,css}`` -> the EventSource page.
-
-The last index of a finished stream means "I have it all": 204, which tells
-an ``EventSource`` to stop reconnecting.  A stream the token log no longer
-holds (evicted for age or count, or made by a server process that has since
-restarted, with the in-memory log) is a 404 that says so; a cursor before
-the first token the log still keeps is a 410.  Neither is ever a silent
-restart of the stream.
+- ``GET /`` and ``GET /api/report`` -> the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import errno
+import resource
+import signal
+import socket
 import sys
+import threading
+import time
 from collections import deque
-from http.server import ThreadingHTTPServer
+from typing import Any
 
-from ..core.clock import RealClock
-from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS
+from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError
+from ..realtime import LoopDriver, loop_name, new_loop
 from .config import (
+    DEFAULT_GRACE_S,
     DEFAULT_HEARTBEAT_S,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_WRITE_TIMEOUT_S,
     JOURNAL_SIZE,
-    MAX_BODY_BYTES,
-    MAX_HEADER_BYTES,
-    MAX_REQUEST_LINE,
+    PAGE_THREADS,
+    REAL_PAGES,
     REQUEST_QUEUE_SIZE,
-    RETRY_AFTER_S,
     ConnectionLog,
     LiveConfig,
 )
-from .routes import LIVE_CSP, LiveHandler
-from .params import MAX_ECHO_CHARS, MAX_ID_DIGITS, MAX_QUERY_FIELDS, spec_from_query
-from .registry import DEFAULT_MAX_LIVE, Registry
-from .sockets import SocketWire
+from .http import Answer, HttpConnection, Request
+from .registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
+from .routes import Routes
+from .sockets import TransportWire
 
-# What this module defines, and the names callers (tests, the demo, bench)
-# import from here although they live next door.
-__all__ = [
-    "DEFAULT_HEARTBEAT_S",
-    "DEFAULT_MAX_AGE_NS",
-    "DEFAULT_MAX_LIVE",
-    "DEFAULT_MAX_STREAMS",
-    "DEFAULT_REQUEST_TIMEOUT_S",
-    "DEFAULT_WRITE_TIMEOUT_S",
-    "JOURNAL_SIZE",
-    "LIVE_CSP",
-    "MAX_BODY_BYTES",
-    "MAX_ECHO_CHARS",
-    "MAX_HEADER_BYTES",
-    "MAX_ID_DIGITS",
-    "MAX_QUERY_FIELDS",
-    "MAX_REQUEST_LINE",
-    "REQUEST_QUEUE_SIZE",
-    "RETRY_AFTER_S",
-    "ConnectionLog",
-    "LiveConfig",
-    "LiveHandler",
-    "LiveServer",
-    "cli_main",
-    "make_server",
-    "spec_from_query",
-]
+__all__ = ["LiveServer", "cli_main", "make_server"]
+
+# How often a graceful shutdown looks whether everything has ended.
+_DRAIN_POLL_S = 0.02
+# What a connection closed at the end of the grace gets to flush its last frame.
+_FLUSH_S = 1.0
 
 
-
-# -- the server ------------------------------------------------------------------
-class LiveServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` with a registry, the live config and a journal of finished connections."""
-
-    daemon_threads = True
-    request_queue_size = REQUEST_QUEUE_SIZE
+class LiveServer:
+    """The live server: a bound socket, the shared state, and the loop that serves them (``serve_forever``)."""
 
     def __init__(self, address: tuple[str, int], *, registry: Registry | None = None,
                  config: LiveConfig | None = None) -> None:
         self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
         self.config = config if config is not None else LiveConfig()
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
-        self.wires: dict[str, SocketWire] = {}     # latest wire per stream, kept only when sampling
-        self.clock: RealClock = self.registry.clock
-        super().__init__(address, LiveHandler)
+        self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
+        self.clock = self.registry.clock
+        self.driver: Any = None
+        self.connections: set[HttpConnection] = set()
+        self.peak_connections = 0
+        host, port = address
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.create_server((host, port), family=family, backlog=REQUEST_QUEUE_SIZE)
+        self.socket.setblocking(False)
+        self.routes: Routes | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Future[float] | None = None
+        self._running = threading.Event()
+        self._finished = threading.Event()      # set when serve_forever has returned
+        self._shutdown_asked: float | None = None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -107,10 +102,143 @@ class LiveServer(ThreadingHTTPServer):
         return str(host), int(port)
 
     @property
+    def server_address(self) -> tuple[str, int]:
+        """``socketserver``'s name for ``address``."""
+        return self.address
+
+    @property
     def url(self) -> str:
-        """The base URL, with the port actually bound."""
+        """The base URL, with the port actually bound (an IPv6 host in brackets)."""
         host, port = self.address
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    # -- running ---------------------------------------------------------------------
+    def serve_forever(self, poll_interval: float = 0.5, *, signals: bool = False) -> None:
+        """Serve in this thread until ``shutdown`` (or, with ``signals``, SIGTERM/SIGINT).
+
+        ``poll_interval`` is accepted for ``socketserver``'s callers; the loop
+        wakes on events, not by polling.
+        """
+        del poll_interval
+        if self._shutdown_asked is not None:    # shutdown() came first
+            self._finished.set()
+            return
+        loop = new_loop()
+        self._finished.clear()
+        try:
+            loop.run_until_complete(self._serve(loop, signals))
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            self._finished.set()
+
+    async def _serve(self, loop: asyncio.AbstractEventLoop, signals: bool) -> None:
+        self._loop = loop
+        loop.set_exception_handler(self._loop_error)
+        self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
+        self.registry.driver = self.driver
+        self.routes = Routes(self, pages=PAGE_THREADS, real_pages=REAL_PAGES)
+        server = await loop.create_server(lambda: HttpConnection(self, loop), sock=self.socket)
+        self._stop = loop.create_future()
+        if self._shutdown_asked is not None:
+            self._stop.set_result(self._shutdown_asked)
+        if signals:
+            self.stop_on_signals()
+        self._running.set()
+        try:
+            grace_s = await self._stop
+            server.close()                       # stop accepting
+            await self._drain(grace_s)
+        finally:
+            self._running.clear()
+            self.routes.close()
+
+    def shutdown(self, grace_s: float = 0.0) -> None:
+        """Stop ``serve_forever`` (from another thread) and wait for it to return: streams get ``grace_s``.
+
+        As ``socketserver``'s: called before ``serve_forever`` has started, it
+        waits for it to start and stop at once.
+        """
+        self._shutdown_asked = grace_s
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(_settle, stop, grace_s)
+            except RuntimeError:
+                pass                            # the loop closed meanwhile: it has stopped
+        self._finished.wait(grace_s + 60)
+
+    def server_close(self) -> None:
+        """Close the listening socket (after ``shutdown``, or instead of serving)."""
+        self.socket.close()
+
+    def __enter__(self) -> LiveServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server_close()
+
+    def stop_on_signals(self) -> None:
+        """SIGTERM and SIGINT shut down gracefully (``config.grace_s``); call from the loop's thread."""
+        assert self._loop is not None and self._stop is not None
+        stop = self._stop
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._loop.add_signal_handler(sig, _settle, stop, self.config.grace_s)
+
+    async def _drain(self, grace_s: float) -> None:
+        for conn in list(self.connections):
+            if not conn.busy:
+                conn.close_after(0)              # requests still arriving: nothing to finish
+        deadline = time.monotonic() + grace_s
+        while any(c.busy for c in self.connections) and time.monotonic() < deadline:
+            await asyncio.sleep(_DRAIN_POLL_S)
+        assert self.routes is not None
+        while self.routes.in_flight and time.monotonic() < deadline + grace_s + 5:
+            await asyncio.sleep(_DRAIN_POLL_S)   # a page in flight is answered, even past the grace
+        for conn in list(self.connections):
+            conn.close_after(_FLUSH_S)
+        end = time.monotonic() + _FLUSH_S
+        while self.connections and time.monotonic() < end:
+            await asyncio.sleep(_DRAIN_POLL_S)
+
+    # -- what connections call ---------------------------------------------------------
+    def admit(self, connection: HttpConnection) -> bool:
+        self.connections.add(connection)
+        self.peak_connections = max(self.peak_connections, len(self.connections))
+        return len(self.connections) <= self.config.max_connections
+
+    def forget(self, connection: HttpConnection) -> None:
+        self.connections.discard(connection)
+
+    async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
+        assert self.routes is not None
+        return await self.routes.dispatch(request, connection)
+
+    def access(self, line: str) -> None:
+        if self.config.access_log:
+            print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+
+    # -- errors: one line each, never a traceback --------------------------------------------
+    def _process_error(self, exc: BaseException) -> None:
+        if not isinstance(exc, LogError):
+            print(f"tokenwire serve: a stream process failed: {type(exc).__name__}: {exc}", file=sys.stderr,
+                  flush=True)
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return                               # a client went away: not an error
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+            print(f"tokenwire serve: cannot accept: {exc.strerror}; pausing accepts for a second",
+                  file=sys.stderr, flush=True)
+            return
+        detail = f"{type(exc).__name__}: {exc}" if exc is not None else str(context.get("message"))
+        print(f"tokenwire serve: {detail}", file=sys.stderr, flush=True)
+
+
+def _settle(stop: asyncio.Future[float], grace_s: float) -> None:
+    if not stop.done():
+        stop.set_result(grace_s)
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, registry: Registry | None = None,
@@ -119,36 +247,57 @@ def make_server(host: str = "127.0.0.1", port: int = 0, *, registry: Registry | 
     return LiveServer((host, port), registry=registry, config=config)
 
 
+def raise_fd_limit() -> int:
+    """Raise this process's soft file-descriptor limit to its hard limit; returns the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else soft, hard))
+        except (ValueError, OSError):
+            return soft
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 # -- the command -------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenwire serve", description=(
         "Serve the report and the live SSE endpoints (POST /streams, GET /streams/<id>/events, "
-        "GET /stream, GET /live)."))
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port to bind, 0 for any free one (default 8000)")
-    parser.add_argument("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S,
-                        help=f"send ': ping' on a stream silent this long (default {DEFAULT_HEARTBEAT_S:g})")
-    parser.add_argument("--write-timeout-s", type=float, default=DEFAULT_WRITE_TIMEOUT_S,
-                        help=f"drop a client that takes nothing for this long (default {DEFAULT_WRITE_TIMEOUT_S:g})")
-    parser.add_argument("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
-                        help=f"drop a client that sends no request for this long "
-                             f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
-    parser.add_argument("--max-live", type=int, default=DEFAULT_MAX_LIVE,
-                        help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
-    parser.add_argument("--max-streams", type=int, default=DEFAULT_MAX_STREAMS,
-                        help=f"streams kept for resume; past it the least recently written is evicted "
-                             f"(default {DEFAULT_MAX_STREAMS})")
-    parser.add_argument("--max-age-s", type=int, default=DEFAULT_MAX_AGE_NS // 1_000_000_000,
-                        help=f"seconds a stream is kept for resume, in the in-memory log "
-                             f"(default {DEFAULT_MAX_AGE_NS // 1_000_000_000}; a Redis log has its own TTL)")
-    parser.add_argument("--quiet", action="store_true", help="no access log on stderr")
-    parser.add_argument("--log", default=None, metavar="URL",
-                        help="token log: 'memory' or redis://host:port/db to share streams between instances "
-                             "(default $TOKENWIRE_LOG_URL, else memory)")
+        "GET /stream, GET /live) on one event loop."))
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", help="address to bind, IPv4 or IPv6 (default 127.0.0.1)")
+    add("--port", type=int, default=8000, help="port to bind, 0 for any free one (default 8000)")
+    add("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S,
+        help=f"send ': ping' on a stream silent this long (default {DEFAULT_HEARTBEAT_S:g})")
+    add("--write-timeout-s", type=float, default=DEFAULT_WRITE_TIMEOUT_S,
+        help=f"drop a client that takes nothing for this long (default {DEFAULT_WRITE_TIMEOUT_S:g})")
+    add("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
+        help=f"drop a client whose request has not arrived whole in this long, or an idle connection "
+             f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
+    add("--max-live", type=int, default=DEFAULT_MAX_LIVE,
+        help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
+    add("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
+        help=f"open connections at once; more get an immediate 503 (default {DEFAULT_MAX_CONNECTIONS})")
+    add("--max-streams", type=int, default=DEFAULT_MAX_STREAMS,
+        help=f"streams kept for resume; past it one is evicted, never-read and finished ones first "
+             f"(default {DEFAULT_MAX_STREAMS})")
+    add("--max-age-s", type=int, default=DEFAULT_MAX_AGE_NS // 1_000_000_000,
+        help=f"seconds a stream is kept for resume, in the in-memory log "
+             f"(default {DEFAULT_MAX_AGE_NS // 1_000_000_000}; a Redis log has its own TTL)")
+    add("--create-burst", type=int, default=DEFAULT_CREATE_BURST,
+        help=f"streams one client address may create at once; more get 429 (default {DEFAULT_CREATE_BURST})")
+    add("--create-rate", type=float, default=DEFAULT_CREATE_RATE,
+        help=f"streams per second a client's allowance refills (default {DEFAULT_CREATE_RATE:g})")
+    add("--grace-s", type=float, default=DEFAULT_GRACE_S,
+        help=f"on SIGTERM/SIGINT, let open streams run to their end this long (default {DEFAULT_GRACE_S:g})")
+    add("--quiet", action="store_true", help="no access log on stderr")
+    add("--log", default=None, metavar="URL",
+        help="token log: 'memory' or redis://host:port/db to share streams between instances "
+             "(default $TOKENWIRE_LOG_URL, else memory)")
     return parser
 
 
-_FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s")
+_FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s",
+          "max_connections", "create_burst", "create_rate", "grace_s")
 
 
 def _flag_message(message: str) -> str:
@@ -159,6 +308,28 @@ def _flag_message(message: str) -> str:
     return message
 
 
+def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
+    config = LiveConfig(heartbeat_s=args.heartbeat_s, write_timeout_s=args.write_timeout_s,
+                        request_timeout_s=args.request_timeout_s, access_log=not args.quiet,
+                        max_connections=args.max_connections, grace_s=args.grace_s)
+    if not 0 < args.max_age_s <= 86_400 * 365:
+        raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
+    from .shared_stream import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
+    registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
+                             max_age_ns=args.max_age_s * 1_000_000_000, create_burst=args.create_burst,
+                             create_rate=args.create_rate)
+    return config, registry
+
+
+def _banner(server: LiveServer) -> str:
+    log = server.registry.log
+    where = getattr(log, "describe", lambda: "memory (this process only)")()
+    return (f"tokenwire serving on {server.url}/ ({loop_name()} loop); open in a browser:\n"
+            f"  {server.url}/?format=html   the report\n"
+            f"  {server.url}/live           a live stream you can watch\n"
+            f"token log: {where}; Ctrl-C stops (open streams get {server.config.grace_s:g} s to finish)")
+
+
 def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
     args = _parser().parse_args(argv)
@@ -166,22 +337,20 @@ def cli_main(argv: list[str]) -> int:
         print(f"tokenwire serve: --port must be from 0 to 65535, got {args.port!r}", file=sys.stderr)
         return 2
     try:
-        config = LiveConfig(heartbeat_s=args.heartbeat_s, write_timeout_s=args.write_timeout_s,
-                            request_timeout_s=args.request_timeout_s, access_log=not args.quiet)
-        if not 0 < args.max_age_s <= 86_400 * 365:
-            raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
-        from .shared_stream import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
-        registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
-                                 max_age_ns=args.max_age_s * 1_000_000_000)
+        config, registry = _setup(args)
     except ValueError as exc:
         print(f"tokenwire serve: {_flag_message(str(exc))}", file=sys.stderr)
         return 2
+    raise_fd_limit()
     try:
         server = make_server(args.host, args.port, registry=registry, config=config)
     except OSError as exc:
         print(f"tokenwire serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     with server:
-        print(f"tokenwire serving on {server.url}/  (live page: {server.url}/live; Ctrl-C stops)", flush=True)
-        server.serve_forever()
+        print(_banner(server), flush=True)
+        problem = getattr(registry.log, "check", lambda: None)()
+        if problem:
+            print(f"tokenwire serve: {problem}", file=sys.stderr, flush=True)
+        server.serve_forever(signals=True)
     return 0

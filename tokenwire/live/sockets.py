@@ -1,10 +1,12 @@
 """The socket wire: what a ``Send`` effect writes to when the reader is a real TCP peer.
 
-How this works: ``SocketWire.deliver`` is one ``sendall`` under the socket's
-write timeout.  It returns False, never raises, when the peer is gone: a
-reset, a broken pipe, or a peer that stopped reading for longer than the
-timeout (the kernel's send buffer is full and stays full).  The writer then
-disconnects from its stream, which cancels the producer.
+How this works: ``TransportWire.send`` writes a frame to an asyncio
+transport and answers when the kernel has taken it, without blocking the
+loop: at once, or later through flow control (``pause_writing`` /
+``resume_writing``).  It answers False, never raises, when the peer is
+gone: a reset, a broken pipe, or a peer that stopped reading for longer than
+the write timeout (the kernel's send buffer is full and stays full).  The
+writer then disconnects from its stream, which cancels the producer.
 
 The wire also keeps what the kernel-buffer report needs: the byte offset at
 which each token frame ends, so that "bytes sent but not yet read" can be
@@ -20,21 +22,32 @@ is read back with ``getsockopt`` and reported, never assumed.
 from __future__ import annotations
 
 import array
+import asyncio
 import bisect
 import fcntl
 import socket
 import termios
-import threading
+from collections.abc import Callable
+from typing import Protocol
 
 __all__ = [
     "DEFAULT_WRITE_TIMEOUT_S",
     "MAX_BUFFER_BYTES",
-    "SocketWire",
+    "TransportWire",
     "buffer_sizes",
     "recv_queue_bytes",
     "send_queue_bytes",
     "shrink_buffers",
 ]
+
+
+class SocketLike(Protocol):
+    """A socket, or the socket-like object an asyncio transport hands out."""
+
+    def fileno(self) -> int: ...
+    def getsockopt(self, level: int, option: int) -> int: ...
+    def setsockopt(self, level: int, option: int, value: int) -> None: ...
+
 
 # setsockopt takes a C int; Linux caps a buffer at net.core.wmem_max/rmem_max
 # anyway, so a larger request is a mistake, refused with a message.
@@ -46,7 +59,7 @@ MAX_BUFFER_BYTES = 2**31 - 1
 DEFAULT_WRITE_TIMEOUT_S = 10.0
 
 
-def _ioctl_int(sock: socket.socket, request: int) -> int | None:
+def _ioctl_int(sock: SocketLike, request: int) -> int | None:
     buf = array.array("i", [0])
     try:
         fcntl.ioctl(sock.fileno(), request, buf, True)
@@ -55,17 +68,17 @@ def _ioctl_int(sock: socket.socket, request: int) -> int | None:
     return int(buf[0])
 
 
-def send_queue_bytes(sock: socket.socket) -> int | None:
+def send_queue_bytes(sock: SocketLike) -> int | None:
     """Return the bytes in ``sock``'s kernel send queue (``TIOCOUTQ``), or None if unreadable."""
     return _ioctl_int(sock, termios.TIOCOUTQ)
 
 
-def recv_queue_bytes(sock: socket.socket) -> int | None:
+def recv_queue_bytes(sock: SocketLike) -> int | None:
     """Return the bytes in ``sock``'s kernel receive queue (``FIONREAD``), or None if unreadable."""
     return _ioctl_int(sock, termios.FIONREAD)
 
 
-def shrink_buffers(sock: socket.socket, *, sndbuf: int | None = None, rcvbuf: int | None = None) -> None:
+def shrink_buffers(sock: SocketLike, *, sndbuf: int | None = None, rcvbuf: int | None = None) -> None:
     """Ask the kernel for smaller socket buffers; raises ``ValueError`` for a size below 1.
 
     Set ``rcvbuf`` before ``connect`` (the window scale is fixed at the
@@ -79,7 +92,7 @@ def shrink_buffers(sock: socket.socket, *, sndbuf: int | None = None, rcvbuf: in
         sock.setsockopt(socket.SOL_SOCKET, option, value)
 
 
-def buffer_sizes(sock: socket.socket) -> tuple[int, int]:
+def buffer_sizes(sock: SocketLike) -> tuple[int, int]:
     """Return the effective ``(SO_SNDBUF, SO_RCVBUF)`` of ``sock`` in bytes, as the kernel reports them."""
     return (sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF),
             sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
@@ -90,64 +103,97 @@ def buffer_sizes(sock: socket.socket) -> tuple[int, int]:
 _TOKEN_LINE = b"event: token\n"
 
 
-class SocketWire:
-    """A ``Wire`` over a connected socket.
+class TransportWire:
+    """A ``LoopWire`` over an asyncio transport: a ``Send`` completes once the kernel has taken the frame.
 
-    ``bytes_sent``/``frames_sent`` count what ``sendall`` handed to the
-    kernel; ``failure`` names why the peer was declared gone (None while it
-    is not); ``send_queue_high`` is the deepest ``TIOCOUTQ`` seen right after
-    a send when ``sample`` is on.
+    The transport's write buffer limit is zero, so a write the kernel does
+    not take whole pauses the connection's protocol, which calls ``pause``;
+    the writer then waits (``send`` returns None) until ``resume`` (drained),
+    ``lost`` (the peer is gone) or ``write_timeout_s`` without progress (the
+    connection is aborted).  Only this connection's writer waits: the loop
+    goes on.  ``bytes_sent``/``frames_sent`` count what was written;
+    ``failure`` names why the peer was declared gone (None while it is not);
+    ``send_queue_high`` is the deepest ``TIOCOUTQ`` seen after a send when
+    ``sample`` is on.
     """
 
-    def __init__(self, sock: socket.socket, *, write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
-                 sample: bool = False) -> None:
+    def __init__(self, transport: asyncio.WriteTransport, loop: asyncio.AbstractEventLoop, *,
+                 write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S, sample: bool = False) -> None:
         if not write_timeout_s > 0:
             raise ValueError(f"write_timeout_s must be a positive number of seconds, got {write_timeout_s!r}")
-        self.sock = sock
+        self.transport, self.loop = transport, loop
+        self.sock = transport.get_extra_info("socket")
         self.write_timeout_s = write_timeout_s
         self.sample = sample
         self.bytes_sent = 0
         self.frames_sent = 0
         self.failure: str | None = None
         self.send_queue_high = 0
+        self.paused = False
         self._token_ends: list[int] = []      # byte offset where each token frame ends
-        self._lock = threading.Lock()         # the offsets are read by another thread in the demo
-        sock.settimeout(write_timeout_s)
+        self._waiter: Callable[[bool], None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        transport.set_write_buffer_limits(high=0, low=0)
 
-    def ready_at(self) -> int:
-        # The kernel is the judge of readiness: sendall blocks while the send
-        # buffer is full, so the writer never has to wait before trying.
-        return 0
-
-    def deliver(self, frame: bytes, now: int) -> bool:
-        """Send ``frame`` whole; returns False (and records why) when the peer is gone."""
-        if self.failure is not None:
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
+        """Write ``frame``; True if the kernel took it, False if the peer is gone, None: ``resume`` is called later."""
+        if self.failure is not None or self.transport.is_closing():
+            self.failure = self.failure or "connection closed"
             return False
-        try:
-            self.sock.sendall(frame)
-        except TimeoutError:
-            self.failure = f"write timeout: nothing taken for {self.write_timeout_s:g} s"
-            return False
-        except OSError as exc:   # BrokenPipeError, ConnectionResetError, a closed socket
-            self.failure = f"{type(exc).__name__}: {exc.strerror or exc}"
-            return False
-        with self._lock:
-            self.bytes_sent += len(frame)
-            self.frames_sent += 1
-            if frame.startswith(_TOKEN_LINE) or b"\n" + _TOKEN_LINE in frame:
-                self._token_ends.append(self.bytes_sent)
+        self.transport.write(frame)
+        self.bytes_sent += len(frame)
+        self.frames_sent += 1
+        if frame.startswith(_TOKEN_LINE) or b"\n" + _TOKEN_LINE in frame:
+            self._token_ends.append(self.bytes_sent)
         if self.sample:
-            queued = send_queue_bytes(self.sock)
-            if queued is not None and queued > self.send_queue_high:
-                self.send_queue_high = queued
-        return True
+            self._sample()
+        if not self.paused:
+            return True
+        self._waiter = resume
+        self._timer = self.loop.call_later(self.write_timeout_s, self._timed_out)
+        return None
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        self._wake(True)
+
+    def lost(self, exc: BaseException | None) -> None:
+        """The connection is gone: a waiting writer learns it now."""
+        if self.failure is None:
+            self.failure = "connection closed" if exc is None else f"{type(exc).__name__}: {exc}"
+        self._wake(False)
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        self.failure = f"write timeout: nothing taken for {self.write_timeout_s:g} s"
+        self.transport.abort()
+        self._wake(False)
+
+    def _wake(self, ok: bool) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter(ok)
+
+    def _sample(self) -> None:
+        queued = send_queue_bytes(self.sock)
+        if queued is not None and queued > self.send_queue_high:
+            self.send_queue_high = queued
 
     def tokens_beyond(self, received_bytes: int) -> int:
         """Return how many token frames were sent whole but end past ``received_bytes`` of the stream."""
-        with self._lock:
-            return len(self._token_ends) - bisect.bisect_right(self._token_ends, received_bytes)
+        ends = list(self._token_ends)
+        return len(ends) - bisect.bisect_right(ends, received_bytes)
 
     def snapshot(self) -> tuple[int, int]:
-        """Return ``(bytes_sent, token frames sent)`` consistently."""
-        with self._lock:
-            return self.bytes_sent, len(self._token_ends)
+        """Return ``(bytes handed to the kernel, token frames sent)``."""
+        try:
+            buffered = self.transport.get_write_buffer_size()
+        except (AttributeError, RuntimeError):
+            buffered = 0
+        return self.bytes_sent - buffered, len(self._token_ends)

@@ -1,0 +1,321 @@
+"""HTTP/1.1 for the live server: one ``asyncio.Protocol`` per connection, each request parsed by h11.
+
+How this works: bytes arrive in ``data_received`` and go to an
+``h11.Connection`` (sans-IO and strict: a bare CR or a NUL in a header, two
+different ``Content-Length``s, a missing ``Host`` are its
+``RemoteProtocolError``, answered 400 at once).  Before h11 sees them, the
+head is held to this server's own limits so each has its own status: a
+request line past ``MAX_REQUEST_LINE`` is 414, headers past
+``MAX_HEADER_BYTES`` or ``MAX_HEADERS`` lines 431, an HTTP/0.9 line or one
+that is not three words 400, a method this server does not know 501.
+
+A request has ``request_timeout_s`` in total to arrive (request line,
+headers, and a ``POST /streams`` body), however slowly it trickles in: one
+loop timer from the connection's start, never restarted by a byte.  Then the
+server's ``dispatch`` answers it with an ``Answer`` (written whole, and the
+connection closed: one request per connection, as before) or an
+``EventStream`` (the connection's writer process runs on the event-loop
+driver, writing through a ``TransportWire``).  Transport flow control
+(``pause_writing``/``resume_writing``) is handed to that wire, so a slow
+reader holds only its own writer.  A client that goes away is not an
+error: at most one access-log line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Protocol
+
+import h11
+
+from .config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
+from .params import utf8
+from .sockets import TransportWire
+
+__all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
+           "text_answer"]
+
+# Methods some route of this server answers (with 405 where a path does not
+# take one); any other method is 501, as RFC 9110 asks of a method the
+# server does not implement.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+# More header lines than any browser sends (20-30); 100 is http.server's own limit.
+MAX_HEADERS = 100
+# What h11 may buffer for one event: our limits on the head, and a little slack.
+_H11_BUFFER = MAX_REQUEST_LINE + MAX_HEADER_BYTES + 1024
+_VERSION = re.compile(rb"HTTP/1\.[01]")
+# The answer to a refused request sent right after accepting it (--max-connections).
+_REFUSED = "too many open connections: this server holds at most {cap}"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One parsed request: the target decoded as UTF-8, header names lower-cased, the body (POST only)."""
+
+    method: str
+    target: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    client: str
+
+    @property
+    def path(self) -> str:
+        return self.target.partition("?")[0]
+
+    @property
+    def query(self) -> str:
+        return self.target.partition("?")[2].partition("#")[0]
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of header ``name`` (lower-case), as Latin-1 text."""
+        return [value for key, value in self.headers if key == name]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A complete response: status, headers without ``Content-Length``, body (left out for HEAD)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes = b""
+
+
+class Host(Protocol):
+    """What a connection needs of its server."""
+
+    config: LiveConfig
+
+    def admit(self, connection: HttpConnection) -> bool: ...
+    def forget(self, connection: HttpConnection) -> None: ...
+    def dispatch(self, request: Request, connection: HttpConnection) -> Awaitable[Answer | None]: ...
+    def access(self, line: str) -> None: ...
+
+
+_date_cache: tuple[int, str] = (0, "")
+
+
+def _date() -> str:
+    global _date_cache
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache = (now, email.utils.formatdate(now, usegmt=True))
+    return _date_cache[1]
+
+
+def head_bytes(status: int, headers: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> bytes:
+    """The status line and headers of a response (``Server``, ``Date`` and ``Connection: close`` added)."""
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Unknown"
+    lines = [f"HTTP/1.1 {status} {reason}", "Server: tokenwire", f"Date: {_date()}",
+             *(f"{name}: {value}" for name, value in headers), "Connection: close", "", ""]
+    return "\r\n".join(lines).encode("latin-1", "replace")
+
+
+def text_answer(status: int, message: str, extra: tuple[tuple[str, str], ...] = ()) -> Answer:
+    """A one-line plain-text error (what a request that never reached a route gets)."""
+    headers = (("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff"),
+               ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"), *extra)
+    return Answer(status, headers, f"{status} {message}\n".encode("utf-8", "replace"))
+
+
+def _precheck(buf: bytes) -> Answer | None:
+    """This server's limits on a request head so far; None while it is within them."""
+    end = buf.find(b"\n")
+    line = buf if end < 0 else buf[:end].rstrip(b"\r")
+    if len(line) > MAX_REQUEST_LINE:
+        return text_answer(414, f"request line longer than {MAX_REQUEST_LINE} bytes")
+    if end < 0:
+        return None
+    words = line.split(b" ")
+    if len(words) == 2:
+        return text_answer(400, "HTTP/0.9 requests are not served; send HTTP/1.0 or HTTP/1.1")
+    if len(words) != 3:
+        return text_answer(400, f"malformed request line {utf8(line[:80].decode('latin-1'))!r}")
+    if not _VERSION.fullmatch(words[2]):
+        return text_answer(400, f"unsupported HTTP version {words[2][:20].decode('latin-1')!r}; "
+                                "send HTTP/1.0 or HTTP/1.1")
+    method = words[0].decode("latin-1")
+    if method not in KNOWN_METHODS:
+        return text_answer(501, f"method {method[:20]!r} is not implemented here")
+    stop = buf.find(b"\r\n\r\n", end)
+    fields = buf[end + 1: None if stop < 0 else stop]
+    if len(fields) > MAX_HEADER_BYTES or fields.count(b"\n") >= MAX_HEADERS:
+        return text_answer(431, f"request headers longer than {MAX_HEADER_BYTES} bytes or {MAX_HEADERS} lines")
+    if stop >= 0 and method == "POST" and words[1].partition(b"?")[0] == b"/streams":
+        return _body_limits(fields)
+    return None
+
+
+def _body_limits(fields: bytes) -> Answer | None:
+    """``POST /streams`` reads a body of at most ``MAX_BODY_BYTES`` and never a chunked one."""
+    for line in fields.split(b"\n"):
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"transfer-encoding":
+            return text_answer(411, "send the parameters in the query string; chunked bodies are refused")
+        if name == b"content-length":
+            value = value.strip()
+            if value.isdigit() and len(value) <= 9 and int(value) > MAX_BODY_BYTES:
+                return text_answer(413, f"request body of {int(value)} bytes; at most {MAX_BODY_BYTES} are read")
+    return None
+
+
+class HttpConnection(asyncio.Protocol):
+    """One client connection: read a request under one deadline, answer it, close."""
+
+    def __init__(self, host: Host, loop: asyncio.AbstractEventLoop) -> None:
+        self.host, self.loop = host, loop
+        self.transport: asyncio.Transport | None = None
+        self.client = "-"
+        self.wire: TransportWire | None = None        # set while an event stream is written
+        self.busy = False                             # a request was read: answering it
+        self.closed = False
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=_H11_BUFFER)
+        self._head = b""
+        self._request: h11.Request | None = None
+        self._body = bytearray()
+        self._deadline: asyncio.TimerHandle | None = None
+        self._task: asyncio.Future[Any] | None = None
+
+    # -- asyncio.Protocol ------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.client = str(peer[0]) if isinstance(peer, tuple) else "-"
+        if not self.host.admit(self):
+            self.answer(text_answer(503, _REFUSED.format(cap=self.host.config.max_connections),
+                                    (("Retry-After", "1"),)), log=False)
+            return
+        self._deadline = self.loop.call_later(self.host.config.request_timeout_s, self._too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        if self.busy or self.closed:
+            return                          # nothing is read after the request (an SSE client says nothing)
+        if self._request is None:
+            self._head += data
+            refused = _precheck(self._head)
+            if refused is not None:
+                self.answer(refused)
+                return
+        try:
+            self._h11.receive_data(data)
+            self._events()
+        except h11.RemoteProtocolError as exc:
+            self.answer(text_answer(exc.error_status_hint, f"bad request: {exc}"))
+
+    def eof_received(self) -> bool | None:
+        if self.busy:
+            return True      # the client has said all it will: the answer (or the stream) still goes out
+        self._close()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._cancel_deadline()
+        if self.wire is not None:
+            self.wire.lost(exc)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self.host.forget(self)
+
+    def pause_writing(self) -> None:
+        if self.wire is not None:
+            self.wire.pause()
+
+    def resume_writing(self) -> None:
+        if self.wire is not None:
+            self.wire.resume()
+
+    # -- the request ---------------------------------------------------------------
+    def _events(self) -> None:
+        while not self.busy:
+            event = self._h11.next_event()
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            if isinstance(event, h11.Request):
+                self._request = event
+                if not self._wants_body(event):
+                    self._dispatch()
+            elif isinstance(event, h11.Data):
+                self._body += event.data
+                if len(self._body) > MAX_BODY_BYTES:
+                    self.answer(text_answer(413, f"request body longer than {MAX_BODY_BYTES} bytes"))
+                    return
+            elif isinstance(event, h11.EndOfMessage):
+                self._dispatch()
+            elif isinstance(event, h11.ConnectionClosed):
+                self._close()
+                return
+
+    def _wants_body(self, event: h11.Request) -> bool:
+        """Only ``POST /streams`` reads its body (a form post, at most ``MAX_BODY_BYTES``); others ignore it."""
+        return event.method == b"POST" and event.target.partition(b"?")[0] == b"/streams"
+
+    def _dispatch(self) -> None:
+        event = self._request
+        assert event is not None
+        self.busy = True
+        self._cancel_deadline()
+        headers = tuple((name.decode("latin-1"), value.decode("latin-1")) for name, value in event.headers)
+        request = Request(event.method.decode("latin-1"), utf8(event.target.decode("latin-1")), headers,
+                          bytes(self._body), self.client)
+        self._task = asyncio.ensure_future(self._answer(request))
+
+    async def _answer(self, request: Request) -> None:
+        answer = await self.host.dispatch(request, self)
+        if answer is not None:                       # None: an event stream took over the connection
+            self.answer(answer, request=request)
+
+    # -- answers -------------------------------------------------------------------
+    def answer(self, answer: Answer, *, request: Request | None = None, log: bool = True) -> None:
+        """Write ``answer`` whole (no body for HEAD) and close the connection."""
+        if self.closed or self.transport is None:
+            return
+        self.busy = True
+        self._cancel_deadline()
+        head_only = request is not None and request.method == "HEAD"
+        body = b"" if head_only or answer.status in (204, 304) else answer.body
+        length = () if answer.status in (204, 304) else (("Content-Length", str(len(answer.body))),)
+        self.transport.write(head_bytes(answer.status, (*answer.headers, *length)) + body)
+        if log:
+            self.log(request, answer.status, len(body))
+        self._close()
+
+    def log(self, request: Request | None, status: int, size: int) -> None:
+        line = "-" if request is None else f"{request.method} {request.target[:200]}"
+        self.host.access(f'{self.client} "{line}" {status} {size}')
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.busy:      # slowloris, or an idle connection: its time is up
+            self._close(abort=True)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _close(self, abort: bool = False) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+    def close_after(self, flush_s: float) -> None:
+        """Close now, leaving ``flush_s`` for what is written to drain before the connection is aborted."""
+        self._close()
+        if self.transport is not None:
+            self.loop.call_later(flush_s, self.transport.abort)
+
+
+Dispatch = Callable[[Request, HttpConnection], Awaitable[Answer | None]]
