@@ -22,6 +22,8 @@ on the virtual clock:
   out, or lost the peer); an in-memory ``Wire`` (``MemoryReader``) is
   waited for until it is ready, then delivered to.
 - ``Spawn``: the new process starts on the next loop turn.
+- ``Await``: the awaitable runs as a task; the process resumes with its
+  result, or has its exception thrown in.
 
 A process that finishes resolves its future with the generator's return
 value (or its exception).  ``LoopDriver.private()`` makes a driver on a loop
@@ -41,7 +43,7 @@ from typing import Any, Protocol
 
 from .core.channel import Outcome, Taken
 from .core.clock import RealClock
-from .core.effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn
+from .core.effects import TIMEOUT, Await, Get, Process, Put, Send, Sleep, Spawn
 from .core.reader import Wire
 from .core.sync import SingleThread
 
@@ -164,10 +166,13 @@ class LoopDriver:
         if self.running == 0 and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
 
-    def _step(self, p: _Proc, value: object) -> None:
+    def _step(self, p: _Proc, value: object, error: BaseException | None = None) -> None:
         for _ in range(STEPS_PER_TURN):
             try:
-                effect = p.gen.send(value)
+                if error is not None:
+                    effect, error = p.gen.throw(error), None
+                else:
+                    effect = p.gen.send(value)
             except StopIteration as stop:
                 self._end(p, stop.value)
                 return
@@ -186,12 +191,24 @@ class LoopDriver:
             elif kind is Spawn:
                 (self.spawn_hook or self.spawn)(effect.process)  # type: ignore[union-attr]
                 value = None
+            elif kind is Await:
+                task = asyncio.ensure_future(effect.awaitable, loop=self.loop)  # type: ignore[union-attr]
+                task.add_done_callback(partial(self._awaited, p))
+                return
             else:
                 got = self._attempt(p, effect)  # type: ignore[arg-type]
                 if got is _PARKED:
                     return
                 value = got
         self.loop.call_soon(self._step, p, value)
+
+    def _awaited(self, p: _Proc, task: asyncio.Future[Any]) -> None:
+        if task.cancelled():
+            self._step(p, None, asyncio.CancelledError())
+        elif task.exception() is not None:
+            self._step(p, None, task.exception())
+        else:
+            self._step(p, task.result())
 
     # -- time ------------------------------------------------------------------
     def _sleep(self, p: _Proc, ns: int) -> None:

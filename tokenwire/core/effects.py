@@ -20,7 +20,7 @@ from .frames import TokenItem
 if TYPE_CHECKING:
     from .channel import BoundedChannel, Outcome, Taken
 
-__all__ = ["Effect", "Get", "Mailbox", "Process", "Put", "Send", "Sleep", "Spawn", "TokenItem", "TIMEOUT"]
+__all__ = ["Await", "Effect", "Get", "Mailbox", "Process", "Put", "Send", "Sleep", "Spawn", "TokenItem", "TIMEOUT"]
 
 
 class Mailbox(Protocol):
@@ -84,6 +84,18 @@ class Spawn:
     process: Process
 
 
+@dataclass(slots=True)
+class Await:
+    """Wait for ``awaitable`` (a model's next token, a network call); real-time drivers only.
+
+    Returns its result, or raises its exception inside the process.  The core
+    never makes one itself: it is how an edge puts I/O of its own (an async
+    iterator of tokens, an async client) into a process without blocking.
+    """
+
+    awaitable: Any
+
+
 class _Timeout:
     def __repr__(self) -> str:
         return "TIMEOUT"
@@ -91,5 +103,5 @@ class _Timeout:
 
 TIMEOUT: Any = _Timeout()
 
-Effect = Sleep | Put | Get | Send | Spawn
+Effect = Sleep | Put | Get | Send | Spawn | Await
 Process = Generator[Effect, Any, Any]

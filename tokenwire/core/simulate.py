@@ -22,7 +22,7 @@ from typing import Any
 
 from .channel import Outcome, Taken
 from .clock import VirtualClock
-from .effects import Get, Process, Put, Send, Sleep, Spawn
+from .effects import Await, Get, Process, Put, Send, Sleep, Spawn
 from .reader import Wire
 
 __all__ = ["Deadlock", "Simulation"]
@@ -82,6 +82,8 @@ class Simulation:
             elif kind is Spawn:
                 self.spawn(effect.process)  # type: ignore[union-attr]
                 self._ready.append((proc, wire, None))
+            elif kind is Await:
+                raise TypeError("a process yielded Await on the virtual clock: only a real-time driver awaits")
             elif not self._attempt(proc, wire, effect, self.clock.now()):  # type: ignore[arg-type]
                 parked = _Parked(proc, wire, effect, self.clock.now(), _notified(effect))  # type: ignore[arg-type]
                 self._parked.append(parked)
