@@ -161,7 +161,20 @@ def test_query_and_cli_agree(values: dict[str, str]) -> None:
             outcomes.append(parse(arg))  # type: ignore[operator]
         except ParamError as exc:
             outcomes.append(str(exc))
-    assert outcomes[0] == outcomes[1]
+    assert _as_flags(outcomes[0]) == outcomes[1]
+
+
+def _as_flags(outcome: object) -> object:
+    """A query's error message as the command words it: the parameter named as its flag."""
+    if not isinstance(outcome, str):
+        return outcome
+    for name in ReportParams.__dataclass_fields__:
+        flag = "--" + name.replace("_", "-")
+        if outcome.startswith(f"{name} must"):
+            return flag + outcome[len(name):]
+        if outcome.startswith(f"parameter {name!r} given"):
+            return f"flag {flag}" + outcome[len(f"parameter {name!r}"):]
+    return outcome
 
 
 def test_cli_flags_take_both_spellings_and_both_forms() -> None:
@@ -177,8 +190,9 @@ def test_cli_flags_take_both_spellings_and_both_forms() -> None:
     (["--tokens"], "flag --tokens needs a value"),
     (["block"], "unexpected argument 'block'; flags look like --tokens 70 (see --help)"),
     (["--"], "unexpected argument '--'; flags look like --tokens 70 (see --help)"),
-    (["--tokens", "5", "--tokens=6"], "parameter 'tokens' given more than once ('5' and '6'); give it once"),
-    (["--reader-ms", "nan"], f"reader_ms must be a number of milliseconds from 0 to 100 {MS}; got 'nan'"),
+    (["--tokens", "5", "--tokens=6"], "flag --tokens given more than once ('5' and '6'); give it once"),
+    (["--cut-after", "70"], "--cut-after must be a whole number from 0 to tokens-1 (69); got '70'"),
+    (["--reader-ms", "nan"], f"--reader-ms must be a number of milliseconds from 0 to 100 {MS}; got 'nan'"),
 ])
 def test_bad_cli_flags(argv: list[str], message: str) -> None:
     with pytest.raises(ParamError) as caught:

@@ -86,6 +86,12 @@ class Report:
         present = {row.policy for row in self.buffer}
         return tuple(p for p in POLICIES if p not in present)
 
+    @property
+    def same_loss(self) -> bool:
+        """True when drop-newest and drop-oldest both ran and lost the same number of tokens (more than none)."""
+        present = {row.policy: row.dropped for row in self.buffer}
+        return present.get("drop-newest", 0) == present.get("drop-oldest", -1) > 0
+
     def row(self, policy: str) -> PolicyRow:
         """Return section 3's row for ``policy``; raises ``KeyError``."""
         for row in self.buffer:

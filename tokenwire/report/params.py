@@ -13,14 +13,19 @@ all accept.
 
 ``cut_after`` defaults to 18, or to half the answer when the answer is 18
 tokens or shorter, so that ``?tokens=10`` alone is valid; an explicit value
-must still be below ``tokens``.  The same module is meant for the live
-server's ``POST /streams?...``.
+must be from 0 to ``tokens - 1`` (``cut_after_message``: one range and one
+message for the report, ``/live``, the command and the demo).  An empty
+``cut_after`` is the default too: the page's form leaves the field blank so
+that the cut follows whatever ``tokens`` the visitor picks.  The same module
+is meant for the live server's ``POST /streams?...``.  Messages name
+parameters as the query does (``reader_ms``) or, from ``parse_cli``, as flags
+(``--reader-ms``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
@@ -35,6 +40,7 @@ __all__ = [
     "ParamError",
     "ReportParams",
     "cli_usage",
+    "cut_after_message",
     "parse_cli",
     "parse_pairs",
     "parse_query",
@@ -74,6 +80,11 @@ MAX_ECHO_CHARS = 40
 
 _INT = re.compile(r"[0-9]{1,10}")
 _DECIMAL = re.compile(r"(?:[0-9]{1,6}(?:\.[0-9]{0,6})?|\.[0-9]{1,6})")
+
+
+def cut_after_message(tokens: int, value: str, label: str = "cut_after") -> str:
+    """The one refusal of a ``cut_after`` outside 0..tokens-1 (0: the connection dies before the first token)."""
+    return f"{label} must be a whole number from 0 to tokens-1 ({tokens - 1}); got {_echo(value)}"
 
 
 def default_cut_after(tokens: int) -> int:
@@ -173,71 +184,80 @@ def parse_query(query: str) -> ReportParams:
     return parse_pairs(pairs)
 
 
-def parse_pairs(pairs: Iterable[tuple[str, str]]) -> ReportParams:
-    """Return the parameters for ``(name, raw value)`` pairs; raises ``ParamError``."""
+def parse_pairs(pairs: Iterable[tuple[str, str]], *, flags: bool = False) -> ReportParams:
+    """Return the parameters for ``(name, raw value)`` pairs; raises ``ParamError``.
+
+    ``flags``: the pairs came from the command line, so a message names ``--reader-ms``, not ``reader_ms``.
+    """
     given: dict[str, str] = {}
     for name, value in pairs:
         if name not in NAMES:
             raise ParamError(f"unknown parameter {_echo(name)} (given {_echo(value)}); "
                              f"allowed: {', '.join(NAMES)}")
         if name in given:
-            raise ParamError(f"parameter {name!r} given more than once ({_echo(given[name])} and "
-                             f"{_echo(value)}); give it once")
+            what = f"flag {_flag(name)}" if flags else f"parameter {name!r}"
+            raise ParamError(f"{what} given more than once ({_echo(given[name])} and {_echo(value)}); give it once")
         given[name] = value
-    return ReportParams(**_validate(given))
+    return ReportParams(**_validate(given, _flag if flags else str))
 
 
-def _validate(given: Mapping[str, str]) -> dict[str, Any]:
-    """Return the typed values for raw ``given`` strings, defaults filled in."""
-    tokens = _int(given, "tokens", MIN_TOKENS, MAX_TOKENS)
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _validate(given: Mapping[str, str], label: Callable[[str], str] = str) -> dict[str, Any]:
+    """Return the typed values for raw ``given`` strings, defaults filled in; ``label`` names a parameter."""
+    tokens = _int(given, "tokens", MIN_TOKENS, MAX_TOKENS, label)
     tokens = _DEFAULT["tokens"] if tokens is None else tokens
-    cut = _int(given, "cut_after", 0, tokens - 1, f"0 to tokens-1 ({tokens - 1})")
-    buffer, seed = _int(given, "buffer", 1, MAX_BUFFER), _int(given, "seed", 0, MAX_SEED)
+    cut = _int(given, "cut_after", 0, tokens - 1, label) if given.get("cut_after") else None
+    buffer, seed = _int(given, "buffer", 1, MAX_BUFFER, label), _int(given, "seed", 0, MAX_SEED, label)
     return {
-        "scenario": _scenario(given.get("scenario", _DEFAULT["scenario"])),
-        "format": _choice(given, "format", FORMATS),
-        "clock": _choice(given, "clock", CLOCKS),
+        "scenario": _scenario(given.get("scenario", _DEFAULT["scenario"]), label),
+        "format": _choice(given, "format", FORMATS, label),
+        "clock": _choice(given, "clock", CLOCKS, label),
         "tokens": tokens,
         "buffer": _DEFAULT["buffer"] if buffer is None else buffer,
-        "reader_ms": _decimal(given, "reader_ms", 0.0, MAX_READER_MS),
-        "producer_ms": _decimal(given, "producer_ms", MIN_PRODUCER_MS, MAX_PRODUCER_MS),
+        "reader_ms": _decimal(given, "reader_ms", 0.0, MAX_READER_MS, label),
+        "producer_ms": _decimal(given, "producer_ms", MIN_PRODUCER_MS, MAX_PRODUCER_MS, label),
         "cut_after": default_cut_after(tokens) if cut is None else cut,
         "seed": _DEFAULT["seed"] if seed is None else seed,
     }
 
 
-def _scenario(value: str) -> str:
+def _scenario(value: str, label: Callable[[str], str]) -> str:
     canonical = SCENARIO_ALIASES.get(value, value)
     if canonical not in SCENARIOS:
-        raise ParamError(f"scenario must be one of baseline, block, drop-newest (or drop), drop-oldest, "
+        raise ParamError(f"{label('scenario')} must be one of baseline, block, drop-newest (or drop), drop-oldest, "
                          f"disconnect; got {_echo(value)}")
     return canonical
 
 
-def _choice(given: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+def _choice(given: Mapping[str, str], name: str, allowed: tuple[str, ...], label: Callable[[str], str]) -> str:
     value = given.get(name, str(_DEFAULT[name]))
     if value not in allowed:
-        raise ParamError(f"{name} must be one of {', '.join(allowed)}; got {_echo(value)}")
+        raise ParamError(f"{label(name)} must be one of {', '.join(allowed)}; got {_echo(value)}")
     return value
 
 
-def _int(given: Mapping[str, str], name: str, low: int, high: int, span: str | None = None) -> int | None:
+def _int(given: Mapping[str, str], name: str, low: int, high: int, label: Callable[[str], str]) -> int | None:
     """Return the int given for ``name``, None if absent; raises ``ParamError``."""
     raw = given.get(name)
     if raw is None:
         return None
     if _INT.fullmatch(raw) and low <= int(raw) <= high:
         return int(raw)
-    raise ParamError(f"{name} must be a whole number from {span or f'{low} to {high}'}; got {_echo(raw)}")
+    if name == "cut_after":
+        raise ParamError(cut_after_message(high + 1, raw, label(name)))
+    raise ParamError(f"{label(name)} must be a whole number from {low} to {high}; got {_echo(raw)}")
 
 
-def _decimal(given: Mapping[str, str], name: str, low: float, high: float) -> float:
+def _decimal(given: Mapping[str, str], name: str, low: float, high: float, label: Callable[[str], str]) -> float:
     raw = given.get(name)
     if raw is None:
         return float(_DEFAULT[name])
     if _DECIMAL.fullmatch(raw) and low <= float(raw) <= high:
         return float(raw)
-    raise ParamError(f"{name} must be a number of milliseconds from {_plain(low)} to {_plain(high)} "
+    raise ParamError(f"{label(name)} must be a number of milliseconds from {_plain(low)} to {_plain(high)} "
                      f"(like 3 or 0.5, at most 6 decimals); got {_echo(raw)}")
 
 
@@ -294,4 +314,4 @@ def parse_cli(argv: list[str]) -> ReportParams:
                 raise ParamError(f"flag --{flag} needs a value")
             value = following
         pairs.append((name, value))
-    return parse_pairs(pairs)
+    return parse_pairs(pairs, flags=True)

@@ -4,7 +4,11 @@ How this works: ``render(query)`` parses the query (``params``), builds the
 report model once (``model``) and lays it out: ``report.txt`` and
 ``report.html`` are jinja2 templates (``templating``), the HTML page's SVG
 charts are computed in ``charts``, and JSON is ``json.dumps`` of the dict
-``to_json`` builds from the same record.  ``cli_main`` is ``tokenwire report``.
+``to_json`` builds from the same record.  ``cli_main`` is ``tokenwire report``;
+its report speaks of flags and the command (``voice.COMMAND``), a page of
+query parameters.  What only the HTML or JSON needs (charts, the
+stylesheet, ``json``) is imported when first used: a serverless cold start
+that answers in text does not pay for it.
 
 A report measured over sockets (``tokenwire demo``, ``Report.sockets``)
 goes through the same templates and ``report_json``: the templates switch
@@ -14,11 +18,10 @@ the title, the clock line and the closing on ``r.sockets`` and add section
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from .charts import charts
 from .model import Report, build_report
 from .params import (
     MAX_BUFFER,
@@ -32,14 +35,14 @@ from .params import (
     ParamError,
     ReportParams,
     cli_usage,
+    default_cut_after,
     parse_cli,
     parse_query,
 )
 from .plan import virtual_wall_ms
-from .templating import CSP, CSS, ENV
-from .to_json import report_json
+from .voice import COMMAND, PAGE, Voice
 
-__all__ = ["REAL_BUDGET_MS", "cli_main", "render", "render_report", "report_json"]
+__all__ = ["CSP", "REAL_BUDGET_MS", "cli_main", "live_query", "render", "render_report", "report_json"]
 
 # A real-clock page runs every scenario on threads, one after another; past
 # this estimate (from the virtual clock) the visitor waits too long and the
@@ -56,6 +59,20 @@ CONTENT_TYPES = {"text": "text/plain; charset=utf-8", "json": "application/json;
                  "html": "text/html; charset=utf-8"}
 
 
+def __getattr__(name: str) -> Any:
+    # The page's Content-Security-Policy hashes its stylesheet: computed when
+    # first asked for, so a text page's cold start does not read the CSS.
+    if name == "CSP":
+        from .templating import csp
+        return csp()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """Return the report as a JSON-ready dict (``to_json.report_json``, imported when first used)."""
+    from .to_json import report_json as to_json
+    return to_json(report)
+
 
 # ------------------------------------------------------------ pages
 
@@ -64,8 +81,28 @@ def _links(params: ReportParams) -> list[tuple[str, str, bool]]:
     return [(name, "?" + params.query(scenario=name, format="html"), name == params.scenario) for name in SCENARIOS]
 
 
-def render_report(report: Report) -> bytes:
-    """Return the report's body in its params' format, as UTF-8 bytes.
+def live_query(params: ReportParams) -> str:
+    """Return the ``/live`` query for the same parameters (no ``?``): the producer's, and the report's cut.
+
+    The live page's reader is the browser, so ``reader_ms``, ``clock`` and
+    ``format`` stay behind; its cut is explicit (live, no ``cut_after`` means no cut).
+    """
+    same = params.query(format="text", clock="virtual", reader_ms=3.0, cut_after=default_cut_after(params.tokens))
+    return (same + "&" if same else "") + f"cut_after={params.cut_after}"
+
+
+def _html(report: Report, voice: Voice) -> str:
+    from .charts import charts
+    from .templating import ENV, css
+    p = report.params
+    return ENV.get_template("report.html").render(
+        r=report, via=voice, css=css(), charts=charts(report), links=_links(p), bounds=BOUNDS,
+        default_cut=default_cut_after(p.tokens), live_href="/live?" + live_query(p) if voice.served_live else None,
+        other_formats=[(f, "?" + p.query(format=f)) for f in ("text", "json")])
+
+
+def render_report(report: Report, voice: Voice = PAGE) -> bytes:
+    """Return the report's body in its params' format, as UTF-8 bytes, worded for ``voice``.
 
     Raises ``ValueError`` for HTML of a report measured over sockets (the
     page's charts and form are for the memory transport).
@@ -74,24 +111,24 @@ def render_report(report: Report) -> bytes:
     if fmt == "html" and report.sockets is not None:
         raise ValueError("a report measured over sockets renders as text or json, not html")
     if fmt == "json":
+        import json
         return (json.dumps(report_json(report), indent=2) + "\n").encode()
     if fmt == "html":
-        text = ENV.get_template("report.html").render(
-            r=report, css=CSS, charts=charts(report), links=_links(report.params), bounds=BOUNDS,
-            other_formats=[(f, "?" + report.params.query(format=f)) for f in ("text", "json")])
-        return text.encode()
-    return ENV.get_template("report.txt").render(r=report).encode()
+        return _html(report, voice).encode()
+    from .templating import ENV
+    return ENV.get_template("report.txt").render(r=report, via=voice).encode()
 
 
-def check_real_budget(params: ReportParams) -> None:
+def check_real_budget(params: ReportParams, voice: Voice = PAGE) -> None:
     """Raise ``ParamError`` if a real-clock page for ``params`` would take over ``REAL_BUDGET_MS``."""
     if params.clock != "real":
         return
     estimate = virtual_wall_ms(params)
     if estimate > REAL_BUDGET_MS:
         raise ParamError(
-            f"clock=real would take about {estimate / 1000:.1f} s of wall clock with these parameters, over the "
-            f"{REAL_BUDGET_MS / 1000:g} s a page may take; use clock=virtual for the same report computed at once "
+            f"{voice.setting('clock', 'real')} would take about {estimate / 1000:.1f} s of wall clock with these "
+            f"parameters, over the {REAL_BUDGET_MS / 1000:g} s a {'report' if voice.command else 'page'} may take; "
+            f"use {voice.setting('clock', 'virtual')} for the same report computed at once "
             f"(or fewer tokens, a faster reader or a larger buffer)")
 
 
@@ -100,7 +137,8 @@ def headers_for(params: ReportParams) -> list[tuple[str, str]]:
     headers = [("Content-Type", CONTENT_TYPES[params.format]), ("X-Content-Type-Options", "nosniff"),
                ("Cache-Control", VIRTUAL_CACHE if params.clock == "virtual" else "no-store")]
     if params.format == "html":
-        headers += [("Content-Security-Policy", CSP), ("Referrer-Policy", "no-referrer")]
+        from .templating import csp
+        headers += [("Content-Security-Policy", csp()), ("Referrer-Policy", "no-referrer")]
     return headers
 
 
@@ -112,31 +150,34 @@ def error_response(status: int, message: str, extra: Sequence[tuple[str, str]] =
     return status, headers, (message + "\n").encode()
 
 
-def render(params_query: str) -> tuple[int, list[tuple[str, str]], bytes]:
+def render(params_query: str, *, served_live: bool = False) -> tuple[int, list[tuple[str, str]], bytes]:
     """Return ``(status, headers, body)`` for a report query string (no ``?``). No I/O.
 
     A bad parameter is a 400 with the one-line message; everything else a
-    200 in the requested format.  Headers exclude Content-Length.
+    200 in the requested format.  ``served_live``: the page is served by
+    ``tokenwire serve``, so it says the stream can be watched at ``/live``
+    and links there.  Headers exclude Content-Length.
     """
     try:
         params = parse_query(params_query)
         check_real_budget(params)
     except ParamError as exc:
         return error_response(400, str(exc))
-    return 200, headers_for(params), render_report(build_report(params))
+    voice = Voice(served_live=True) if served_live else PAGE
+    return 200, headers_for(params), render_report(build_report(params), voice)
 
 
 def cli_main(argv: list[str]) -> int:
     """``tokenwire report [--flag value ...]``: print the report; 2 with one stderr line on bad flags."""
     try:
         params = parse_cli(argv)
-        check_real_budget(params)
+        check_real_budget(params, COMMAND)
     except HelpRequested:
         print(cli_usage())
         return 0
     except ParamError as exc:
         print(f"tokenwire report: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.buffer.write(render_report(build_report(params)))
+    sys.stdout.buffer.write(render_report(build_report(params), COMMAND))
     sys.stdout.flush()
     return 0

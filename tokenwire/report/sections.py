@@ -51,6 +51,18 @@ IDS_SHOWN = 4
 # The detail block's trace: first rows, last rows, rows either side of a
 # change of decision, and a hard cap so that it stays readable.
 TRACE_HEAD, TRACE_TAIL, TRACE_CONTEXT, TRACE_MAX_ROWS = 4, 3, 1, 22
+# What the detail table calls each channel decision, and what it means: the
+# core's own words ("evicted") read as if the token shown had been evicted.
+DECISIONS = {
+    "accepted": ("queued", "the token went into the buffer"),
+    "evicted": ("queued, evicted oldest", "the token went in and the oldest queued token was thrown away to make "
+                                          "room (drop-oldest)"),
+    "dropped": ("discarded, buffer full", "this token was thrown away because the buffer was full (drop-newest)"),
+    "cut": ("cut the reader off", "the buffer was full, so the reader was disconnected; the token waits in the "
+                                  "log for the resume"),
+    "closed": ("not queued, reader gone", "the reader had hung up; the token is in the log and the resume "
+                                          "replays it"),
+}
 # Which run each scenario's detail block traces, and the section it goes in.
 DETAIL_RUN = {"baseline": ("baseline", 2), "block": ("block", 3), "drop-newest": ("drop-newest", 3),
               "drop-oldest": ("drop-oldest", 3), "disconnect": ("cancel", 4)}
@@ -202,6 +214,11 @@ class TraceRow:
     waited_ms: float
     read_ms: float | None
 
+    @property
+    def label(self) -> str:
+        """The decision as the table shows it (``DECISIONS``), the core's word if it has none."""
+        return DECISIONS.get(self.decision, (self.decision, ""))[0]
+
 
 @dataclass(frozen=True, slots=True)
 class Detail:
@@ -224,6 +241,13 @@ class Detail:
     def shown(self) -> int:
         """How many trace rows are shown."""
         return sum(row is not None for row in self.rows)
+
+    @property
+    def legend(self) -> tuple[tuple[str, str], ...]:
+        """``(label, meaning)`` of each decision the shown rows hold, in ``DECISIONS`` order."""
+        present = {row.decision for row in self.rows if row is not None}
+        return tuple(DECISIONS[d] for d in DECISIONS if d in present) + tuple(
+            (d, "the channel's own word") for d in sorted(present - DECISIONS.keys()))
 
 
 # ------------------------------------------------------------ sections 1 to 4

@@ -5,7 +5,7 @@ How this works: one environment, built at import (``StrictUndefined``,
 for ``.html`` only).  Templates do no arithmetic: numbers arrive computed and
 rounded, and these filters only format and wrap them to the page's 78
 columns.  The HTML page carries its stylesheet in one ``<style>`` element
-whose SHA-256 is in the Content-Security-Policy (``CSP``), so no other
+whose SHA-256 is in the Content-Security-Policy (``csp()``), so no other
 style, script or fetch can run on the page.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import jinja2
 from markupsafe import Markup
 
-__all__ = ["CSP", "CSS", "ENV", "WIDTH", "num"]
+__all__ = ["CSP", "CSS", "ENV", "WIDTH", "css", "csp", "live_stylesheet", "num"]
 
 WIDTH = 78
 # Paragraphs whose wrapping is kept: the page's fixed prose is a dozen, and a
@@ -43,11 +43,11 @@ def _fill(text: str, width: int, head: str = "", indent: str = "") -> str:
 
 @functools.lru_cache(maxsize=WRAP_CACHE)
 def _wrap(text: str, width: int = WIDTH) -> str:
-    """Wrap each non-empty line of ``text`` as a paragraph; always ends with a newline.
+    """Wrap each non-empty line of ``text`` as a paragraph, a blank line between two; ends with a newline.
 
     Memoised: most of it is fixed prose.
     """
-    return "\n".join(_fill(line, width) for line in text.split("\n") if line.strip()) + "\n"
+    return "\n\n".join(_fill(line, width) for line in text.split("\n") if line.strip()) + "\n"
 
 
 def _hang(value: object, label: str, width: int = 19) -> str:
@@ -106,7 +106,31 @@ def _make_env() -> jinja2.Environment:
 ENV = _make_env()
 # Templates compile on first use (the environment caches them): a cold
 # serverless start that answers in text does not pay for the HTML one.
-CSS = Markup(ENV.loader.get_source(ENV, "report.css")[0])  # type: ignore[union-attr]
-CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
-CSP = (f"default-src 'none'; img-src 'self' data:; style-src 'sha256-{CSS_HASH}'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+@functools.lru_cache(maxsize=1)
+def css() -> Markup:
+    """The page's stylesheet, read once."""
+    return Markup(ENV.loader.get_source(ENV, "report.css")[0])  # type: ignore[union-attr]
+
+
+@functools.lru_cache(maxsize=1)
+def csp() -> str:
+    """The page's Content-Security-Policy: only its own stylesheet (by hash), images from itself or data:."""
+    digest = base64.b64encode(hashlib.sha256(css().encode()).digest()).decode()
+    return (f"default-src 'none'; img-src 'self' data:; style-src 'sha256-{digest}'; "
+            "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+def live_stylesheet() -> bytes:
+    """What ``GET /static/live.css`` serves: the report's stylesheet, then the live page's own rules."""
+    from importlib import resources
+    own = resources.files("tokenwire.live").joinpath("static", "live.css").read_text()
+    return (str(css()) + "\n" + own).encode()
+
+
+def __getattr__(name: str) -> object:
+    # CSS and CSP under their old names, computed on first use.
+    if name in ("CSS", "CSP"):
+        return css() if name == "CSS" else csp()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

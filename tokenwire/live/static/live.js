@@ -1,14 +1,17 @@
 // The live page: create a stream, read it with the browser's own EventSource.
 //
-// How this works: POST /streams with this page's query string, then
-// new EventSource(events_url).  Every "token" event is printed with its
-// event id and the gap since the previous one.  When the server cuts the
-// connection, EventSource reconnects by itself after the stream's `retry`
-// and sends Last-Event-ID (the id of the last event it received); the
-// server's next "open" frame says where it resumed, and the page marks both.
-// On "done" the page closes the EventSource (otherwise it would reconnect)
-// and writes its whole observation as JSON into #result and
-// body[data-state], where a test (or a person) can read it.
+// How this works: POST /streams with this page's query string (plus the
+// page's watchable pace, body[data-pace-ms], when the address names no
+// producer_ms), then new EventSource(events_url).  Every "token" event is
+// shown with its event id and the gap since the previous one, and drawn on
+// the arrivals chart.  When the server cuts the connection, EventSource
+// reconnects by itself after the stream's `retry` (body[data-retry-ms]) and
+// sends Last-Event-ID; the page counts that wait down, shades it on the
+// chart, and marks where the server's next "open" frame resumed.  On "done"
+// the page closes the EventSource (otherwise it would reconnect), writes a
+// summary and its whole observation as JSON into #result and
+// body[data-state], where a test (or a person) can read it.  State changes
+// are said in #status (an aria-live region), errors in words in #error.
 //
 // A refused request is tried again by the page itself: a 503 on POST
 // /streams (the token log is down) after its Retry-After seconds; a
@@ -23,13 +26,17 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
   const MAX_TRIES = 5;        // refused requests in a row before the page gives up
   const MAX_WAIT_S = 60;      // a longer (or unreadable) Retry-After waits the server's own figure
+  const TICK_MS = 100;        // how often the outage countdown is redrawn
+  const body = document.body.dataset;
   const started = performance.now();
   const seen = {
     stream_id: null, ids: [], text: "", connections: [], gaps_ms: [], ttft_ms: null,
-    reconnect_gap_ms: null, done: null, errors: [], retries: [],
+    reconnect_gap_ms: null, done: null, errors: [], retries: [], outages_ms: [],
   };
+  const points = [];          // [ms since start, tokens received], for the chart
   let lastArrival = null;
   let lastId = null;          // the id of the last event received: what the browser sends back
   let source = null;
@@ -37,10 +44,21 @@
   let resumedAt = null;       // first token index of a resumed connection, to mark it
   let tries = 0;              // refused requests since the last one that was answered
   let pageResumed = false;    // the next open frame answers the page's own ?last_event_id=, not the browser's
+  let outage = null;          // {from: ms, timer} while the connection is down
 
-  function setState(state) {
+  const round = (value) => Math.round(value * 100) / 100;
+  const now = () => performance.now() - started;
+
+  function say(text) {
+    $("status").textContent = text;
+  }
+
+  function setState(state, words) {
     document.body.dataset.state = state;
     $("state").textContent = state;
+    if (words) {
+      say(words);
+    }
   }
 
   function ms(value) {
@@ -54,15 +72,18 @@
   }
 
   function publish() {
-    $("result").textContent = JSON.stringify(seen);
+    $("result").textContent = JSON.stringify(seen, (key, value) => (typeof value === "number" ? round(value) : value));
   }
 
   function fail(message) {
-    seen.errors.push(String(message));
+    const text = String(message instanceof Error ? message.message : message);
+    seen.errors.push(text);
     if (source !== null) {
       source.close();
     }
-    setState("failed");
+    $("error").hidden = false;
+    $("error").textContent = "The stream failed: " + text;
+    setState("failed", "Failed: " + text);
     publish();
   }
 
@@ -72,11 +93,64 @@
     $("connections").appendChild(item);
   }
 
+  // ---------------------------------------------------------------- the chart
+
+  function x(t, end) {
+    return (1000 * t / end).toFixed(1);
+  }
+
+  function draw() {
+    const total = Number(new URLSearchParams(location.search).get("tokens")) || 70;
+    const end = Math.max(1000, now(), ...points.map((p) => p[0]));
+    const top = Math.max(total, points.length);
+    $("line").setAttribute("points", points.map((p) => x(p[0], end) + "," + (1000 - 1000 * p[1] / top).toFixed(1))
+      .join(" "));
+    const shades = $("shades");
+    shades.replaceChildren();
+    for (const span of seen.outages_ms.concat(outage === null ? [] : [[outage.from, now()]])) {
+      const rect = document.createElementNS(SVG, "rect");
+      rect.setAttribute("class", "shade");
+      rect.setAttribute("x", x(span[0], end));
+      rect.setAttribute("width", Math.max(2, x(span[1], end) - x(span[0], end)));
+      rect.setAttribute("y", "0");
+      rect.setAttribute("height", "1000");
+      shades.appendChild(rect);
+    }
+    $("x-max").textContent = Math.round(end) + " ms";
+    $("y-max").textContent = String(top);
+  }
+
+  // ---------------------------------------------------------------- outages
+
+  function outageStarts() {
+    const waitMs = Number(body.retryMs) || 750;
+    outage = { from: now(), until: now() + waitMs, timer: null };
+    const tick = () => {
+      const left = Math.max(0, outage.until - now());
+      say("Connection cut after id " + lastId + ". The browser reconnects in " + Math.ceil(left / 100) / 10
+        + " s with Last-Event-ID: " + lastId + ".");
+      draw();
+    };
+    tick();
+    outage.timer = setInterval(tick, TICK_MS);
+  }
+
+  function outageEnds() {
+    if (outage === null) {
+      return;
+    }
+    clearInterval(outage.timer);
+    seen.outages_ms.push([outage.from, now()]);
+    outage = null;
+  }
+
+  // ---------------------------------------------------------------- retries
+
   // The server's Retry-After, in whole seconds: the header when the answer can be read, else the page's.
   function retryAfter(response) {
     const header = response === null ? null : response.headers.get("Retry-After");
     const value = header === null ? NaN : Number(header);
-    const fallback = Number(document.body.dataset.retryAfterS);
+    const fallback = Number(body.retryAfterS);
     if (Number.isInteger(value) && value >= 0 && value <= MAX_WAIT_S) {
       return value;
     }
@@ -91,13 +165,16 @@
     }
     tries += 1;
     seen.retries.push({ what: what, status: status, wait_s: waitS, try: tries, last_event_id: lastId });
-    note(what + " refused" + (status === null ? "" : " (" + status + ")") + "; trying again in " + waitS
-      + " s" + (lastId === null ? "" : " after id " + lastId) + " (try " + tries + " of " + MAX_TRIES + ")");
+    const words = what + " refused" + (status === null ? "" : " (" + status + ")") + "; trying again in " + waitS
+      + " s" + (lastId === null ? "" : " after id " + lastId) + " (try " + tries + " of " + MAX_TRIES + ")";
+    note(words);
     $("retries").textContent = String(seen.retries.length);
-    setState("waiting");
+    setState("waiting", "Waiting: " + words + ".");
     publish();
     setTimeout(again, waitS * 1000);
   }
+
+  // ---------------------------------------------------------------- events
 
   function onOpenFrame(event) {
     // The server's own "open" event (a MessageEvent with JSON data); the
@@ -106,37 +183,38 @@
       return;
     }
     const info = JSON.parse(event.data);
-    const record = {
-      resumed: info.resumed, start_index: info.start_index,
-      last_event_id_sent: info.resumed ? lastId : null,
-    };
-    seen.connections.push(record);
+    seen.connections.push({
+      resumed: info.resumed, start_index: info.start_index, last_event_id_sent: info.resumed ? lastId : null,
+    });
     tries = 0;
+    outageEnds();
     const sent = pageResumed ? "the page asked for ?last_event_id=" : "the browser sent Last-Event-ID: ";
     pageResumed = false;
-    note(info.resumed
-      ? "reconnected: " + sent + lastId + ", the server resumed at index " + info.start_index
-      : "connected: stream " + info.stream_id + ", policy " + info.policy + ", buffer " + info.buffer);
+    const words = info.resumed
+      ? "Reconnected: " + sent + lastId + ", the server resumed at index " + info.start_index + "."
+      : "Connected: stream " + info.stream_id + ", policy " + info.policy + ", buffer " + info.buffer + ".";
+    note(words);
     if (info.resumed) {
       resumedAt = info.start_index;
+      $("reconnects").textContent = String(seen.connections.length - 1);
       const mark = document.createElement("span");
       mark.className = "cut";
       mark.textContent = "resumed after id " + lastId;
       $("answer").appendChild(mark);
     }
-    setState("streaming");
+    setState("streaming", words + " Streaming.");
   }
 
   function onToken(event) {
-    const now = performance.now();
+    const at = now();
     const id = Number(event.lastEventId);
     if (seen.ttft_ms === null) {
-      seen.ttft_ms = now - started;
-      $("ttft").textContent = ms(seen.ttft_ms);
+      seen.ttft_ms = at;
+      $("ttft").textContent = ms(at);
     }
     let gap = null;
     if (lastArrival !== null) {
-      gap = now - lastArrival;
+      gap = at - lastArrival;
       if (id === resumedAt) {
         seen.reconnect_gap_ms = gap;      // includes the retry wait: kept out of the token gaps
       } else {
@@ -147,13 +225,13 @@
         $("gaps").textContent = ms(median(seen.gaps_ms)) + " / " + ms(Math.max.apply(null, seen.gaps_ms));
       }
     }
-    lastArrival = now;
+    lastArrival = at;
     lastId = event.lastEventId;
     seen.ids.push(id);
     seen.text += event.data;
+    points.push([at, seen.ids.length]);
     const span = document.createElement("span");
     span.className = "tok";
-    span.title = "id " + id;
     span.textContent = event.data;
     $("answer").appendChild(span);
     const row = document.createElement("tr");
@@ -168,23 +246,50 @@
     $("frames").appendChild(row);
     $("count").textContent = String(seen.ids.length);
     $("last-id").textContent = lastId;
+    draw();
+  }
+
+  function summary() {
+    const ids = seen.ids;
+    const contiguous = ids.every((id, i) => id === i);
+    const rows = [
+      ["tokens", ids.length + (seen.done ? " of " + seen.done.tokens : "")],
+      ["ids", contiguous ? "0.." + (ids.length - 1) + ", in order, none repeated" : "NOT contiguous: see the JSON"],
+      ["reconnects", String(seen.connections.length - 1)],
+      ["outages", seen.outages_ms.map((s) => Math.round(s[1] - s[0]) + " ms").join(", ") || "none"],
+      ["time to first token", ms(seen.ttft_ms)],
+      ["gaps p50 / max", seen.gaps_ms.length ? ms(median(seen.gaps_ms)) + " / " + ms(Math.max(...seen.gaps_ms)) : "-"],
+    ];
+    const list = $("summary");
+    list.replaceChildren();
+    for (const [name, value] of rows) {
+      const dt = document.createElement("dt");
+      const dd = document.createElement("dd");
+      dt.textContent = name;
+      dd.textContent = value;
+      list.append(dt, dd);
+    }
   }
 
   function onDone(event) {
     source.close();           // an EventSource left open would reconnect after the stream ends
     seen.done = JSON.parse(event.data);
-    setState("done");
+    summary();
+    draw();
+    setState("done", "Done: " + seen.ids.length + " tokens, " + (seen.connections.length - 1) + " reconnects.");
     publish();
   }
 
   function onError() {
     if (source.readyState === EventSource.CLOSED) {
       // The browser gave up on this connection (it was answered, but not with 200) and will not retry.
+      outageEnds();
       retry("the events connection", null, retryAfter(null), connect);
       return;
     }
-    note("connection lost after id " + lastId + "; the browser reconnects with Last-Event-ID: " + lastId);
+    note("Connection lost after id " + lastId + "; the browser reconnects with Last-Event-ID: " + lastId + ".");
     setState("reconnecting");
+    outageStarts();
   }
 
   function connect() {
@@ -204,19 +309,38 @@
     connect();
   }
 
+  // The page's own query, with its watchable pace when the address names none.
+  function streamQuery() {
+    const query = new URLSearchParams(location.search);
+    if (!query.has("producer_ms")) {
+      query.set("producer_ms", body.paceMs);
+    } else {
+      $("pace-ms").textContent = query.get("producer_ms");
+    }
+    return "?" + query.toString();
+  }
+
+  function links() {
+    const query = new URLSearchParams(location.search);
+    query.delete("last_event_id");
+    query.set("format", "html");
+    $("report-link").href = "/?" + query.toString();
+    $("again").href = location.pathname + location.search;
+  }
+
   function start() {
-    fetch("/streams" + location.search, { method: "POST" })
+    fetch("/streams" + streamQuery(), { method: "POST" })
       .then((response) => {
         if (response.status === 503) {
           retry("POST /streams", 503, retryAfter(response), start);
           return null;
         }
-        return response.json().then((body) => {
+        return response.json().then((answer) => {
           if (!response.ok) {
-            throw new Error(response.status + ": " + body.error);
+            throw new Error("the server refused to create the stream (" + response.status + "): " + answer.error);
           }
           tries = 0;
-          return body;
+          return answer;
         });
       })
       .then((info) => {
@@ -227,5 +351,8 @@
       .catch(fail);
   }
 
+  links();
+  draw();
+  setState("starting", "Starting: creating the stream.");
   start();
 })();
