@@ -21,8 +21,6 @@ is made.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -30,41 +28,42 @@ from typing import Any, Protocol
 
 import jinja2
 
-from ..core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
+from ..core.tokenlog import LogError, UnknownStream
 from ..handler import REPORT_PATHS, respond
 from ..report.params import ParamError, parse_query
 from .config import JOURNAL_SIZE, RETRY_AFTER_S, ConnectionLog, LiveConfig
 from .http import Answer, HttpConnection, Request, head_bytes
-from .params import (
-    LIVE_PARAMS,
-    RequestError,
-    cut_range_message,
-    echo,
-    header_text,
-    parse_count,
-    resume_cursor,
-    spec_from_query,
-    split_query,
-    unknown_stream_message,
-)
+from .params import LIVE_PARAMS, RequestError, spec_from_query, unknown_stream_message
 from .registry import Busy, LiveStream, OverQuota, Registry
+from .requests import (
+    EVENTS_PATH,
+    JSON_HEADERS,
+    NO_STORE,
+    SECURITY_HEADERS,
+    SSE_HEADERS,
+    busy_error,
+    created,
+    error_body,
+    events_request,
+    last_event_id,
+    live_allow,
+    log_error,
+    method_error,
+    quota_error,
+)
 from .sockets import TransportWire, shrink_buffers
 
 __all__ = ["LIVE_CSP", "Routes", "allowed_methods"]
 
-_EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
-# Where each served path's methods are listed (the 405's Allow).
-_ALLOW_STREAMS, _ALLOW_GET, _ALLOW_PAGE = "POST", "GET", "GET, HEAD"
+# Where each served path's methods are listed (the 405's Allow; the live paths' are in ``requests``).
+_ALLOW_PAGE = "GET, HEAD"
 _STATIC = {"live.js": "text/javascript; charset=utf-8", "live.css": "text/css; charset=utf-8"}
 
 # The live page runs only its own script and stylesheet and talks only to
 # this origin; nothing may frame it, and no referrer leaves it.
 LIVE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
             "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-_SECURITY = (("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"))
-_SSE_HEADERS = (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
-                ("X-Accel-Buffering", "no"), *_SECURITY)
-_NO_STORE = (("Cache-Control", "no-store"),)
+
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("tokenwire", "templates"),
@@ -86,10 +85,9 @@ class ServerState(Protocol):
 
 def allowed_methods(path: str) -> str | None:
     """Return the ``Allow`` value of a served ``path``, None for a path this server does not serve."""
-    if path == "/streams":
-        return _ALLOW_STREAMS
-    if path == "/stream" or _EVENTS_PATH.fullmatch(path):
-        return _ALLOW_GET
+    allow = live_allow(path)
+    if allow is not None:
+        return allow
     if path == "/live" or path in REPORT_PATHS or (path.startswith("/static/") and path[8:] in _STATIC):
         return _ALLOW_PAGE
     return None
@@ -97,8 +95,7 @@ def allowed_methods(path: str) -> str | None:
 
 def json_error(status: int, message: str, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
     """A live endpoint's error: JSON ``{"error": message}``."""
-    return Answer(status, (("Content-Type", "application/json"), *_SECURITY, *_NO_STORE, *headers),
-                  json.dumps({"error": message}).encode())
+    return Answer(status, (*JSON_HEADERS, *headers), error_body(message))
 
 
 class Routes:
@@ -132,7 +129,7 @@ class Routes:
         if path in REPORT_PATHS and method not in ("GET", "HEAD"):
             return _respond(method, request.target)       # the report's own 405
         if method not in allow.split(", "):
-            raise RequestError(405, f"{echo(path)} does not take {method}; it takes {allow}", (("Allow", allow),))
+            raise method_error(path, method, allow)
         if path in REPORT_PATHS:
             return await self._page(request.target)
         if path == "/live":
@@ -143,7 +140,7 @@ class Routes:
             return self._create(request)
         if path == "/stream":
             return self._stream(request, connection)
-        match = _EVENTS_PATH.fullmatch(path)
+        match = EVENTS_PATH.fullmatch(path)
         assert match is not None
         return self._events(request, connection, self._lookup(match.group(1)), created=False)
 
@@ -174,8 +171,8 @@ class Routes:
         body = _TEMPLATES.get_template("live.html").render(
             heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS),
             retry_after_s=RETRY_AFTER_S).encode()
-        return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *_SECURITY,
-                            ("Content-Security-Policy", LIVE_CSP), *_NO_STORE), body)
+        return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *SECURITY_HEADERS,
+                            ("Content-Security-Policy", LIVE_CSP), *NO_STORE), body)
 
     # -- streams ---------------------------------------------------------------------
     def _create(self, request: Request) -> Answer:
@@ -186,22 +183,20 @@ class Routes:
         registry = self.server.registry
         self._admit_creation(request)
         live = registry.create(spec, cut_after=cut)
-        url = f"/streams/{live.stream_id}/events"
-        body = json.dumps({"stream_id": live.stream_id, "events_url": url}).encode()
-        return Answer(201, (("Content-Type", "application/json"), *_SECURITY, ("Location", url), *_NO_STORE), body)
+        return Answer(201, *created(live.stream_id))
 
     def _admit_creation(self, request: Request) -> None:
         try:
             self.server.registry.admit_creation(request.client)
         except OverQuota as exc:
-            raise RequestError(429, str(exc), (("Retry-After", str(exc.retry_after_s)),)) from None
+            raise quota_error(exc) from None
 
     def _stream(self, request: Request, connection: HttpConnection) -> Answer | None:
         spec, cut = spec_from_query(request.query)
-        _last_event_id(request, created=True)        # refused before a stream is made for nothing
+        last_event_id(request.header_values("last-event-id"), created=True)   # refused before a stream is made
         registry = self.server.registry
         if registry.live >= registry.max_live:       # nor is one made for a 503
-            raise RequestError(503, str(Busy(registry.max_live)), (("Retry-After", str(RETRY_AFTER_S)),))
+            raise busy_error(Busy(registry.max_live))
         self._admit_creation(request)
         return self._events(request, connection, registry.create(spec, cut_after=cut), created=True)
 
@@ -213,24 +208,16 @@ class Routes:
 
     def _events(self, request: Request, connection: HttpConnection, live: LiveStream, *,
                 created: bool) -> Answer | None:
-        rest, params = split_query(request.query)
-        if not created and rest:
-            raise RequestError(400, f"an events URL takes only last_event_id and cut_after, got {rest!r}")
-        stream, log = live.stream, self.server.registry.log
-        header = _last_event_id(request, created)
-        cursor = resume_cursor(header, params.get("last_event_id"), stream.total, log.length(stream.stream_id))
-        requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
-        if requested is not None and not 0 < requested < stream.total:
-            raise RequestError(400, cut_range_message(stream.total, params["cut_after"]))
-        log.read_after(stream.stream_id, cursor, 0)   # LogGap now, while a status can say so
-        if cursor == stream.total - 1:
-            return Answer(204, (("Content-Type", "text/plain; charset=utf-8"), *_SECURITY, *_NO_STORE))
+        asked = events_request(request.query, request.header_values("last-event-id"), live.stream,
+                               self.server.registry.log, created=created)
+        if asked.complete:
+            return Answer(204, (("Content-Type", "text/plain; charset=utf-8"), *SECURITY_HEADERS, *NO_STORE))
         try:
             self.server.registry.open_slot()
         except Busy as exc:
-            raise RequestError(503, str(exc), (("Retry-After", str(RETRY_AFTER_S)),)) from None
-        self._write_stream(connection, request, live, cursor, live.take_cut(requested), header,
-                           params.get("last_event_id"))
+            raise busy_error(exc) from None
+        self._write_stream(connection, request, live, asked.cursor, live.take_cut(asked.cut), asked.header,
+                           asked.query_id)
         return None
 
     def _write_stream(self, connection: HttpConnection, request: Request, live: LiveStream, cursor: int,
@@ -240,7 +227,7 @@ class Routes:
         config = server.config
         if config.sndbuf is not None:
             shrink_buffers(transport.get_extra_info("socket"), sndbuf=config.sndbuf)
-        transport.write(head_bytes(200, _SSE_HEADERS))
+        transport.write(head_bytes(200, SSE_HEADERS))
         connection.log(request, 200, 0)
         wire = TransportWire(transport, connection.loop, write_timeout_s=config.write_timeout_s,
                              sample=config.sample_queues)
@@ -270,13 +257,8 @@ class Routes:
         done.add_done_callback(finished)
 
     def _log_failure(self, exc: LogError) -> Answer:
-        if isinstance(exc, UnknownStream):
-            return json_error(404, unknown_stream_message(exc.stream_id))
-        if isinstance(exc, LogGap):
-            return json_error(410, str(exc))
-        if isinstance(exc, LogUnavailable):
-            return json_error(503, str(exc), (("Retry-After", str(RETRY_AFTER_S)),))
-        return json_error(503, f"token log error: {exc}", (("Retry-After", str(RETRY_AFTER_S)),))
+        refused = log_error(exc)
+        return json_error(refused.status, refused.message, refused.headers)
 
 
 def _respond(method: str, target: str) -> Answer:
@@ -289,16 +271,5 @@ def _static(name: str) -> Answer:
     if content_type is None:
         raise RequestError(404, f"no static file {name!r}")
     body = resources.files("tokenwire.live").joinpath("static", name).read_bytes()
-    return Answer(200, (("Content-Type", content_type), *_SECURITY, ("Cache-Control", "no-cache")), body)
+    return Answer(200, (("Content-Type", content_type), *SECURITY_HEADERS, ("Cache-Control", "no-cache")), body)
 
-
-def _last_event_id(request: Request, created: bool) -> str | None:
-    values = request.header_values("last-event-id")
-    if len(values) > 1:
-        raise RequestError(400, f"Last-Event-ID given {len(values)} times; send it once")
-    if not values:
-        return None
-    if created and values[0].strip(" \t"):
-        raise RequestError(400, "Last-Event-ID resumes a stream at /streams/<id>/events; GET /stream starts "
-                                "a new one (its open event names the id)")
-    return header_text(values[0])

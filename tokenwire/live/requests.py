@@ -1,0 +1,141 @@
+"""The live endpoints' decisions about a request, before any I/O: paths, headers, refusals, the resume cursor.
+
+How this works: ``tokenwire serve`` (``routes``, over h11) and the ASGI app
+(``tokenwire.asgi``) answer the same three live routes with the same status
+codes, messages and headers, so what both need is here, as pure functions of
+a request's parts: which methods a live path takes (``live_allow``), the
+``Last-Event-ID`` header (``last_event_id``), what an events request asks
+for (``events_request``: the cursor, a cut, or a 204 when the reader has
+everything), the 201 of a created stream (``created``), and the refusals of
+the registry and the token log as ``RequestError`` (``busy_error``,
+``quota_error``, ``log_error``).  Each edge turns a ``RequestError`` into its
+own response: JSON ``{"error": ...}`` with ``JSON_HEADERS`` and the error's
+own headers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..core.stream import Stream
+from ..core.tokenlog import LogError, LogGap, LogUnavailable, TokenLog, UnknownStream
+from .config import RETRY_AFTER_S
+from .params import RequestError, cut_range_message, echo, header_text, parse_count, resume_cursor, split_query
+from .params import unknown_stream_message
+from .registry import Busy, OverQuota
+
+__all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "NO_STORE", "SECURITY_HEADERS",
+           "SSE_HEADERS", "EventsRequest", "busy_error", "created", "error_body", "events_request",
+           "last_event_id", "live_allow", "log_error", "method_error", "quota_error"]
+
+EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
+# The methods each live path takes (a 405's Allow).
+ALLOW_STREAMS, ALLOW_GET = "POST", "GET"
+
+SECURITY_HEADERS = (("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"))
+NO_STORE = (("Cache-Control", "no-store"),)
+SSE_HEADERS = (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
+               ("X-Accel-Buffering", "no"), *SECURITY_HEADERS)
+JSON_HEADERS = (("Content-Type", "application/json"), *SECURITY_HEADERS, *NO_STORE)
+_RETRY = (("Retry-After", str(RETRY_AFTER_S)),)
+
+
+def error_body(message: str) -> bytes:
+    """The body of a live endpoint's error: JSON ``{"error": message}``."""
+    return json.dumps({"error": message}).encode()
+
+
+def live_allow(path: str) -> str | None:
+    """The ``Allow`` value of a live path (``/streams``, ``/stream``, an events URL), None for any other path."""
+    if path == "/streams":
+        return ALLOW_STREAMS
+    if path == "/stream" or EVENTS_PATH.fullmatch(path):
+        return ALLOW_GET
+    return None
+
+
+def method_error(path: str, method: str, allow: str) -> RequestError:
+    """The 405 for a served ``path`` asked with a ``method`` it does not take."""
+    return RequestError(405, f"{echo(path)} does not take {method}; it takes {allow}", (("Allow", allow),))
+
+
+def last_event_id(values: list[str], created: bool) -> str | None:
+    """Return the ``Last-Event-ID`` header (its Latin-1 ``values``) as the sender wrote it, None if absent.
+
+    Raises ``RequestError`` 400 when it is sent twice, or with a value on a
+    request that creates a stream (``created``).
+    """
+    if len(values) > 1:
+        raise RequestError(400, f"Last-Event-ID given {len(values)} times; send it once")
+    if not values:
+        return None
+    if created and values[0].strip(" \t"):
+        raise RequestError(400, "Last-Event-ID resumes a stream at /streams/<id>/events; GET /stream starts "
+                                "a new one (its open event names the id)")
+    return header_text(values[0])
+
+
+@dataclass(frozen=True, slots=True)
+class EventsRequest:
+    """What an events request asks for.
+
+    cursor: the exclusive resume cursor (-1: from the start); cut: the
+    ``cut_after`` it asks for (None: none); header / query_id: the
+    ``Last-Event-ID`` header and ``?last_event_id=`` as sent; complete: the
+    cursor is the last index of a finished stream (answer 204).
+    """
+
+    cursor: int
+    cut: int | None
+    header: str | None
+    query_id: str | None
+    complete: bool
+
+
+def events_request(query: str, header_values: list[str], stream: Stream, log: TokenLog, *,
+                   created: bool) -> EventsRequest:
+    """Read an events request for ``stream``; raises ``RequestError`` (400) or the log's ``LogError`` (a 410 gap).
+
+    ``created``: the request made the stream (``GET /stream``), so only its
+    own ``cut_after`` counted and no cursor may be given.
+    """
+    rest, params = split_query(query)
+    if not created and rest:
+        raise RequestError(400, f"an events URL takes only last_event_id and cut_after, got {rest!r}")
+    header = last_event_id(header_values, created)
+    cursor = resume_cursor(header, params.get("last_event_id"), stream.total, log.length(stream.stream_id))
+    requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
+    if requested is not None and not 0 < requested < stream.total:
+        raise RequestError(400, cut_range_message(stream.total, params["cut_after"]))
+    log.read_after(stream.stream_id, cursor, 0)   # LogGap now, while a status can say so
+    return EventsRequest(cursor, requested, header, params.get("last_event_id"), cursor == stream.total - 1)
+
+
+def created(stream_id: str, root_path: str = "") -> tuple[tuple[tuple[str, str], ...], bytes]:
+    """The headers and body of a 201 for a new stream; its events URL starts with ``root_path`` (a mount)."""
+    url = f"{root_path}/streams/{stream_id}/events"
+    body = json.dumps({"stream_id": stream_id, "events_url": url}).encode()
+    return (("Content-Type", "application/json"), *SECURITY_HEADERS, ("Location", url), *NO_STORE), body
+
+
+def busy_error(exc: Busy) -> RequestError:
+    """The 503 for a server that holds its ``max_live`` open streams."""
+    return RequestError(503, str(exc), _RETRY)
+
+
+def quota_error(exc: OverQuota) -> RequestError:
+    """The 429 for a client past its stream-creation allowance."""
+    return RequestError(429, str(exc), (("Retry-After", str(exc.retry_after_s)),))
+
+
+def log_error(exc: LogError) -> RequestError:
+    """The answer to a token-log failure: 404 for a stream it does not hold, 410 for a gap, else 503."""
+    if isinstance(exc, UnknownStream):
+        return RequestError(404, unknown_stream_message(exc.stream_id))
+    if isinstance(exc, LogGap):
+        return RequestError(410, str(exc))
+    if isinstance(exc, LogUnavailable):
+        return RequestError(503, str(exc), _RETRY)
+    return RequestError(503, f"token log error: {exc}", _RETRY)
