@@ -313,11 +313,15 @@ class Stream:
                 if not (yield Send(encode_comment("ping"))):
                     return self._left(channel, Ending.PEER_GONE)
             elif got is Taken.END:
-                yield Send(done_frame(self.total, delivered_from=cursor + 1, dropped=channel.stats().dropped))
+                yield Send(self.closing_frame(cursor + 1, channel.stats().dropped))
                 self._left(channel, Ending.DONE)
                 return Ending.DONE
             else:
                 return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+
+    def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
+        """Return the last frame of a connection that reached the end: ``done`` (a subclass may end otherwise)."""
+        return done_frame(self.total, delivered_from=delivered_from, dropped=dropped)
 
     def _logged_after(self, last: int) -> list[TokenItem]:
         count = self.log.length(self.stream_id) - last - 1
