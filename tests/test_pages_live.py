@@ -26,7 +26,7 @@ def test_live_page_shows_the_outage_then_a_readable_result_at_both_widths() -> N
             page.wait_until(FINISHED, "the done frame", 60)
             assert page.eval("document.body.dataset.state") == "done"
             assert page.eval("document.getElementById('status').getAttribute('aria-live')") == "polite"
-            assert page.eval("document.getElementById('status').textContent") == "Done: 70 tokens, 1 reconnects."
+            assert page.eval("document.getElementById('status').textContent") == "Done: 70 tokens, 1 reconnect."
             assert page.eval("document.getElementById('reconnects').textContent") == "1"
             summary = page.eval("document.getElementById('summary').innerText")
             assert "0..69, in order, none repeated" in summary

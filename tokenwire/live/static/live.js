@@ -276,7 +276,8 @@
     seen.done = JSON.parse(event.data);
     summary();
     draw();
-    setState("done", "Done: " + seen.ids.length + " tokens, " + (seen.connections.length - 1) + " reconnects.");
+    const reconnects = seen.connections.length - 1;
+    setState("done", "Done: " + seen.ids.length + " tokens, " + reconnects + (reconnects === 1 ? " reconnect." : " reconnects."));
     publish();
   }
 
