@@ -26,9 +26,9 @@ from .params import RequestError, cut_range_message, echo, header_text, parse_co
 from .params import unknown_stream_message
 from .registry import Busy, OverQuota
 
-__all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "NO_STORE", "SECURITY_HEADERS",
-           "SSE_HEADERS", "EventsRequest", "busy_error", "created", "error_body", "events_request",
-           "last_event_id", "live_allow", "log_error", "method_error", "quota_error"]
+__all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "NO_CONTENT_HEADERS", "NO_STORE",
+           "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "busy_error", "created", "error_body",
+           "events_request", "last_event_id", "live_allow", "log_error", "method_error", "quota_error"]
 
 EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
 # The methods each live path takes (a 405's Allow).
@@ -39,6 +39,8 @@ NO_STORE = (("Cache-Control", "no-store"),)
 SSE_HEADERS = (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
                ("X-Accel-Buffering", "no"), *SECURITY_HEADERS)
 JSON_HEADERS = (("Content-Type", "application/json"), *SECURITY_HEADERS, *NO_STORE)
+# A 204 (the reader has every token of a finished stream): no body.
+NO_CONTENT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"), *SECURITY_HEADERS, *NO_STORE)
 _RETRY = (("Retry-After", str(RETRY_AFTER_S)),)
 
 

@@ -38,6 +38,7 @@ from .registry import Busy, LiveStream, OverQuota, Registry
 from .requests import (
     EVENTS_PATH,
     JSON_HEADERS,
+    NO_CONTENT_HEADERS,
     NO_STORE,
     SECURITY_HEADERS,
     SSE_HEADERS,
@@ -211,7 +212,7 @@ class Routes:
         asked = events_request(request.query, request.header_values("last-event-id"), live.stream,
                                self.server.registry.log, created=created)
         if asked.complete:
-            return Answer(204, (("Content-Type", "text/plain; charset=utf-8"), *SECURITY_HEADERS, *NO_STORE))
+            return Answer(204, NO_CONTENT_HEADERS)
         try:
             self.server.registry.open_slot()
         except Busy as exc:

@@ -1,0 +1,260 @@
+"""A stream whose tokens come from your own model: an async iterator of ``str``, pulled one token at a time.
+
+How this works: ``ModelStream`` is a core ``Stream`` whose producer, instead
+of paying a canned model's step with ``Sleep``, awaits the iterator's next
+token (an ``Await`` effect, so the event loop goes on meanwhile), logs it
+under the next index and ``Put``s it to the reader, as the canned producer
+does.  The length is not known until the iterator ends, so until then
+``total`` is ``MAX_MODEL_TOKENS`` (the most a stream's log keeps); when the
+model stops, for whatever reason, ``total`` becomes the number of tokens
+logged, and every reader that reaches the end gets the last frame saying
+how it ended (``closing_frame``):
+
+- the iterator is exhausted: ``done``, as for the canned answer;
+- it was stopped early (``cancel``, and the last reader left; the server
+  shutting down; an owner that died on a shared log): ``done`` with
+  ``"stopped_early": true`` and the reason;
+- the model raised, or yielded something that is not a ``str``: an
+  ``error`` event naming the exception type (never its traceback or
+  message), logged once on the server with the traceback.
+
+A model cannot be restarted at index k, so a stopped iterator is never asked
+again: a reconnect replays what was logged and gets the early ``done``.
+With ``detach`` (the default here) the producer does not stop when the
+reader leaves: it keeps logging, so the resume gets everything.  With
+``cancel`` the token being generated is abandoned (its task is cancelled)
+and the iterator closed with ``aclose``: the model runs at most one step
+for nobody.  Whatever the ending, the iterator is closed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections import Counter
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.channel import BoundedChannel, Policy
+from ..core.effects import Await, Process, Put, TokenItem
+from ..core.frames import DEFAULT_RETRY_MS
+from ..core.model import Model, TimingModel
+from ..core.sse import encode
+from ..core.stream import OnDisconnect, Stream
+from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamState, TokenLog
+
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "open_source"]
+
+# The most tokens one model stream may yield: what a stream's token log keeps
+# (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
+# it ends with an error rather than losing the start of its answer.
+MAX_MODEL_TOKENS = DEFAULT_MAX_TOKENS
+# A bad token is quoted in the error up to this many characters.
+_QUOTE_CHARS = 40
+
+logger = logging.getLogger("tokenwire.asgi")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """What the model factory is called with for a new stream.
+
+    stream_id: the new stream's id; params: the query's parameters (without
+    ``cut_after`` and ``last_event_id``, which the app reads itself); body:
+    the ``POST /streams`` body (empty for ``GET /stream``); client: the
+    client's address.
+    """
+
+    stream_id: str
+    params: Mapping[str, str]
+    body: bytes
+    client: str
+
+
+ModelFactory = Callable[[StreamRequest], "AsyncIterable[str] | Awaitable[AsyncIterable[str]]"]
+
+
+async def open_source(factory: ModelFactory, request: StreamRequest) -> AsyncIterator[str]:
+    """Call ``factory`` (awaiting it if it is async); returns the async iterator of tokens.
+
+    Raises what the factory raises, and ``TypeError`` when it returns
+    something that is not an async iterable.
+    """
+    made: Any = factory(request)
+    if inspect.isawaitable(made):
+        made = await made
+    if not hasattr(made, "__aiter__"):
+        raise TypeError(f"the model factory must return an async iterator of str, got {_quote(made)}")
+    source: AsyncIterator[str] = made.__aiter__()
+    return source
+
+
+def _quote(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """Why a model stream ended before its model did: ``reason``, and the error event's message if it failed."""
+
+    reason: str
+    error: str | None = None
+
+
+CANCELLED = Ending("cancelled")
+OWNER_LOST = Ending("owner lost")
+
+
+class _OpenLength(Model):
+    """The core's model slot for a model whose length is not known: only its length cap is read."""
+
+    def __init__(self, cap: int) -> None:     # no tokens, no timing: the producer never asks for them
+        self.tokens, self.timing, self.steps = (), TimingModel(), Counter()
+        self._cap = cap
+
+    def __len__(self) -> int:
+        return self._cap
+
+
+class _End:
+    def __repr__(self) -> str:
+        return "END"
+
+
+_END = _End()
+
+
+async def _next_token(source: AsyncIterator[str]) -> object:
+    try:
+        return await source.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+class ModelStream(Stream):
+    """A ``Stream`` fed by ``source``, an async iterator of ``str`` (None: none here, e.g. joined from another instance).
+
+    ``ending`` is None while the model runs and after it ran out; an
+    ``Ending`` once it was stopped early or failed.  ``policy``,
+    ``capacity``, ``on_disconnect``, ``retry_ms``, ``meta`` and ``attach``
+    are ``Stream``'s.
+    """
+
+    def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, *,
+                 policy: Policy | str = Policy.BLOCK, capacity: int = 4,
+                 on_disconnect: OnDisconnect | str = OnDisconnect.DETACH, retry_ms: int = DEFAULT_RETRY_MS,
+                 meta: Mapping[str, Any] | None = None, attach: bool = False) -> None:
+        super().__init__(stream_id, _OpenLength(MAX_MODEL_TOKENS), log, policy=policy, capacity=capacity,
+                         on_disconnect=on_disconnect, retry_ms=retry_ms, meta=meta, attach=attach,
+                         keep_trace=False)
+        self.source = source
+        self.position = 0                    # the index the source yields next
+        self.ending: Ending | None = None
+        self._pending: asyncio.Future[object] | None = None
+
+    # -- stopping ------------------------------------------------------------
+    def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
+        """As ``Stream.disconnect``; with ``cancel`` and nobody left, the token being generated is abandoned."""
+        super().disconnect(channel)
+        if self.cancelled and self._pending is not None:
+            self._pending.cancel()
+
+    def stop(self) -> None:
+        """Stop the model now (the server is shutting down): readers get the early ``done``."""
+        self.cancelled = True
+        if self._pending is not None:
+            self._pending.cancel()
+
+    # -- the producer --------------------------------------------------------
+    def produce(self, start: int) -> Process:
+        """Pull tokens from the source from ``start`` on, logging each before it is sent; see the module."""
+        source = self.source
+        if source is None or start != self.position:      # a model cannot resume at `start`
+            self._end(start, OWNER_LOST if source is None else CANCELLED)
+            return
+        index = start
+        try:
+            while True:
+                if self.cancelled:
+                    self._end(index, CANCELLED)
+                    break
+                self._pending = task = asyncio.ensure_future(_next_token(source))
+                try:
+                    token = yield Await(task)
+                except asyncio.CancelledError:
+                    self._end(index, CANCELLED)
+                    break
+                except Exception as exc:  # noqa: BLE001 - the model's own error, reported to the reader by name
+                    self._fail(index, f"the model raised {type(exc).__name__}", exc)
+                    break
+                finally:
+                    self._pending = None
+                if token is _END:
+                    self._end(index, None)
+                    break
+                if not isinstance(token, str):
+                    self._fail(index, f"the model yielded {_quote(token)} ({type(token).__name__}) as token "
+                                      f"{index}; a token must be a str")
+                    break
+                if index >= self.total:
+                    self._fail(index, f"the model yielded more than {self.total} tokens, the most a stream keeps")
+                    break
+                item = self._log(index, str(token))
+                yield Put(self, item)
+                index += 1
+        except LogError:
+            self._lost()
+            self._pending = None
+            yield from self._close_source()
+            raise
+        yield from self._close_source()
+
+    def _log(self, index: int, token: str) -> TokenItem:
+        with self.cond:
+            self.log.append(self.stream_id, index, token)
+            item = TokenItem(index, token)
+            self.position = index + 1
+            self.ring(item)
+        return item
+
+    def _end(self, total: int, ending: Ending | None) -> None:
+        """The model is over after ``total`` tokens: every reader drains, then gets the closing frame."""
+        with self.cond:
+            self.total, self.ending = total, ending
+            self.producer_running = False
+            self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
+            for channel in (self.channel, *self.followers):
+                if channel is not None:
+                    channel.close()
+            self.cond.notify_all()
+
+    def _fail(self, total: int, message: str, exc: BaseException | None = None) -> None:
+        logger.error("tokenwire stream %s: %s", self.stream_id, message, exc_info=exc)
+        self._end(total, Ending("error", message))
+
+    def _close_source(self) -> Process:
+        source, self.source = self.source, None
+        aclose = getattr(source, "aclose", None)
+        if aclose is None:
+            return
+        try:
+            yield Await(aclose())
+        except Exception as exc:  # noqa: BLE001 - closing is best effort; the stream has ended either way
+            logger.warning("tokenwire stream %s: closing the model raised %s", self.stream_id,
+                           type(exc).__name__, exc_info=exc)
+
+    # -- the last frame --------------------------------------------------------
+    def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
+        """``done`` for a model that ran out; ``done`` with ``stopped_early`` or ``error`` otherwise."""
+        ending, total = self.ending, self.total
+        last = str(total - 1) if total else None       # no id at all for an empty answer
+        if ending is not None and ending.error is not None:
+            return encode(json.dumps({"error": ending.error, "tokens": total}), event="error", id=last)
+        body: dict[str, object] = {"tokens": total, "delivered_from": delivered_from, "dropped": dropped}
+        if ending is not None:
+            body.update(stopped_early=True, reason=ending.reason)
+        return encode(json.dumps(body), event="done", id=last)

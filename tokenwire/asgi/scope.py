@@ -1,0 +1,88 @@
+"""Reading an ASGI request and writing a whole answer: the small, pure-ish parts of the ASGI edge.
+
+How this works: an ASGI server hands the app a ``scope`` dict (method, path,
+``root_path``, raw query bytes, headers as lower-case byte pairs, client)
+and two coroutines.  These functions read the scope as ``tokenwire serve``
+reads its h11 request (the target and header values decoded the same way,
+so the same input gives the same messages), read a bounded body, and send a
+complete answer.  The path a route sees is the one under ``root_path``:
+Starlette's ``Mount`` leaves the full path in ``path`` and adds the mount
+point to ``root_path``, other servers give the rest of the path only, and
+both work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..live.params import RequestError, utf8
+from ..live.requests import JSON_HEADERS, error_body
+from .wire import Receive, Send
+
+__all__ = ["answer", "asgi_headers", "client", "error", "header_values", "query", "read_body", "root_path",
+           "route_path"]
+
+Scope = Mapping[str, Any]
+
+
+def root_path(scope: Scope) -> str:
+    """Where the app is mounted ("" at the top)."""
+    return str(scope.get("root_path", ""))
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path under the mount point (``root_path``)."""
+    path, root = str(scope["path"]), root_path(scope)
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root):]
+    return path
+
+
+def query(scope: Scope) -> str:
+    """The query string, decoded as ``tokenwire serve`` decodes a request target (UTF-8, bad bytes as U+FFFD)."""
+    return utf8(bytes(scope.get("query_string", b"")).decode("latin-1"))
+
+
+def header_values(scope: Scope, name: bytes) -> list[str]:
+    """Every value of header ``name`` (lower-case bytes), as Latin-1 text."""
+    return [bytes(value).decode("latin-1") for key, value in scope.get("headers", ()) if bytes(key).lower() == name]
+
+
+def client(scope: Scope) -> str:
+    """The client's address ("-" when the server does not say)."""
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "-"
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """Read the request body; raises ``RequestError`` 413 past ``limit`` bytes."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return bytes(body)                     # the client left before the body was whole
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise RequestError(413, f"request body longer than {limit} bytes")
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def asgi_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """Headers as ASGI wants them: lower-case names, Latin-1 bytes."""
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+
+
+async def answer(send: Send, status: int, headers: Iterable[tuple[str, str]], body: bytes = b"") -> None:
+    """Send a whole response (with its ``Content-Length``)."""
+    fields = asgi_headers(headers)
+    if status not in (204, 304):
+        fields.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": fields})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def error(send: Send, refused: RequestError) -> None:
+    """Send a refusal as the live endpoints do: JSON ``{"error": ...}`` with the error's own headers."""
+    await answer(send, refused.status, (*JSON_HEADERS, *refused.headers), error_body(refused.message))
