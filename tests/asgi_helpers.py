@@ -1,0 +1,136 @@
+"""Helpers for the ASGI tests: a uvicorn process on loopback, and reading its streams; this module holds no tests.
+
+``Uvicorn(target)`` runs ``python -m uvicorn <target>`` (uvloop and
+httptools, as the bench does; ``--app-dir tests`` so ``asgi_apps`` imports)
+on a free port and stops it with SIGTERM; its stderr is kept to look at.
+``read_stream`` reads an SSE response with httpx-sse until ``done`` or
+``error`` (or ``stop_after`` tokens).  Every wait is bounded (``live_helpers.wait_until`` for the rest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent, connect_sse
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Uvicorn:
+    """One uvicorn process serving ``target`` on 127.0.0.1; ``url`` is its base URL."""
+
+    def __init__(self, target: str, env: dict[str, str] | None = None) -> None:
+        self.target, self.port = target, free_port()
+        self.env = {**os.environ, **(env or {})}
+        self.errors = tempfile.TemporaryFile()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", self.target, "--app-dir", str(ROOT / "tests"), "--host", "127.0.0.1",
+             "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--log-level", "warning",
+             "--no-access-log", "--timeout-graceful-shutdown", "2"],
+            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.errors)
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"uvicorn exited with {self.proc.returncode}: {self.stderr()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"uvicorn did not listen on {self.port} within {TIMEOUT_S} s: {self.stderr()}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.send_signal(sig)
+        try:
+            proc.wait(TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(TIMEOUT_S)
+
+    def stderr(self) -> str:
+        self.errors.seek(0)
+        return self.errors.read().decode(errors="replace")
+
+
+@contextmanager
+def uvicorn(target: str, env: dict[str, str] | None = None) -> Iterator[Uvicorn]:
+    server = Uvicorn(target, env)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.errors.close()
+
+
+@dataclass
+class Read:
+    """What one connection read: its status, events (pings not included), and how it ended."""
+
+    status: int
+    events: list[ServerSentEvent] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> list[ServerSentEvent]:
+        return [e for e in self.events if e.event == "token"]
+
+    @property
+    def ids(self) -> list[int]:
+        return [int(e.id) for e in self.tokens]
+
+    @property
+    def text(self) -> str:
+        return "".join(e.data for e in self.tokens)
+
+    @property
+    def last(self) -> ServerSentEvent:
+        return self.events[-1]
+
+    def last_json(self) -> Any:
+        return json.loads(self.last.data)
+
+
+def read_stream(url: str, headers: dict[str, str] | None = None, stop_after: int | None = None,
+                timeout_s: float = TIMEOUT_S) -> Read:
+    """Read the SSE stream at ``url`` to its end (or ``stop_after`` tokens, then hang up)."""
+    with httpx.Client(timeout=timeout_s) as client, connect_sse(client, "GET", url, headers=dict(headers or {})) as source:
+        read = Read(source.response.status_code)
+        if read.status != 200:
+            return read
+        for event in source.iter_sse():
+            read.events.append(event)
+            if stop_after is not None and len(read.tokens) >= stop_after:
+                break
+    return read
+
