@@ -11,7 +11,7 @@ was closed.  The fake model is steered by its query parameters:
   ``at``); ``nonstr`` (yields the int 42 at token ``at``); ``never`` (never
   yields anything).
 
-Run by uvicorn with ``--app-dir tests``: ``asgi_apps:app``.  With
+``/canned`` mounts the canned answer (``TokenStreams()``).  Run by uvicorn with ``--app-dir tests``: ``asgi_apps:app``.  With
 ``TOKENWIRE_TEST_LOG`` set, the mounted apps use that token log (Redis).
 """
 
@@ -74,6 +74,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 app = FastAPI(lifespan=_lifespan)
 app.mount("/tokens", detached)
 app.mount("/cancel", cancelled)
+app.mount("/canned", TokenStreams())          # the canned answer, mounted
 
 
 @app.get("/model/{stream_id}")
