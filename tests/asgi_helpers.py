@@ -39,8 +39,8 @@ def free_port() -> int:
 class Uvicorn:
     """One uvicorn process serving ``target`` on 127.0.0.1; ``url`` is its base URL."""
 
-    def __init__(self, target: str, env: dict[str, str] | None = None) -> None:
-        self.target, self.port = target, free_port()
+    def __init__(self, target: str, env: dict[str, str] | None = None, app_dir: Path = ROOT / "tests") -> None:
+        self.target, self.port, self.app_dir = target, free_port(), app_dir
         self.env = {**os.environ, **(env or {})}
         self.errors = tempfile.TemporaryFile()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -51,7 +51,7 @@ class Uvicorn:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", self.target, "--app-dir", str(ROOT / "tests"), "--host", "127.0.0.1",
+            [sys.executable, "-m", "uvicorn", self.target, "--app-dir", str(self.app_dir), "--host", "127.0.0.1",
              "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--log-level", "warning",
              "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.errors)
@@ -84,8 +84,8 @@ class Uvicorn:
 
 
 @contextmanager
-def uvicorn(target: str, env: dict[str, str] | None = None) -> Iterator[Uvicorn]:
-    server = Uvicorn(target, env)
+def uvicorn(target: str, env: dict[str, str] | None = None, app_dir: Path = ROOT / "tests") -> Iterator[Uvicorn]:
+    server = Uvicorn(target, env, app_dir)
     server.start()
     try:
         yield server

@@ -1,0 +1,38 @@
+"""The README's FastAPI example, run as written: its code block is the app uvicorn serves, and its curl lines
+(made with httpx-sse here) create a stream, read it, and resume it with Last-Event-ID to the exact text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+from asgi_helpers import ROOT, read_stream, uvicorn
+
+HEADING = "## Your own model: `tokenwire.asgi`"
+
+
+def example() -> str:
+    """The first python block of the README's section on your own model."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(HEADING):]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None, "the section has no python block"
+    return match.group(1)
+
+
+def test_the_readme_example_serves_and_resumes_as_written(tmp_path: Path) -> None:
+    code = example()
+    assert 10 <= len([line for line in code.splitlines() if line.strip()]) <= 20     # about fifteen lines
+    (tmp_path / "example.py").write_text(code, encoding="utf-8")
+    with uvicorn("example:app", app_dir=tmp_path) as server:
+        made = httpx.post(f"{server.url}/tokens/streams?prompt=hello+resumable+world")
+        assert made.status_code == 201
+        url = made.json()["events_url"]
+        assert url.startswith("/tokens/streams/")
+        first = read_stream(server.url + url, stop_after=5)
+        rest = read_stream(server.url + url, headers={"Last-Event-ID": "4"})
+        assert first.ids + rest.ids == list(range(12))
+        assert first.text + rest.text == " ".join(["hello", "resumable", "world"] * 4)
+        assert rest.last.event == "done" and rest.last_json()["tokens"] == 12
+        assert "Traceback" not in server.stderr()
