@@ -265,8 +265,9 @@ class TokenStreams:
     async def _write(self, live: LiveStream, cursor: int, cut: int | None, receive: Receive, send: Send) -> None:
         driver, stream = self._driver(), live.stream
         channel: BoundedChannel[TokenItem] = stream.new_channel()
-        writer = stream.serve(cursor, channel, cut_after=cut, heartbeat_ns=round(self.config.heartbeat_s * 1e9))
-        wire = AsgiWire(send, driver.loop, write_timeout_s=self.config.write_timeout_s)
+        writer = stream.serve(cursor, channel, cut_after=cut)          # the wire sends the heartbeat
+        wire = AsgiWire(send, driver.loop, write_timeout_s=self.config.write_timeout_s,
+                        heartbeat_s=self.config.heartbeat_s)
 
         def start(wire: AsgiWire) -> None:
             done = driver.spawn(writer, wire)

@@ -1,70 +1,125 @@
 """The ASGI wire: what a ``Send`` effect writes to when the reader is behind an ASGI server.
 
 How this works: an ASGI ``send`` is a coroutine, and a process stepped by
-the ``LoopDriver`` cannot await; so ``AsgiWire.send`` (the ``LoopWire``
-method) only hands the frame over and answers "later", and the request's
-own task, which ``pump`` keeps busy for the life of the response, awaits
-``send`` with it and then resumes the writer with True.  When the server
-pauses writing (a slow reader, its transport's flow control), that await
-waits, so the writer waits, and a ``block`` stream's producer with it: the
-backpressure reaches the model.  Handing over and resuming are plain calls
-and one future per idle wait, no task per frame.
+the ``LoopDriver`` cannot await.  So ``AsgiWire.send`` (the ``LoopWire``
+method) starts the coroutine and steps it once by hand: a server that takes
+the frame at once (uvicorn does, unless the client is slow) finishes it in
+that step, and the writer goes on without a trip through the event loop.
+Otherwise the half-run coroutine is handed to the request's own task, which
+``pump`` keeps for the life of the response: it finishes the write (waiting,
+as the server's flow control says, for a slow reader) and then resumes the
+writer with True.  So a slow reader holds its writer, and a ``block``
+stream's producer with it: the backpressure reaches the model.
+
+Stepping a coroutine outside any task is only safe for a ``send`` that
+never asks which task it runs in; ``eager`` says whether this one is (a
+server's own ``send``: ``eager_send``).  Middleware can wrap ``send`` in
+task-bound machinery (anyio cancel scopes), so for any other ``send`` every
+frame is written by the request's task, started there.
 
 The peer is gone when the server says ``http.disconnect`` (a task of the
 response listens for it), when ``send`` raises, or when one frame has not
 been taken for ``write_timeout_s`` (a reader that stopped reading: the
 request task is then cancelled, which makes the server close the
-connection).  Each of these answers the writer False at once and calls
-``on_gone``, which lets go of the stream (``cancel`` or ``detach``, as
-configured) without waiting for the next frame or heartbeat.
+connection).  Each answers the writer False at once and calls ``on_gone``,
+which lets go of the stream (``cancel`` or ``detach``, as configured)
+without waiting for the next frame.  A stream silent for ``heartbeat_s``
+gets a ``: ping`` from the request's task: one timer per period per
+connection, not one per token.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-__all__ = ["AsgiWire", "Receive", "Send"]
+from ..core.sse import encode_comment
+
+__all__ = ["PING", "AsgiWire", "Receive", "Send", "eager_send"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 # How often, as a share of the write timeout, a stuck frame is looked for:
 # a reader that takes nothing is dropped within 1.25 timeouts.
 _WATCH_SHARE = 0.25
+# What a silent stream sends every heartbeat (the core writer's own ping).
+PING = encode_comment("ping")
+# The servers whose `send` is a plain method of their connection, safe to step by hand.
+_EAGER_MODULES = ("uvicorn.protocols.http.httptools_impl", "uvicorn.protocols.http.h11_impl")
+_Write = Coroutine[Any, Any, None]
+
+
+def eager_send(send: Send) -> bool:
+    """True if ``send`` is a server's own (uvicorn's), which can be stepped outside a task."""
+    owner = getattr(send, "__self__", None)
+    return owner is not None and type(owner).__module__ in _EAGER_MODULES
+
+
+def _body(frame: bytes) -> dict[str, Any]:
+    return {"type": "http.response.body", "body": frame, "more_body": True}
 
 
 class AsgiWire:
-    """A ``LoopWire`` whose frames an ASGI response's task writes (``pump``).
+    """A ``LoopWire`` over an ASGI response: frames are written at once when they can be, else by ``respond``'s task.
 
     ``failure`` names why the peer was declared gone (None while it is not);
     ``bytes_sent``/``frames_sent`` count what ``send`` took.
     """
 
-    def __init__(self, send: Send, loop: asyncio.AbstractEventLoop, *, write_timeout_s: float) -> None:
-        if not write_timeout_s > 0:
-            raise ValueError(f"write_timeout_s must be a positive number of seconds, got {write_timeout_s!r}")
-        self._send, self.loop, self.write_timeout_s = send, loop, write_timeout_s
+    def __init__(self, send: Send, loop: asyncio.AbstractEventLoop, *, write_timeout_s: float,
+                 heartbeat_s: float, eager: bool | None = None) -> None:
+        for name, value in (("write_timeout_s", write_timeout_s), ("heartbeat_s", heartbeat_s)):
+            if not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        self._send, self.loop = send, loop
+        self.write_timeout_s, self.heartbeat_s = write_timeout_s, heartbeat_s
+        self.eager = eager_send(send) if eager is None else eager
         self.failure: str | None = None
         self.bytes_sent = self.frames_sent = 0
-        self._frame: bytes | None = None
+        self._frame: bytes | None = None               # a frame for the task to write
+        self._started: tuple[_Write, Any, int] | None = None   # a write begun by hand: coroutine, what it yielded, size
         self._resume: Callable[[bool], None] | None = None
         self._wake: asyncio.Future[None] | None = None
-        self._ended = False
-        self._since: float | None = None          # loop time the frame being written was handed to send
+        self._busy = True                              # the task is writing (or not yet waiting)
+        self._ended = self._ping = self._timed_out = False
+        self._since: float | None = None               # loop time the write in progress began
+        self._last = 0.0                               # loop time the last write began
         self._task: asyncio.Task[Any] | None = None
-        self._watch_timer: asyncio.TimerHandle | None = None
-        self._timed_out = False
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._on_gone: Callable[[], None] = lambda: None
 
     # -- the LoopWire side (called by the driver) ---------------------------------
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
-        """Hand ``frame`` to the response's task; False if the peer is gone, else None (``resume`` is called)."""
+        """Write ``frame``: True if the server took it now, False if the peer is gone, None: ``resume`` comes later."""
         if self.failure is not None:
             return False
+        if self.eager and not self._busy:
+            return self._send_now(frame, resume)
         self._frame, self._resume = frame, resume
         self._poke()
         return None
+
+    def _send_now(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
+        self._last = self.loop.time()
+        write = self._send(_body(frame))
+        try:
+            waits_on = write.send(None)  # type: ignore[attr-defined]
+        except StopIteration:
+            return self._sent(len(frame))
+        except (OSError, RuntimeError) as exc:
+            self.lost(f"send failed: {type(exc).__name__}: {exc}")
+            return False
+        self._started, self._resume, self._since = (write, waits_on, len(frame)), resume, self._last  # type: ignore[assignment]
+        self._poke()
+        return None
+
+    def _sent(self, size: int) -> bool:
+        if self.failure is not None:
+            return False
+        self.bytes_sent += size
+        self.frames_sent += 1
+        return True
 
     def end(self) -> None:
         """The writer has finished: the response ends once the last frame is written."""
@@ -101,7 +156,9 @@ class AsgiWire:
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
         start(self)
         listener = self.loop.create_task(self._listen(receive))
+        self._last = self.loop.time()
         self._watch()
+        self._beat()
         try:
             await self._pump()
         except asyncio.CancelledError:
@@ -111,41 +168,64 @@ class AsgiWire:
             return                      # our own watch cancelled it: the server closes the connection
         finally:
             listener.cancel()
-            if self._watch_timer is not None:
-                self._watch_timer.cancel()
+            for timer in self._timers.values():
+                timer.cancel()
         if self.failure is None:
             await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self) -> None:
         while True:
-            frame = self._frame
-            if frame is None:
-                if self._ended or self.failure is not None:
-                    return
-                self._wake = self.loop.create_future()
-                await self._wake
-                self._wake = None
+            if self._started is not None:
+                ok = await self._finish(*self._started)
+            elif self._frame is not None:
+                frame, self._frame = self._frame, None
+                ok = await self._write(frame)
+            elif self._ping and not self._ended:
+                self._ping = False
+                await self._write(PING)
                 continue
-            self._frame = None
-            ok = await self._write(frame)
+            elif self._ended or self.failure is not None:
+                return
+            else:
+                self._busy, self._wake = False, self.loop.create_future()
+                await self._wake
+                self._busy, self._wake = True, None
+                continue
             resume, self._resume = self._resume, None
             if resume is not None:
                 resume(ok)
 
     async def _write(self, frame: bytes) -> bool:
-        self._since = self.loop.time()
+        self._since = self._last = self.loop.time()
         try:
-            await self._send({"type": "http.response.body", "body": frame, "more_body": True})
+            await self._send(_body(frame))
         except (OSError, RuntimeError) as exc:       # servers that raise on a closed connection
             self.lost(f"send failed: {type(exc).__name__}: {exc}")
             return False
         finally:
             self._since = None
-        if self.failure is not None:
+        return self._sent(len(frame))
+
+    async def _finish(self, write: _Write, waits_on: Any, size: int) -> bool:
+        """Run a write begun by hand to its end in this task (it was waiting on ``waits_on``)."""
+        self._started = None
+        try:
+            while True:
+                if waits_on is not None:
+                    waits_on._asyncio_future_blocking = False     # as a Task does with what it is handed
+                try:
+                    await (waits_on if waits_on is not None else asyncio.sleep(0))
+                except asyncio.CancelledError as exc:
+                    waits_on = write.throw(exc)
+                    continue
+                waits_on = write.send(None)
+        except StopIteration:
+            return self._sent(size)
+        except (OSError, RuntimeError) as exc:
+            self.lost(f"send failed: {type(exc).__name__}: {exc}")
             return False
-        self.bytes_sent += len(frame)
-        self.frames_sent += 1
-        return True
+        finally:
+            self._since = None
 
     async def _listen(self, receive: Receive) -> None:
         while True:
@@ -162,4 +242,12 @@ class AsgiWire:
             if self._task is not None:
                 self._task.cancel()
             return
-        self._watch_timer = self.loop.call_later(self.write_timeout_s * _WATCH_SHARE, self._watch)
+        self._timers["watch"] = self.loop.call_later(self.write_timeout_s * _WATCH_SHARE, self._watch)
+
+    def _beat(self) -> None:
+        due = self._last + self.heartbeat_s
+        if self.loop.time() >= due and self._since is None:
+            self._ping = True
+            self._poke()
+            due = self.loop.time() + self.heartbeat_s
+        self._timers["beat"] = self.loop.call_at(due, self._beat)

@@ -1,0 +1,99 @@
+"""``AsgiWire`` in this process against fake ASGI ``send``s: a write the server takes at once, one it makes
+wait (a slow reader), one it never finishes (the write timeout), a silent stream's heartbeat, and the peer
+leaving.  Every wait is bounded by ``asyncio.wait_for``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tokenwire.asgi.wire import PING, AsgiWire, eager_send
+
+Message = dict[str, Any]
+
+
+class FakeServer:
+    """A ``send`` that records bodies; while ``gate`` is set, each body waits for it (a paused transport)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.gate: asyncio.Future[None] | None = None
+        self.disconnect = asyncio.Event()
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.body" and self.gate is not None:
+            await self.gate
+        if message["type"] == "http.response.body":
+            self.bodies.append(message["body"])
+
+    async def receive(self) -> Message:
+        await self.disconnect.wait()
+        return {"type": "http.disconnect"}
+
+
+async def _respond(wire: AsgiWire, server: FakeServer, frames: list[bytes], results: list[bool | None],
+                   gone: list[str]) -> None:
+    def start(w: AsgiWire) -> None:
+        def step(index: int) -> None:
+            if index == len(frames):
+                w.end()
+                return
+            now = w.send(frames[index], lambda ok: (results.append(ok), step(index + 1)))
+            if now is not None:
+                results.append(now)
+                asyncio.get_running_loop().call_soon(step, index + 1)
+        asyncio.get_running_loop().call_soon(step, 0)
+    await wire.respond([], server.receive, start, on_gone=lambda: gone.append(wire.failure or ""))
+
+
+def _run(eager: bool, gate: bool, frames: list[bytes]) -> tuple[FakeServer, list[bool | None], AsgiWire]:
+    async def main() -> tuple[FakeServer, list[bool | None], AsgiWire]:
+        server, results = FakeServer(), []
+        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5, heartbeat_s=60, eager=eager)
+        if gate:
+            server.gate = asyncio.get_running_loop().create_future()
+            asyncio.get_running_loop().call_later(0.05, server.gate.set_result, None)
+        await asyncio.wait_for(_respond(wire, server, frames, results, []), 5)
+        return server, results, wire
+    return asyncio.run(main())
+
+
+def test_frames_go_out_in_order_whether_written_at_once_or_by_the_task() -> None:
+    frames = [f"id: {i}\n\n".encode() for i in range(20)]
+    for eager in (True, False):
+        for gate in (False, True):
+            server, results, wire = _run(eager, gate, frames)
+            assert server.bodies == [*frames, b""], (eager, gate)       # then the end of the response
+            assert results == [True] * 20 and wire.frames_sent == 20 and wire.failure is None
+
+
+def test_a_reader_that_takes_nothing_is_dropped_after_the_write_timeout() -> None:
+    async def main() -> tuple[list[bool | None], list[str], AsgiWire]:
+        server, results, gone = FakeServer(), [], []
+        server.gate = asyncio.get_running_loop().create_future()      # never opens
+        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=0.1, heartbeat_s=60)
+        await asyncio.wait_for(_respond(wire, server, [b"data: x\n\n"], results, gone), 5)
+        return results, gone, wire
+    results, gone, wire = asyncio.run(main())
+    assert results == [False]
+    assert gone == ["write timeout: nothing taken for 0.1 s"] and wire.failure == gone[0]
+
+
+def test_a_silent_stream_gets_pings_and_a_disconnect_lets_go_at_once() -> None:
+    async def main() -> tuple[FakeServer, list[str]]:
+        server, gone = FakeServer(), []
+        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5, heartbeat_s=0.05)
+        asyncio.get_running_loop().call_later(0.3, server.disconnect.set)
+        await asyncio.wait_for(wire.respond([], server.receive, lambda w: None, lambda: gone.append("gone")), 5)
+        return server, gone
+    server, gone = asyncio.run(main())
+    assert len(server.bodies) >= 3 and set(server.bodies) == {PING}    # no end of response: the peer left
+    assert gone == ["gone"]
+
+
+def test_only_a_servers_own_send_is_stepped_by_hand() -> None:
+    assert not eager_send(FakeServer().send)
+
+    async def plain(message: Message) -> None:
+        pass
+    assert not eager_send(plain)
