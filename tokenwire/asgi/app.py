@@ -90,7 +90,8 @@ class TokenStreams:
     ``policy`` and ``buffer`` are its channel's and ``on_disconnect`` what a
     reader leaving does (``detach``: the model keeps logging; ``cancel``: it
     is stopped).  ``log``: ``"memory"`` or a ``redis://`` URL (None: the
-    ``TOKENWIRE_LOG_URL`` environment variable, else memory).  The limits
+    ``TOKENWIRE_LOG_URL`` environment variable, else memory); a model's
+    streams are in memory for now (a shared log for them is refused).  The limits
     are ``tokenwire serve``'s, with the same defaults.  Raises
     ``TypeError``/``ValueError`` naming a bad argument.
     """
@@ -102,6 +103,9 @@ class TokenStreams:
                  create_rate: float = DEFAULT_CREATE_RATE, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
+        if model is not None and log not in (None, "", "memory"):
+            raise ValueError(f"a shared log is not supported for your own model yet (the canned answer takes one); "
+                             f"got log={log!r}")
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 0:
             raise ValueError(f"max_body_bytes must be a non-negative int, got {max_body_bytes!r}")
         self.model = model
