@@ -34,9 +34,9 @@ from tokenwire.core.clock import RealClock
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Stream
-from tokenwire.core.threads import Threads
 from tokenwire.core.tokenlog import MemoryTokenLog, TokenLog
 from tokenwire.live.shared_stream import attach_stream, new_stream
+from tokenwire.realtime import LoopDriver
 
 __all__ = ["private_redis", "resume_latency"]
 
@@ -46,14 +46,15 @@ SAMPLES = 30         # reconnects measured per log
 JOIN_TIMEOUT_S = 30.0
 
 
-def _connect(stream: Stream, reader: MemoryReader, cursor: int, clock: RealClock) -> Threads:
-    threads = Threads(clock)
+def _connect(stream: Stream, reader: MemoryReader, cursor: int, clock: RealClock) -> None:
+    """Run one connection to its end on a private event loop."""
+    driver = LoopDriver.private(clock)
     reader.begin_connection()
 
     def client() -> Any:
         yield from stream.serve(cursor, stream.new_channel())
-    threads.spawn(client(), reader)
-    return threads
+    driver.spawn(client(), reader)
+    driver.run()
 
 
 def _one(clock: RealClock, make: Any, resume: Any) -> float:
@@ -62,12 +63,11 @@ def _one(clock: RealClock, make: Any, resume: Any) -> float:
     spec = RunSpec(tokens=TOKENS, producer_ms=0.2, capacity=4)
     stream = make(stream_id, spec)
     reader = MemoryReader(reader_ns=1_000_000, hang_up_after=CUT)   # slower than the model: the log runs ahead
-    _connect(stream, reader, -1, clock).join(JOIN_TIMEOUT_S)     # the producer is cancelled and ends
+    _connect(stream, reader, -1, clock)           # the producer is cancelled and ends
     reader.free_at = 0                  # the reconnecting reader is idle, not still busy with token CUT-1
     start = clock.now()
     again = resume(stream_id, stream)
-    threads = _connect(again, reader, reader.cursor, clock)
-    threads.join(JOIN_TIMEOUT_S)
+    _connect(again, reader, reader.cursor, clock)
     if reader.ids != list(range(TOKENS)):
         raise RuntimeError(f"resume lost or repeated ids: {reader.ids}")
     return (reader.arrivals[CUT] - start) / 1e6

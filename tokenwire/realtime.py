@@ -282,7 +282,8 @@ class LoopDriver:
         if not isinstance(cond, SingleThread):
             raise TypeError(f"the event-loop driver needs a stream whose cond is a SingleThread, got {cond!r}")
         key = id(effect.stream)
-        if cond.hook is None:
+        hook = cond.hook
+        if not (isinstance(hook, partial) and hook.func == self._ring):   # a stream another driver rang before
             cond.hook = partial(self._ring, key)
         if p.since < 0:
             p.since = now

@@ -106,7 +106,7 @@ class SharedStream(Stream):
 
     def _pass_on(self, cursor: int, length: int) -> Process:
         for index, text in enumerate(self.log.read_after(self.stream_id, cursor, length - cursor - 1), cursor + 1):
-            yield Put(self, TokenItem(index, text))
+            yield from self._deliver(TokenItem(index, text))
             cursor = index
         return cursor
 
@@ -119,24 +119,31 @@ class SharedStream(Stream):
             except (LeaseLost, IndexConflict):
                 self.fenced += 1        # another instance owns it now; its tokens come from the log
                 return index - 1
-        yield Put(self, TokenItem(index, token))
+        yield from self._deliver(TokenItem(index, token))
         return index
 
     def _follow(self, cursor: int) -> Process:
         for index, text in self.log.wait_after(self.stream_id, cursor):
             if index != cursor + 1:
                 raise LogGap(self.stream_id, cursor, index)
-            yield Put(self, TokenItem(index, text))
+            yield from self._deliver(TokenItem(index, text))
             cursor = index
         return cursor
+
+    def _deliver(self, item: TokenItem) -> Process:
+        """Ring this instance's followers, then offer ``item`` to the reader of record."""
+        with self.cond:
+            self.ring(item)
+        yield Put(self, item)
 
     def _fail(self, exc: LogError) -> None:
         with self.cond:
             self.producer_running = False
             self.failure = exc
-            if self.channel is not None:
-                self.channel.abandon()      # the writer ends the connection without `done`
-                self.channel = None
+            for channel in (self.channel, *self.followers):
+                if channel is not None:
+                    channel.abandon()       # the writers end their connections without `done`
+            self.channel, self.followers = None, []
             self.cond.notify_all()
         try:
             self.log.release(self.stream_id)
@@ -164,13 +171,13 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     return RedisTokenLog(url, name=name)
 
 
-def new_stream(stream_id: str, spec: RunSpec, log: TokenLog) -> Stream:
+def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
     """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it."""
     if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log)
+        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
     return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
                         policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
-                        retry_ms=spec.retry_ms, meta=registry.spec_to_meta(spec))
+                        retry_ms=spec.retry_ms, meta=registry.spec_to_meta(spec), keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -187,7 +194,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         raise UnknownStream(stream_id) from None
     return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
                         policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
-                        retry_ms=spec.retry_ms, attach=True)
+                        retry_ms=spec.retry_ms, attach=True, keep_trace=False)
 
 
 def make_registry(url: str | None, **kwargs: Any) -> registry.Registry:
