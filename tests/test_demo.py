@@ -96,7 +96,7 @@ def test_the_readme_command_prints_progress_and_the_socket_report() -> None:
 
 
 def test_bad_flags_exit_2_with_one_line() -> None:
-    assert cli_main(["--cut-after", "0"]) == 2
+    assert cli_main(["--cut-after", "277"]) == 2 and cli_main(["--cut-after", "-1"]) == 2
     assert cli_main(["--buffer", "65"]) == 2
 
 

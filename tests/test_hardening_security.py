@@ -229,5 +229,5 @@ def test_the_budget_fits_the_serverless_limit_and_the_command_line_refuses_too(
     assert REAL_BUDGET_MS / 1000 < max_duration
     argv = ["report", *(f"--{pair.replace('=', ' ')}" for pair in SLOWEST.split("&"))]
     assert main(" ".join(argv).split()) == 2
-    assert "clock=real would take about" in capsys.readouterr().err
+    assert "--clock real would take about" in capsys.readouterr().err
 

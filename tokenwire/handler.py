@@ -28,9 +28,10 @@ ALLOW = "GET, HEAD"
 Response = tuple[int, list[tuple[str, str]], bytes]
 
 
-def respond(method: str, target: str) -> Response:
+def respond(method: str, target: str, *, served_live: bool = False) -> Response:
     """Return ``(status, headers, body)`` for ``method`` on request ``target`` (path and query).
 
+    ``served_live``: the live server answers (its report links to ``/live``).
     Headers exclude Content-Length.  Never raises: an unexpected error is a
     plain 500 (the traceback goes to stderr, never to the visitor).
     """
@@ -42,7 +43,7 @@ def respond(method: str, target: str) -> Response:
         return error_response(404, f"404 not found: {path[:200]!r}; the report is at / "
                                    "(try /?scenario=block or /?format=html)")
     try:
-        return render(query)
+        return render(query, served_live=served_live)
     except Exception:  # noqa: BLE001 - the edge turns any bug into a 500, logged
         traceback.print_exc(file=sys.stderr)
         return error_response(500, "500 internal error: the report could not be built")

@@ -280,7 +280,8 @@ class Stream:
         """Write one connection's frames: open, replay, live tokens, done.
 
         Returns (as the generator's value) the ``Ending``.  ``cut_after``
-        closes the connection after that many token frames.  A follower (see
+        closes the connection after that many token frames (0: right after
+        the open frame).  A follower (see
         ``connect``) takes its tokens from the log each time its doorbell rings.
         """
         replay, producer = self.connect(cursor, channel)
@@ -291,6 +292,8 @@ class Stream:
                             policy=self.policy.value, buffer=self.capacity, retry_ms=self.retry_ms)
         if not (yield Send(opened)):
             return self._left(channel, Ending.PEER_GONE)
+        if cut_after == 0:                  # the connection dies before its first token
+            return self._left(channel, Ending.CLOSED_BY_SERVER)
         sent, last = 0, cursor
         pending: deque[TokenItem | Taken] = deque(replay)
         while True:

@@ -125,6 +125,9 @@ def _read_body(sock: socket.socket, server: LiveServer, seen: Client, rest: byte
                 return
             if event.event == "open":
                 seen.stream_id = str(json.loads(event.data)["stream_id"])
+                if hang_up_after == 0:          # the connection dies before its first token
+                    seen.hung_up = True
+                    return
             if event.event != "token":
                 continue
             clock.sleep_until(free_at)

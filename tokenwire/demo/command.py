@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 
 from ..live.sockets import MAX_BUFFER_BYTES
-from ..report.params import MAX_BUFFER, MAX_READER_MS
+from ..report.params import MAX_BUFFER, MAX_READER_MS, cut_after_message
 from ..report.plan import DEMO_PARAMS, demo_estimate_s
 from .runs import CONNECTIONS, DEMO_RCVBUF, DEMO_SNDBUF, DemoSettings, demo_report, run_demo
 
@@ -47,8 +47,8 @@ def _settings(args: argparse.Namespace) -> DemoSettings:
         raise ValueError(f"--reader-ms must be from 0 to {MAX_READER_MS:g}, got {args.reader_ms!r}")
     if not 1 <= args.buffer <= MAX_BUFFER:
         raise ValueError(f"--buffer must be from 1 to {MAX_BUFFER}, got {args.buffer!r}")
-    if not 1 <= args.cut_after < DEMO_PARAMS.tokens:
-        raise ValueError(f"--cut-after must be from 1 to {DEMO_PARAMS.tokens - 1}, got {args.cut_after!r}")
+    if not 0 <= args.cut_after < DEMO_PARAMS.tokens:
+        raise ValueError(cut_after_message(DEMO_PARAMS.tokens, str(args.cut_after), label="--cut-after"))
     for name in ("sndbuf", "rcvbuf"):
         if not 0 <= getattr(args, name) <= MAX_BUFFER_BYTES:
             raise ValueError(f"--{name} must be 0 (the kernel's) or a number of bytes up to {MAX_BUFFER_BYTES}, "

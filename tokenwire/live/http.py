@@ -270,7 +270,14 @@ class HttpConnection(asyncio.Protocol):
         self._task = asyncio.ensure_future(self._answer(request))
 
     async def _answer(self, request: Request) -> None:
-        answer = await self.host.dispatch(request, self)
+        try:
+            answer = await self.host.dispatch(request, self)
+        except asyncio.CancelledError:
+            raise                                    # the client left: nothing to answer
+        except Exception as exc:  # noqa: BLE001 - a bug answers 500 and one line, never a hang or a traceback
+            self.host.access(f"{self.client} error answering {request.method} {request.target[:200]}: "
+                             f"{type(exc).__name__}: {exc}")
+            answer = text_answer(500, "internal error: the answer could not be built")
         if answer is not None:                       # None: an event stream took over the connection
             self.answer(answer, request=request)
 

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from ..core.channel import Policy
 from ..core.pipeline import RunSpec
-from ..report.params import ParamError, ReportParams, parse_query
+from ..report.params import ParamError, ReportParams, cut_after_message, parse_query
 
 __all__ = [
     "LIVE_PARAMS",
@@ -122,11 +122,8 @@ def unknown_stream_message(stream_id: str) -> str:
 
 
 def cut_range_message(tokens: int, value: str) -> str:
-    """The 400 for a live ``cut_after`` outside 1..tokens-1 (a cut needs a token before it and one after)."""
-    if tokens < 2:
-        return (f"cut_after needs an answer of at least 2 tokens (one before the cut, one after); "
-                f"got {value!r} with tokens={tokens}")
-    return f"cut_after must be from 1 to {tokens - 1} (tokens-1), got {value!r}"
+    """The 400 for a live ``cut_after`` outside 0..tokens-1: the report's own message, one range everywhere."""
+    return cut_after_message(tokens, value)
 
 
 def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
@@ -139,7 +136,7 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
     except (ParamError, ValueError) as exc:
         raise RequestError(400, str(exc)) from None
     cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
-    if cut is not None and not 0 < cut < spec.tokens:
+    if cut is not None and not 0 <= cut < spec.tokens:
         raise RequestError(400, cut_range_message(spec.tokens, live["cut_after"]))
     return spec, cut
 

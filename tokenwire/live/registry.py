@@ -192,10 +192,11 @@ class Registry:
     def create(self, spec: RunSpec, *, cut_after: int | None = None) -> LiveStream:
         """Make a stream for ``spec`` under a new id; returns it.
 
-        ``cut_after`` (1..tokens-1) is validated here; raises ``ValueError``.
+        ``cut_after`` (0..tokens-1; 0 closes the connection after its open
+        frame) is validated here; raises ``ValueError``.
         """
-        if cut_after is not None and not 0 < cut_after < spec.tokens:
-            raise ValueError(f"cut_after must be from 1 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
+        if cut_after is not None and not 0 <= cut_after < spec.tokens:
+            raise ValueError(f"cut_after must be from 0 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
         stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace)
         return self._remember(LiveStream(stream, spec, cut_after))
 

@@ -21,6 +21,7 @@ is made.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -30,7 +31,9 @@ import jinja2
 
 from ..core.tokenlog import LogError, UnknownStream
 from ..handler import REPORT_PATHS, respond
+from ..core.frames import DEFAULT_RETRY_MS
 from ..report.params import ParamError, parse_query
+from ..report.templating import live_stylesheet
 from .config import JOURNAL_SIZE, RETRY_AFTER_S, ConnectionLog, LiveConfig
 from .http import Answer, HttpConnection, Request, head_bytes
 from .params import LIVE_PARAMS, RequestError, spec_from_query, unknown_stream_message
@@ -65,6 +68,10 @@ _STATIC = {"live.js": "text/javascript; charset=utf-8", "live.css": "text/css; c
 LIVE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
             "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
+
+# The live page's model pace when its address names none: slow enough to watch
+# tokens arrive (the report's 0.5 ms would land 40 tokens in a blink).
+LIVE_PACE_MS = 25
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("tokenwire", "templates"),
@@ -161,7 +168,7 @@ class Routes:
             self.real_running += 1
         self.in_flight += 1
         try:
-            return await loop.run_in_executor(pool, _respond, "GET", target)
+            return await loop.run_in_executor(pool, partial(_respond, "GET", target, served_live=True))
         finally:
             self.in_flight -= 1
             if real:
@@ -171,7 +178,7 @@ class Routes:
         config = self.server.config
         body = _TEMPLATES.get_template("live.html").render(
             heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS),
-            retry_after_s=RETRY_AFTER_S).encode()
+            retry_after_s=RETRY_AFTER_S, retry_ms=DEFAULT_RETRY_MS, pace_ms=LIVE_PACE_MS).encode()
         return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *SECURITY_HEADERS,
                             ("Content-Security-Policy", LIVE_CSP), *NO_STORE), body)
 
@@ -262,8 +269,8 @@ class Routes:
         return json_error(refused.status, refused.message, refused.headers)
 
 
-def _respond(method: str, target: str) -> Answer:
-    status, headers, body = respond(method, target)
+def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:
+    status, headers, body = respond(method, target, served_live=served_live)
     return Answer(status, tuple(headers), body)
 
 
@@ -271,6 +278,7 @@ def _static(name: str) -> Answer:
     content_type = _STATIC.get(name)
     if content_type is None:
         raise RequestError(404, f"no static file {name!r}")
-    body = resources.files("tokenwire.live").joinpath("static", name).read_bytes()
+    # The live page's stylesheet starts with the report's, so both pages look alike.
+    body = live_stylesheet() if name == "live.css" else resources.files("tokenwire.live").joinpath("static", name).read_bytes()
     return Answer(200, (("Content-Type", content_type), *SECURITY_HEADERS, ("Cache-Control", "no-cache")), body)
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..core.model import ANSWER, QUESTION
-from ..core.pipeline import RunResult, run
+from ..core.pipeline import RunResult
 from .params import ReportParams
-from .plan import DEMO_CONNECTIONS, DEMO_ESTIMATE_S, DEMO_PARAMS, POLICIES, RUN_NAMES, plan
+from .plan import DEMO_CONNECTIONS, DEMO_ESTIMATE_S, DEMO_PARAMS, POLICIES, RUN_NAMES, plan, run_spec
 from .sections import (
     DETAIL_RUN,
     Detail,
@@ -107,7 +107,7 @@ def build_report(params: ReportParams) -> Report:
     parameters ``params`` accepted), ``TimeoutError`` if a
     real-clock run does not finish.
     """
-    return assemble(params, {name: run(spec) for name, spec in plan(params).items()})
+    return assemble(params, {name: run_spec(spec) for name, spec in plan(params).items()})
 
 
 def assemble(params: ReportParams, runs: Mapping[str, RunResult], *, transport: Transport = "memory",

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from ..core.channel import Policy
 from ..core.model import ANSWER
-from ..core.pipeline import ClockKind, RunSpec, run
+from ..core.pipeline import ClockKind, RunResult, RunSpec, run
 from ..core.stream import OnDisconnect
 from .params import ReportParams
 
@@ -129,3 +129,11 @@ def virtual_wall_ms(params: ReportParams) -> float:
     ``clock=real`` request is judged by before anything runs on threads.
     """
     return sum(run(spec).wall_ns for spec in plan(params, "virtual").values()) / 1e6
+
+
+def run_spec(spec: RunSpec) -> RunResult:
+    """Run one of the plan's specs: on the virtual clock, or in real time on a private event loop."""
+    if spec.clock is ClockKind.REAL:
+        from ..realtime import LoopDriver     # asyncio only when a real-clock run is asked for
+        return run(spec, LoopDriver.private())
+    return run(spec)
