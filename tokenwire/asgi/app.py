@@ -197,7 +197,7 @@ class TokenStreams:
         else:
             match = rules.EVENTS_PATH.fullmatch(path)
             assert match is not None
-            await self._events(scope, receive, send, self.registry.get(match.group(1)), created=False)
+            await self._events(scope, receive, send, await self.registry.get_async(match.group(1)), created=False)
 
     async def _create(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if asgi.header_values(scope, b"transfer-encoding"):
@@ -216,7 +216,7 @@ class TokenStreams:
         if "last_event_id" in live:
             raise RequestError(400, "last_event_id applies to /streams/<id>/events, not to a new stream")
         cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
-        if cut is not None and not 0 < cut < MAX_MODEL_TOKENS:
+        if cut is not None and not 0 <= cut < MAX_MODEL_TOKENS:
             raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, live["cut_after"]))
         params: dict[str, str] = {}
         for name, value in parse_qsl(rest, keep_blank_values=True):
@@ -232,7 +232,7 @@ class TokenStreams:
         except OverQuota as exc:
             raise rules.quota_error(exc) from None
         if asked.spec is not None:
-            return self.registry.create(asked.spec, cut_after=asked.cut)
+            return await self.registry.create_async(asked.spec, cut_after=asked.cut)
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
         request = StreamRequest(stream_id, asked.params, body, asgi.client(scope))
         assert self.model is not None
@@ -253,7 +253,8 @@ class TokenStreams:
     async def _events(self, scope: dict[str, Any], receive: Receive, send: Send, live: LiveStream, *,
                       created: bool) -> None:
         asked = rules.events_request(asgi.query(scope), asgi.header_values(scope, b"last-event-id"), live.stream,
-                                     self.registry.log, created=created)
+                                     await self.registry.length_async(live.stream_id), created=created)
+        await self.registry.check_cursor_async(live.stream_id, asked.cursor)
         if asked.complete:
             await asgi.answer(send, 204, rules.NO_CONTENT_HEADERS)
             return

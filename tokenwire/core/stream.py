@@ -42,12 +42,12 @@ processes parked on the stream.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
-from .effects import TIMEOUT, Get, Process, Put, Send, Sleep, Spawn
+from .effects import TIMEOUT, Effect, Get, Process, Put, Send, Sleep, Spawn
 from .frames import DEFAULT_RETRY_MS, TokenItem, done_frame, open_frame, token_frame
 from .model import Model
 from .sse import encode_comment
@@ -67,6 +67,10 @@ class CursorOutOfRange(StreamError):
     def __init__(self, cursor: int, total: int) -> None:
         super().__init__(f"last event id {cursor!r} is out of range: expected -1 (from the start) to {total - 1}")
         self.cursor, self.total = cursor, total
+
+
+# What attaching a reader gives: the tokens to replay, and a producer to start (or None).
+Attached = tuple[list["TokenItem"], "Process | None"]
 
 
 class OnDisconnect(StrEnum):
@@ -104,13 +108,16 @@ class Stream:
     ``meta`` is stored in the log with the stream (what another instance needs
     to rebuild it); ``attach=True`` joins a stream another instance already
     created in a shared log instead of creating it (``UnknownStream`` if it is
-    not there, ``ValueError`` if its length differs from the model's).
+    not there, ``ValueError`` if its length differs from the model's);
+    ``attach="checked"`` joins one the caller has already found in the log
+    with the same length (a log read with ``Await`` checks it before), with
+    no log call here.
     """
 
     def __init__(self, stream_id: str, model: Model, log: TokenLog, *, policy: Policy | str = Policy.BLOCK,
                  capacity: int = 4, on_disconnect: OnDisconnect | str = OnDisconnect.CANCEL,
                  retry_ms: int = DEFAULT_RETRY_MS, meta: Mapping[str, Any] | None = None,
-                 attach: bool = False, cond: SingleThread | None = None, keep_trace: bool = True) -> None:
+                 attach: bool | str = False, cond: SingleThread | None = None, keep_trace: bool = True) -> None:
         self.stream_id, self.model, self.log = stream_id, model, log
         self.policy, self.capacity = parse_policy(policy), check_capacity(capacity)  # now, not at first connect
         self.on_disconnect = OnDisconnect(on_disconnect)
@@ -124,7 +131,9 @@ class Stream:
         self.cancelled = False
         self.trace: list[TraceEntry] = []
         self.keep_trace = keep_trace    # a live server keeps none: only the report's detail table reads it
-        if attach:      # another instance created it in a shared log: check it is the same answer
+        if attach == "checked":
+            pass
+        elif attach:    # another instance created it in a shared log: check it is the same answer
             if log.total(stream_id) != self.total:
                 raise ValueError(f"stream {stream_id!r} has {log.total(stream_id)} tokens in the log, "
                                  f"the model has {self.total}")
@@ -151,13 +160,23 @@ class Stream:
             # Every log call that can fail comes first, so a failure leaves the stream as it was.
             live_from = self.log.length(self.stream_id)
             tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
-            replay = [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)]
+            return self.join(cursor, channel, live_from, tokens)
+
+    def join(self, cursor: int, channel: BoundedChannel[TokenItem], live_from: int, tokens: list[str], *,
+             mark: bool = True) -> tuple[list[TokenItem], Process | None]:
+        """``connect`` once the log has been read: ``live_from`` tokens logged, ``tokens`` those after ``cursor``.
+
+        ``mark``: record the stream as generating when a producer starts (a
+        shared log's lease claim does that itself).
+        """
+        replay = [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)]
+        with self.cond:
             if self.channel is not None and not self.channel.reader_gone and live_from < self.total:
                 self.followers.append(channel)
                 self.cond.notify_all()
                 return replay, None
             start = live_from < self.total and not self.producer_running
-            if start:
+            if start and mark:
                 self.log.set_state(self.stream_id, StreamState.GENERATING)
             if self.channel is not None:
                 self.channel.abandon()
@@ -170,6 +189,16 @@ class Stream:
                 producer = self.produce(live_from)
             self.cond.notify_all()
         return replay, producer
+
+    def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
+        """``connect`` as a step of the writer: a log that must be awaited (Redis) reads here with ``Await``."""
+        return self.connect(cursor, channel)
+        yield  # unreachable: it makes this a generator, as an override that awaits is
+
+    def catch_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
+        """What the log holds after index ``last``, as a step of the writer (a follower's doorbell rang)."""
+        return self._logged_after(last)
+        yield  # unreachable, as in attach
 
     def is_follower(self, channel: BoundedChannel[TokenItem]) -> bool:
         """True if ``channel`` follows the log (another reader was attached when it connected)."""
@@ -257,9 +286,13 @@ class Stream:
             self.cond.notify_all()
 
     def _finish(self) -> None:
+        self.log.set_state(self.stream_id, StreamState.DONE)
+        self._finished()
+
+    def _finished(self) -> None:
+        """The producer is done and the log says so: let every reader drain and end."""
         with self.cond:
             self.producer_running = False
-            self.log.set_state(self.stream_id, StreamState.DONE)
             for channel in (self.channel, *self.followers):
                 if channel is not None:
                     channel.close()
@@ -284,7 +317,7 @@ class Stream:
         the open frame).  A follower (see
         ``connect``) takes its tokens from the log each time its doorbell rings.
         """
-        replay, producer = self.connect(cursor, channel)
+        replay, producer = yield from self.attach(cursor, channel)
         follower = self.is_follower(channel)
         if producer is not None:
             yield Spawn(producer)
@@ -302,11 +335,13 @@ class Stream:
             else:
                 got = yield Get(self, channel, heartbeat_ns)
                 if follower and (isinstance(got, TokenItem) or got is Taken.END):
-                    pending.extend(self._logged_after(last))    # the doorbell rang: read what the log holds
+                    pending.extend((yield from self.catch_up(last)))    # the doorbell rang: read the log
                     if got is Taken.END:
                         pending.append(got)
                     continue
             if isinstance(got, TokenItem):
+                if got.index <= last:
+                    continue                # read from the log and then offered live too: sent once
                 if not (yield Send(token_frame(got))):
                     return self._left(channel, Ending.PEER_GONE)
                 sent, last = sent + 1, got.index

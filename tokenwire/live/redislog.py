@@ -45,6 +45,22 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .redislog_async import AsyncRedisLog
+from .redis_scripts import (
+    APPEND,
+    CLAIM,
+    CREATE,
+    RELEASE,
+    SET_STATE,
+    Claim,
+    appended,
+    claimed,
+    create_args,
+    created,
+    entry_index,
+    followed,
+    tokens_read,
+)
 from ..core.tokenlog import (
     DEFAULT_MAX_AGE_NS,
     DEFAULT_MAX_TOKENS,
@@ -89,96 +105,11 @@ _OWN_PARAMS = {"lease_ms": DEFAULT_LEASE_MS, "ttl_ms": DEFAULT_TTL_MS, "maxlen":
                "block_ms": DEFAULT_BLOCK_MS}
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """The answer to a lease claim: ``owned`` (this instance may generate), the log's ``length``, the ``owner``."""
-
-    owned: bool
-    length: int
-    owner: str
-
-
-_CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'params', ARGV[1], 'total', ARGV[2], 'length', 0, 'state', 'generating')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-"""
-
-# KEYS meta, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner}.
-# Taking a free lease marks the stream generating (it may have been cancelled by the last owner).
-_CLAIM = """
-local len = redis.call('HGET', KEYS[1], 'length')
-if not len then return {-1, 0, ''} end
-local o = redis.call('GET', KEYS[2])
-if o == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  return {1, tonumber(len), o}
-end
-if o then return {0, tonumber(len), o} end
-if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, tonumber(len), ''} end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-redis.call('HSET', KEYS[1], 'state', 'generating')
-return {1, tonumber(len), ARGV[1]}
-"""
-
-# KEYS meta, tokens, lease; ARGV owner, index, token, maxlen, ttl_ms, lease_ms
-_APPEND = """
-local len = redis.call('HGET', KEYS[1], 'length')
-if not len then return {'unknown', 0} end
-len = tonumber(len)
-local index = tonumber(ARGV[2])
-local o = redis.call('GET', KEYS[3])
-if o and o ~= ARGV[1] then return {'lease', o} end
-if index ~= len or index >= tonumber(redis.call('HGET', KEYS[1], 'total')) then
-  if index < len then
-    local id = '0-' .. (index + 1)
-    local e = redis.call('XRANGE', KEYS[2], id, id)
-    if #e == 1 and e[1][2][2] == ARGV[3] and e[1][2][4] == ARGV[1] then return {'ok', len} end
-  end
-  return {'conflict', len}
-end
-if not o then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6]) end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[4], '0-' .. (index + 1), 't', ARGV[3], 'by', ARGV[1])
-redis.call('HSET', KEYS[1], 'length', index + 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-redis.call('PEXPIRE', KEYS[3], ARGV[6])
-return {'ok', index + 1}
-"""
-
-# KEYS meta, tokens, lease; ARGV owner, state, ttl_ms -> the state now stored ('' if unknown).
-# done is final; cancelled is ignored while another instance holds the lease
-# (the stream is still generating there); done/cancelled release our lease.
-_SET_STATE = """
-local cur = redis.call('HGET', KEYS[1], 'state')
-if not cur then return '' end
-if cur == 'done' then return cur end
-local o = redis.call('GET', KEYS[3])
-if ARGV[2] == 'cancelled' and o and o ~= ARGV[1] then return cur end
-redis.call('HSET', KEYS[1], 'state', ARGV[2])
-if ARGV[2] ~= 'generating' and o == ARGV[1] then redis.call('DEL', KEYS[3]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return ARGV[2]
-"""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-
 def _positive(name: str, value: object) -> int:
     number = int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else value
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return number
-
-
-def _entry_index(entry_id: str) -> int:
-    return int(entry_id.partition("-")[2]) - 1
 
 
 class RedisTokenLog:
@@ -215,11 +146,23 @@ class RedisTokenLog:
         self._blocking: Any = redis.Redis.from_url(self.url, decode_responses=True,
                                               socket_timeout=OP_TIMEOUT_S + self.block_ms / 1000,
                                               socket_connect_timeout=OP_TIMEOUT_S, retry=retry)
-        self._create = self._redis.register_script(_CREATE)
-        self._claim = self._redis.register_script(_CLAIM)
-        self._append = self._redis.register_script(_APPEND)
-        self._set_state = self._redis.register_script(_SET_STATE)
-        self._release = self._redis.register_script(_RELEASE)
+        self._create = self._redis.register_script(CREATE)
+        self._claim = self._redis.register_script(CLAIM)
+        self._append = self._redis.register_script(APPEND)
+        self._set_state = self._redis.register_script(SET_STATE)
+        self._release = self._redis.register_script(RELEASE)
+        self.aio = AsyncRedisLog(self)      # the same log for code on an event loop: nothing blocks
+
+    def describe(self) -> str:
+        """One line for the server's banner."""
+        return f"redis at {self.where}, shared by every instance pointing there (owner {self.owner_id})"
+
+    def check(self) -> str | None:
+        """None if Redis answers now, else a line saying it does not (the server starts anyway)."""
+        if self.ping():
+            return None
+        return (f"cannot reach redis at {self.where} now; starting anyway: the live endpoints answer 503 "
+                f"with Retry-After until it is back")
 
     def __repr__(self) -> str:
         return f"RedisTokenLog({self.where!r}, owner={self.owner_id!r})"
@@ -251,12 +194,9 @@ class RedisTokenLog:
     # -- the TokenLog protocol -------------------------------------------------
     def create(self, stream_id: str, meta: Mapping[str, Any], total: int) -> None:
         """Start a stream of ``total`` tokens; raises ``ValueError`` if the id exists, ``LogUnavailable``."""
-        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
-            raise ValueError(f"total must be a non-negative int, got {total!r}")
         with self._io():
-            made = self._create(keys=self._keys(stream_id), args=[json.dumps(dict(meta)), total, self.ttl_ms])
-        if not made:
-            raise ValueError(f"stream {stream_id!r} already exists")
+            made = self._create(keys=self._keys(stream_id), args=create_args(meta, total, self.ttl_ms, self.owner_id))
+        created(stream_id, made)
 
     def _field(self, stream_id: str, name: str) -> str:
         with self._io():
@@ -300,13 +240,7 @@ class RedisTokenLog:
         with self._io():
             status, value = self._append(keys=self._keys(stream_id), args=[
                 self.owner_id, index, token, self.maxlen, self.ttl_ms, self.lease_ms])
-        if status == "ok":
-            return
-        if status == "lease":
-            raise LeaseLost(stream_id, str(value))
-        if status == "conflict":
-            raise IndexConflict(stream_id, index, int(value))
-        raise UnknownStream(stream_id)
+        appended(stream_id, index, status, value)
 
     def read_after(self, stream_id: str, cursor: int, limit: int | None = None) -> list[str]:
         """Return the tokens at ``cursor+1`` on (at most ``limit``): ``XRANGE (0-(cursor+1) +``.
@@ -322,13 +256,8 @@ class RedisTokenLog:
             pipe.hget(meta, "length").xrange(tokens, "-", "+", count=1)
             if limit != 0:
                 pipe.xrange(tokens, f"(0-{cursor + 1}", "+", count=limit)
-            length, first, *rest = pipe.execute()
-        if length is None:
-            raise UnknownStream(stream_id)
-        first_kept = _entry_index(first[0][0]) if first else int(length)
-        if cursor + 1 < first_kept:
-            raise LogGap(stream_id, cursor, first_kept)
-        return [fields["t"] for _, fields in rest[0]] if rest else []
+            replies = pipe.execute()
+        return tokens_read(stream_id, cursor, replies)
 
     # -- sharing: lease and following ------------------------------------------
     def claim(self, stream_id: str, hold_ms: int | None = None) -> Claim:
@@ -338,11 +267,9 @@ class RedisTokenLog:
         ``UnknownStream``, ``LogUnavailable``.
         """
         with self._io():
-            owned, length, owner = self._claim(keys=(self._keys(stream_id)[0], self._keys(stream_id)[2]),
-                                               args=[self.owner_id, hold_ms or self.lease_ms])
-        if owned == -1:
-            raise UnknownStream(stream_id)
-        return Claim(owned == 1, int(length), str(owner))
+            reply = self._claim(keys=(self._keys(stream_id)[0], self._keys(stream_id)[2]),
+                                args=[self.owner_id, hold_ms or self.lease_ms])
+        return claimed(stream_id, reply)
 
     def release(self, stream_id: str) -> bool:
         """Give up the lease if this instance holds it; returns whether it did. Raises ``LogUnavailable``."""
@@ -363,10 +290,7 @@ class RedisTokenLog:
         tokens = self._keys(stream_id)[1]
         with self._io():
             reply = self._blocking.xread({tokens: f"0-{cursor + 1}"}, block=block_ms or self.block_ms)
-        if not reply:
-            return []
-        entries = reply[tokens] if isinstance(reply, dict) else reply[0][1]
-        return [(_entry_index(entry_id), fields["t"]) for entry_id, fields in entries]
+        return followed(reply, tokens)
 
     def delete(self, stream_id: str) -> None:
         """Forget a stream at once (its three keys). Raises ``LogUnavailable``."""
@@ -377,7 +301,7 @@ class RedisTokenLog:
         """Return every kept token as ``(index, text, owner that generated it)``; for tests and diagnostics."""
         with self._io():
             entries = self._redis.xrange(self._keys(stream_id)[1])
-        return [(_entry_index(entry_id), fields["t"], fields["by"]) for entry_id, fields in entries]
+        return [(entry_index(entry_id), fields["t"], fields["by"]) for entry_id, fields in entries]
 
     def key_ttls_ms(self, stream_id: str) -> tuple[int, int]:
         """Return the remaining TTL of the meta and tokens keys in ms (negative: none / missing)."""

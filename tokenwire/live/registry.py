@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -145,7 +145,14 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
 
 
 NewStream = Callable[..., Stream]
+NewStreamAsync = Callable[..., Awaitable[Stream]]
+AttachStreamAsync = Callable[[str, TokenLog], Awaitable[Stream]]
 AttachStream = Callable[[str, TokenLog], Stream]
+
+
+def _check_cut(spec: RunSpec, cut_after: int | None) -> None:
+    if cut_after is not None and not 0 <= cut_after < spec.tokens:
+        raise ValueError(f"cut_after must be from 0 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
 
 
 def _idle(stream: Stream) -> bool:
@@ -167,7 +174,9 @@ class Registry:
                  max_streams: int = DEFAULT_MAX_STREAMS, max_age_ns: int = DEFAULT_MAX_AGE_NS,
                  max_live: int = DEFAULT_MAX_LIVE, create_burst: int = DEFAULT_CREATE_BURST,
                  create_rate: float = DEFAULT_CREATE_RATE, keep_trace: bool = False,
-                 new_stream: NewStream = new_stream, attach_stream: AttachStream = attach_stream) -> None:
+                 new_stream: NewStream = new_stream, attach_stream: AttachStream = attach_stream,
+                 new_stream_async: NewStreamAsync | None = None,
+                 attach_stream_async: AttachStreamAsync | None = None) -> None:
         for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_live", max_live),
                             ("create_burst", create_burst)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -182,6 +191,9 @@ class Registry:
             self.clock.now, max_streams=max_streams, max_age_ns=max_age_ns)
         self.max_streams, self.max_live = max_streams, max_live
         self._new_stream, self._attach_stream = new_stream, attach_stream
+        # A log whose calls must be awaited (Redis) comes with async factories and its asyncio twin.
+        self._new_stream_async, self._attach_stream_async = new_stream_async, attach_stream_async
+        self.aio: Any = getattr(self.log, "aio", None) if new_stream_async is not None else None
         self._streams: OrderedDict[str, LiveStream] = OrderedDict()
         self._lock = threading.Lock()
         self.live = 0
@@ -195,8 +207,7 @@ class Registry:
         ``cut_after`` (0..tokens-1; 0 closes the connection after its open
         frame) is validated here; raises ``ValueError``.
         """
-        if cut_after is not None and not 0 <= cut_after < spec.tokens:
-            raise ValueError(f"cut_after must be from 0 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
+        _check_cut(spec, cut_after)
         stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace)
         return self._remember(LiveStream(stream, spec, cut_after))
 
@@ -238,6 +249,44 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._streams)
+
+    # -- the same, for code on the event loop (a shared log's calls are awaited) ------------
+    async def create_async(self, spec: RunSpec, *, cut_after: int | None = None) -> LiveStream:
+        """``create``, with a shared log written by an awaited call; raises what ``create`` does."""
+        if self._new_stream_async is None:
+            return self.create(spec, cut_after=cut_after)
+        _check_cut(spec, cut_after)
+        stream = await self._new_stream_async(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log,
+                                              keep_trace=self.keep_trace)
+        return self._remember(LiveStream(stream, spec, cut_after))
+
+    async def get_async(self, stream_id: str) -> LiveStream:
+        """``get``, with a shared log read by awaited calls; raises ``UnknownStream``, ``LogUnavailable``."""
+        if self._attach_stream_async is None:
+            return self.get(stream_id)
+        with self._lock:
+            live = self._streams.get(stream_id)
+        if live is None:
+            stream = await self._attach_stream_async(stream_id, self.log)
+            return self._remember(LiveStream(stream, spec_from_meta(await self.aio.meta(stream_id)), -1))
+        try:
+            await self.aio.total(stream_id)
+        except UnknownStream:
+            with self._lock:
+                self._streams.pop(stream_id, None)
+            raise
+        return live
+
+    async def length_async(self, stream_id: str) -> int:
+        """The tokens the log holds for ``stream_id``."""
+        return int(await self.aio.length(stream_id)) if self.aio is not None else self.log.length(stream_id)
+
+    async def check_cursor_async(self, stream_id: str, cursor: int) -> None:
+        """Raise ``LogGap`` if the log no longer holds the token after ``cursor`` (``UnknownStream`` if not the stream)."""
+        if self.aio is not None:
+            await self.aio.read_after(stream_id, cursor, 0)
+        else:
+            self.log.read_after(stream_id, cursor, 0)
 
     # -- open connections --------------------------------------------------
     def open_slot(self) -> None:

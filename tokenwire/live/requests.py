@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.stream import Stream
-from ..core.tokenlog import LogError, LogGap, LogUnavailable, TokenLog, UnknownStream
+from ..core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
 from .config import RETRY_AFTER_S
 from .params import RequestError, cut_range_message, echo, header_text, parse_count, resume_cursor, split_query
 from .params import unknown_stream_message
@@ -96,22 +96,22 @@ class EventsRequest:
     complete: bool
 
 
-def events_request(query: str, header_values: list[str], stream: Stream, log: TokenLog, *,
+def events_request(query: str, header_values: list[str], stream: Stream, generated: int, *,
                    created: bool) -> EventsRequest:
-    """Read an events request for ``stream``; raises ``RequestError`` (400) or the log's ``LogError`` (a 410 gap).
+    """Read an events request for ``stream`` (``generated`` tokens logged); raises ``RequestError`` (400).
 
     ``created``: the request made the stream (``GET /stream``), so only its
-    own ``cut_after`` counted and no cursor may be given.
+    own ``cut_after`` counted and no cursor may be given.  The caller then
+    checks the log still holds the cursor's next token (a 410 gap).
     """
     rest, params = split_query(query)
     if not created and rest:
         raise RequestError(400, f"an events URL takes only last_event_id and cut_after, got {rest!r}")
     header = last_event_id(header_values, created)
-    cursor = resume_cursor(header, params.get("last_event_id"), stream.total, log.length(stream.stream_id))
+    cursor = resume_cursor(header, params.get("last_event_id"), stream.total, generated)
     requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
-    if requested is not None and not 0 < requested < stream.total:
+    if requested is not None and not 0 <= requested < stream.total:
         raise RequestError(400, cut_range_message(stream.total, params["cut_after"]))
-    log.read_after(stream.stream_id, cursor, 0)   # LogGap now, while a status can say so
     return EventsRequest(cursor, requested, header, params.get("last_event_id"), cursor == stream.total - 1)
 
 

@@ -145,12 +145,12 @@ class Routes:
         if path.startswith("/static/"):
             return _static(path[len("/static/"):])
         if path == "/streams":
-            return self._create(request)
+            return await self._create(request)
         if path == "/stream":
-            return self._stream(request, connection)
+            return await self._stream(request, connection)
         match = EVENTS_PATH.fullmatch(path)
         assert match is not None
-        return self._events(request, connection, self._lookup(match.group(1)), created=False)
+        return await self._events(request, connection, await self._lookup(match.group(1)), created=False)
 
     # -- pages -----------------------------------------------------------------------
     async def _page(self, target: str) -> Answer:
@@ -183,14 +183,14 @@ class Routes:
                             ("Content-Security-Policy", LIVE_CSP), *NO_STORE), body)
 
     # -- streams ---------------------------------------------------------------------
-    def _create(self, request: Request) -> Answer:
+    async def _create(self, request: Request) -> Answer:
         values = request.header_values("transfer-encoding")
         if values:
             raise RequestError(411, "send the parameters in the query string; chunked bodies are refused")
         spec, cut = spec_from_query(request.query)
         registry = self.server.registry
         self._admit_creation(request)
-        live = registry.create(spec, cut_after=cut)
+        live = await registry.create_async(spec, cut_after=cut)
         return Answer(201, *created(live.stream_id))
 
     def _admit_creation(self, request: Request) -> None:
@@ -199,25 +199,30 @@ class Routes:
         except OverQuota as exc:
             raise quota_error(exc) from None
 
-    def _stream(self, request: Request, connection: HttpConnection) -> Answer | None:
+    async def _stream(self, request: Request, connection: HttpConnection) -> Answer | None:
         spec, cut = spec_from_query(request.query)
         last_event_id(request.header_values("last-event-id"), created=True)   # refused before a stream is made
         registry = self.server.registry
         if registry.live >= registry.max_live:       # nor is one made for a 503
             raise busy_error(Busy(registry.max_live))
         self._admit_creation(request)
-        return self._events(request, connection, registry.create(spec, cut_after=cut), created=True)
+        live = await registry.create_async(spec, cut_after=cut)
+        return await self._events(request, connection, live, created=True)
 
-    def _lookup(self, stream_id: str) -> LiveStream:
+    async def _lookup(self, stream_id: str) -> LiveStream:
         try:
-            return self.server.registry.get(stream_id)
+            return await self.server.registry.get_async(stream_id)
         except UnknownStream:
             raise RequestError(404, unknown_stream_message(stream_id)) from None
 
-    def _events(self, request: Request, connection: HttpConnection, live: LiveStream, *,
-                created: bool) -> Answer | None:
+    async def _events(self, request: Request, connection: HttpConnection, live: LiveStream, *,
+                      created: bool) -> Answer | None:
+        registry, stream_id = self.server.registry, live.stream_id
         asked = events_request(request.query, request.header_values("last-event-id"), live.stream,
-                               self.server.registry.log, created=created)
+                               await registry.length_async(stream_id), created=created)
+        await registry.check_cursor_async(stream_id, asked.cursor)    # a 410 now, while a status can say so
+        if connection.closed:
+            return None                      # the client left while the log was asked
         if asked.complete:
             return Answer(204, NO_CONTENT_HEADERS)
         try:
@@ -251,10 +256,7 @@ class Routes:
         def finished(future: asyncio.Future[Any]) -> None:
             server.registry.close_slot()
             ending = future.result() if not future.cancelled() and future.exception() is None else None
-            try:
-                generated = server.registry.log.length(stream.stream_id)
-            except LogError:
-                generated = -1
+            generated = _generated(server.registry, stream)
             if ending is not None:
                 server.journal.append(ConnectionLog(
                     stream.stream_id, header, query_id, cursor, cut, ending, wire.snapshot()[1], wire.bytes_sent,
@@ -272,6 +274,17 @@ class Routes:
 def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:
     status, headers, body = respond(method, target, served_live=served_live)
     return Answer(status, tuple(headers), body)
+
+
+def _generated(registry: Registry, stream: LiveStream | Any) -> int:
+    """Tokens logged when a connection ended (-1: the log lost the stream), without a blocking call."""
+    stream = getattr(stream, "stream", stream)
+    if registry.aio is not None:           # a shared log is not read here (it would block the loop)
+        return max(getattr(stream, "offered", -2) + 1, -1)
+    try:
+        return registry.log.length(stream.stream_id)
+    except LogError:
+        return -1
 
 
 def _static(name: str) -> Answer:

@@ -30,16 +30,26 @@ stream), and ``make_registry`` puts the three together for ``tokenwire serve``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import registry
 from ..core.clock import RealClock
-from ..core.effects import Process, Put, Sleep, TokenItem
+from ..core.channel import BoundedChannel
+from ..core.effects import Await, Effect, Process, Put, Sleep, TokenItem
 from ..core.model import ANSWER, Model
 from ..core.pipeline import RunSpec
-from ..core.stream import Stream
-from ..core.tokenlog import IndexConflict, LeaseLost, LogError, LogGap, MemoryTokenLog, TokenLog, UnknownStream
+from ..core.stream import Attached, CursorOutOfRange, Stream
+from ..core.tokenlog import (
+    IndexConflict,
+    LeaseLost,
+    LogError,
+    LogGap,
+    MemoryTokenLog,
+    StreamState,
+    TokenLog,
+    UnknownStream,
+)
 
 if TYPE_CHECKING:
     from .redislog import Claim
@@ -69,35 +79,68 @@ def is_shared(log: TokenLog) -> bool:
 class SharedStream(Stream):
     """A ``Stream`` on a shared log: one instance generates (the lease holder), the others follow.
 
-    ``fenced`` counts model steps whose append was refused (the lease had
-    gone elsewhere); ``failure`` keeps the last log error that stopped the producer.
+    Every log call of its processes is awaited on the log's asyncio twin
+    (``log.aio``, an ``AsyncRedisLog``) through the ``Await`` effect, so a
+    slow or stalled Redis holds up only the process that asked, never the
+    loop.  ``fenced`` counts model steps whose append was refused (the lease
+    had gone elsewhere); ``failure`` keeps the last log error that stopped
+    the producer; ``offered`` is the last index this instance offered its
+    readers (an attach compares it with what it read).
     """
 
     log: SharedLog
 
     def __init__(self, stream_id: str, model: Model, log: SharedLog, **kwargs: Any) -> None:
         super().__init__(stream_id, model, log, **kwargs)
+        self.aio: Any = log.aio       # type: ignore[attr-defined]
         self.fenced = 0
         self.failure: LogError | None = None
+        self.offered = -1
 
+    # -- the writer's log reads, awaited -------------------------------------------------
+    def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
+        if not -1 <= cursor < self.total:
+            raise CursorOutOfRange(cursor, self.total)
+        live_from = yield Await(self.aio.length(self.stream_id))
+        tokens = yield Await(self.aio.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1)))
+        offered = self.offered
+        replay, producer = self.join(cursor, channel, live_from, tokens, mark=False)
+        if offered >= live_from:      # offered while this read was in flight: read those too
+            more = yield Await(self.aio.read_after(self.stream_id, live_from - 1, offered - live_from + 1))
+            replay += [TokenItem(i, text) for i, text in enumerate(more, live_from)]
+        return replay, producer
+
+    def catch_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
+        tokens = yield Await(self.aio.read_after(self.stream_id, last))
+        return [TokenItem(i, text) for i, text in enumerate(tokens, last + 1)]
+
+    # -- the producer --------------------------------------------------------------------
     def produce(self, start: int) -> Process:
         """Deliver ``start..total-1``: generate under the lease, or follow the owner; checks cancel first."""
         cursor = start - 1
         try:
             while cursor < self.total - 1:
-                if self._stop_if_cancelled():
+                if self.cancelled:
+                    yield from self._cancel()
                     return
-                claim = self.log.claim(self.stream_id, self._hold_ms(cursor + 1))
+                claim = yield Await(self.aio.claim(self.stream_id, self._hold_ms(cursor + 1)))
                 if claim.length > cursor + 1:
                     cursor = yield from self._pass_on(cursor, claim.length)
                 elif claim.owned:
                     cursor = yield from self._step(cursor + 1)
                 else:
                     cursor = yield from self._follow(cursor)
+            yield Await(self.aio.set_state(self.stream_id, StreamState.DONE))
         except LogError as exc:     # unavailable, evicted, trimmed: end the connection, keep the process
-            self._fail(exc)
+            yield from self._fail(exc)
             return
-        self._finish()
+        self._finished()
+
+    def _cancel(self) -> Process:
+        with self.cond:
+            self.producer_running = False
+            self.cond.notify_all()
+        yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))   # releases the lease too
 
     def _hold_ms(self, index: int) -> int:
         """The lease must outlast the model step about to run."""
@@ -105,25 +148,25 @@ class SharedStream(Stream):
         return self.log.lease_ms + -(-cost // 1_000_000)
 
     def _pass_on(self, cursor: int, length: int) -> Process:
-        for index, text in enumerate(self.log.read_after(self.stream_id, cursor, length - cursor - 1), cursor + 1):
+        tokens = yield Await(self.aio.read_after(self.stream_id, cursor, length - cursor - 1))
+        for index, text in enumerate(tokens, cursor + 1):
             yield from self._deliver(TokenItem(index, text))
             cursor = index
         return cursor
 
     def _step(self, index: int) -> Process:
         yield Sleep(self.model.cost_ns(index))
-        with self.cond:
-            token = self.model.generate(index)
-            try:
-                self.log.append(self.stream_id, index, token)
-            except (LeaseLost, IndexConflict):
-                self.fenced += 1        # another instance owns it now; its tokens come from the log
-                return index - 1
+        token = self.model.generate(index)
+        try:
+            yield Await(self.aio.append(self.stream_id, index, token))
+        except (LeaseLost, IndexConflict):
+            self.fenced += 1        # another instance owns it now; its tokens come from the log
+            return index - 1
         yield from self._deliver(TokenItem(index, token))
         return index
 
     def _follow(self, cursor: int) -> Process:
-        for index, text in self.log.wait_after(self.stream_id, cursor):
+        for index, text in (yield Await(self.aio.wait_after(self.stream_id, cursor))):
             if index != cursor + 1:
                 raise LogGap(self.stream_id, cursor, index)
             yield from self._deliver(TokenItem(index, text))
@@ -133,10 +176,11 @@ class SharedStream(Stream):
     def _deliver(self, item: TokenItem) -> Process:
         """Ring this instance's followers, then offer ``item`` to the reader of record."""
         with self.cond:
+            self.offered = max(self.offered, item.index)
             self.ring(item)
         yield Put(self, item)
 
-    def _fail(self, exc: LogError) -> None:
+    def _fail(self, exc: LogError) -> Process:
         with self.cond:
             self.producer_running = False
             self.failure = exc
@@ -146,7 +190,7 @@ class SharedStream(Stream):
             self.channel, self.followers = None, []
             self.cond.notify_all()
         try:
-            self.log.release(self.stream_id)
+            yield Await(self.aio.release(self.stream_id))
         except LogError:
             pass                            # unreachable: the lease expires by itself
 
@@ -197,6 +241,33 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
                         retry_ms=spec.retry_ms, attach=True, keep_trace=False)
 
 
+async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
+    """``new_stream`` for code on an event loop: a shared log is written with an awaited call."""
+    if not is_shared(log):
+        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
+    meta = {**registry.spec_to_meta(spec), "policy": spec.policy.value, "capacity": spec.capacity}
+    await log.aio.create(stream_id, meta, spec.tokens)  # type: ignore[attr-defined]
+    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
+                        retry_ms=spec.retry_ms, attach="checked", keep_trace=keep_trace)
+
+
+async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
+    """``attach_stream`` for code on an event loop; raises ``UnknownStream``, ``LogUnavailable``."""
+    if not is_shared(log):
+        return registry.attach_stream(stream_id, log)
+    aio: Any = log.aio  # type: ignore[attr-defined]
+    try:
+        spec = registry.spec_from_meta(await aio.meta(stream_id))
+    except ValueError:
+        raise UnknownStream(stream_id) from None
+    if await aio.total(stream_id) != spec.tokens:
+        raise UnknownStream(stream_id)          # not a stream a live server made
+    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
+                        retry_ms=spec.retry_ms, attach="checked", keep_trace=False)
+
+
 def make_registry(url: str | None, **kwargs: Any) -> registry.Registry:
     """Return a live-server ``Registry`` on the log ``url`` names (see ``open_log``).
 
@@ -207,4 +278,5 @@ def make_registry(url: str | None, **kwargs: Any) -> registry.Registry:
     log = open_log(url, clock.now)
     if not is_shared(log):
         return registry.Registry(clock=clock, **kwargs)
-    return registry.Registry(log, clock=clock, new_stream=new_stream, attach_stream=attach_stream, **kwargs)
+    return registry.Registry(log, clock=clock, new_stream=new_stream, attach_stream=attach_stream,
+                             new_stream_async=new_stream_async, attach_stream_async=attach_stream_async, **kwargs)
