@@ -24,6 +24,7 @@ earlier eviction from this registry) left the stream there, rebuilds it
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
@@ -319,7 +320,7 @@ class Registry:
             tokens = min(float(self.create_burst), tokens + (now - then) * self.create_rate)
             if tokens < 1:
                 self._allowance[client] = (tokens, now)
-                raise OverQuota(client, max(1, round((1 - tokens) / self.create_rate + 0.5)))
+                raise OverQuota(client, max(1, math.ceil((1 - tokens) / self.create_rate)))
             self._allowance[client] = (tokens - 1, now)
             while len(self._allowance) > QUOTA_CLIENTS:
                 self._allowance.popitem(last=False)

@@ -1,0 +1,245 @@
+"""``tokenwire serve`` as a real process: a low descriptor limit, SIGTERM, client aborts, a stalled Redis.
+
+Each test starts ``python -m tokenwire serve --port 0`` and reads its port
+from the banner.  What is asserted: statuses, complete frames, exit codes,
+what the server printed, and its CPU time (read from ``/proc``) as a bound
+on spinning, never a duration of our own.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from live_helpers import events, token_ids
+from redis_fixture import own_redis, redis_server, redis_session  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 15.0
+IO_TIMEOUT_S = 10.0
+
+
+class Served:
+    """One ``tokenwire serve`` process and what it printed."""
+
+    def __init__(self, *flags: str, nofile: int | None = None, env: dict[str, str] | None = None) -> None:
+        environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+        environ.pop("TOKENWIRE_LOG_URL", None)
+
+        def limit() -> None:
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        self.proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", *flags],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, text=True,
+                                     preexec_fn=limit)
+        self.banner = self._line()
+        if "serving on http://127.0.0.1:" not in self.banner:
+            self.proc.kill()
+            raise AssertionError(f"the server did not start: {self.banner!r} {self.proc.stderr.read()!r}")
+        self.port = int(self.banner.split("http://127.0.0.1:")[1].split("/")[0])
+        self.signalled = False
+
+    def send(self, sig: int) -> None:
+        """Send ``sig`` once; ``stop`` then only waits for the exit it causes."""
+        self.signalled = True
+        self.proc.send_signal(sig)
+
+    def _line(self) -> str:
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(START_TIMEOUT_S)
+        return box[0] if box else ""
+
+    def get(self, target: str, method: str = "GET", timeout_s: float = IO_TIMEOUT_S) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout_s)
+        try:
+            conn.request(method, target)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self, sig: int = signal.SIGKILL) -> tuple[int, str, str]:
+        """Signal the server (unless it is already exiting after a signal of the test's own) and reap it."""
+        if self.proc.poll() is None and not self.signalled:
+            self.proc.send_signal(sig)
+        try:
+            out, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        return self.proc.returncode, out, err
+
+
+@contextmanager
+def served(*flags: str, **kwargs: object) -> Iterator[Served]:
+    server = Served(*flags, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _stream(port: int, target: str, out: list[bytes], headers: str = "") -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+        out.append(data)
+
+
+def test_the_banner_names_the_urls_and_the_token_log() -> None:
+    with served("--quiet") as server:
+        rest = [server._line() for _ in range(3)]
+    assert server.banner.startswith(f"tokenwire serving on http://127.0.0.1:{server.port}/")
+    assert any(f"http://127.0.0.1:{server.port}/live" in line for line in rest)
+    assert any(line.startswith("token log: memory") for line in rest)
+
+
+def test_a_low_descriptor_limit_does_not_spin_and_the_server_recovers() -> None:
+    with served("--quiet", nofile=64) as server:
+        held = []
+        try:
+            for _ in range(120):                 # far past what the server may open
+                held.append(socket.create_connection(("127.0.0.1", server.port), timeout=IO_TIMEOUT_S))
+            cpu0 = server.cpu_s()
+            time.sleep(2.0)                      # the server is out of descriptors all this while
+            spent = server.cpu_s() - cpu0
+        finally:
+            for sock in held:
+                sock.close()
+        deadline = time.monotonic() + 20
+        status = 0
+        while status != 200 and time.monotonic() < deadline:
+            try:
+                status = server.get("/live", timeout_s=2)[0]
+            except OSError:
+                time.sleep(0.2)
+        code, _, err = server.stop(signal.SIGTERM)
+    assert spent < 0.5, f"the server burnt {spent:.2f} s of CPU in 2 s while out of descriptors"
+    assert status == 200 and code == 0
+    assert "Traceback" not in err
+
+
+def test_sigterm_finishes_open_streams_and_an_in_flight_page_then_exits_0() -> None:
+    with served("--quiet", "--grace-s", "10") as server:
+        bodies: list[bytes] = []
+        pages: list[tuple[int, bytes]] = []
+        readers = [threading.Thread(target=_stream, args=(server.port, "/stream?tokens=60&producer_ms=20", bodies))
+                   for _ in range(3)]
+        page = threading.Thread(target=lambda: pages.append(
+            server.get("/?clock=real&format=json&tokens=40&reader_ms=1", timeout_s=30)))
+        for thread in (*readers, page):
+            thread.start()
+        time.sleep(0.3)                           # the streams and the page are under way
+        server.send(signal.SIGTERM)
+        for thread in (*readers, page):
+            thread.join(30)
+        code, _, err = server.stop(signal.SIGTERM)
+        refused = True
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+            refused = False
+        except OSError:
+            pass
+    assert code == 0 and "Traceback" not in err
+    assert len(bodies) == 3 and all(token_ids(b.partition(b"\r\n\r\n")[2]) == list(range(60)) for b in bodies)
+    assert all(b.endswith(b"\n\n") and b"event: done" in b for b in bodies)
+    assert pages and pages[0][0] == 200 and pages[0][1].rstrip().endswith(b"}")
+    assert refused
+
+
+def test_past_the_grace_a_stream_is_closed_after_a_whole_frame() -> None:
+    with served("--quiet", "--grace-s", "0.5") as server:
+        bodies: list[bytes] = []
+        reader = threading.Thread(target=_stream, args=(server.port, "/stream?tokens=200&producer_ms=50", bodies))
+        reader.start()
+        time.sleep(0.5)
+        server.send(signal.SIGTERM)
+        reader.join(30)
+        code, _, err = server.stop(signal.SIGTERM)
+    body = bodies[0].partition(b"\r\n\r\n")[2]
+    ids = token_ids(body)
+    assert code == 0 and "Traceback" not in err
+    assert body.endswith(b"\n\n") and b"event: done" not in body and ids == list(range(len(ids))) and ids
+
+
+def test_client_aborts_are_not_errors_and_quiet_means_quiet() -> None:
+    with served("--quiet") as server:
+        for i in range(20):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=IO_TIMEOUT_S)
+            sock.sendall(b"GET /stream?tokens=100&producer_ms=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.recv(200)
+            if i % 2:                 # a reset instead of a FIN
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.close()
+        status = server.get("/stream?tokens=5")[0]
+        time.sleep(0.3)
+        code, _, err = server.stop(signal.SIGTERM)
+    assert status == 200 and code == 0 and err == ""
+
+
+def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own_redis) -> None:  # noqa: F811
+    redis_server = own_redis
+    with served("--quiet", "--log", redis_server.url) as server:
+        assert server.get("/streams?tokens=5", "POST")[0] == 201
+        answers: list[object] = []
+
+        def create() -> None:
+            try:
+                answers.append(server.get("/streams?tokens=5", "POST", timeout_s=15)[0])
+            except (OSError, http.client.HTTPException) as exc:
+                answers.append(f"{type(exc).__name__}: {exc}")
+        clients = [threading.Thread(target=create) for _ in range(10)]
+        os.kill(redis_server.proc.pid, signal.SIGSTOP)
+        try:
+            for thread in clients:
+                thread.start()
+            page = server.get("/live")[0]            # the loop is not blocked by the stall
+            time.sleep(1.3)
+        finally:
+            os.kill(redis_server.proc.pid, signal.SIGCONT)
+        for thread in clients:
+            thread.join(30)
+        after = server.get("/streams?tokens=5", "POST")[0]
+        code, _, err = server.stop(signal.SIGTERM)
+    assert page == 200
+    assert set(map(str, answers)) <= {"201", "503"} and len(answers) == 10, answers
+    assert after == 201 and code == 0 and "Traceback" not in err and "already exists" not in err
+
+
+def test_a_stream_cut_by_a_shutdown_resumes_on_another_instance(redis_server) -> None:  # noqa: F811
+    url = f"{redis_server.url}?lease_ms=400&block_ms=50"
+    with served("--quiet", "--grace-s", "0.3", "--log", url) as first, served("--quiet", "--log", url) as second:
+        bodies: list[bytes] = []
+        reader = threading.Thread(target=_stream, args=(first.port, "/stream?tokens=80&producer_ms=25", bodies))
+        reader.start()
+        time.sleep(0.6)
+        first.send(signal.SIGTERM)
+        reader.join(30)
+        code, _, _ = first.stop(signal.SIGTERM)
+        got = events(bodies[0].partition(b"\r\n\r\n")[2])
+        stream_id = next(e for e in got if e.event == "open").data.split('"stream_id": "')[1].split('"')[0]
+        ids = [int(e.id) for e in got if e.event == "token"]
+        rest: list[bytes] = []
+        _stream(second.port, f"/streams/{stream_id}/events", rest, f"Last-Event-ID: {ids[-1]}\r\n")
+    resumed = token_ids(rest[0].partition(b"\r\n\r\n")[2])
+    assert code == 0 and ids == list(range(len(ids))) and len(ids) < 80
+    assert resumed == list(range(len(ids), 80)) and b"event: done" in rest[0]
