@@ -68,7 +68,7 @@ CASES = [
     ("GET", "/stream?tokens=0", {}),
     ("GET", "/stream?scenario=nope", {}),
     ("GET", "/stream?tokens=5&tokens=6", {}),
-    ("GET", "/stream?cut_after=0&tokens=5", {}),
+    ("GET", "/stream?cut_after=5&tokens=5", {}),
     ("GET", "/stream?last_event_id=3", {}),
     ("GET", "/stream", {"Last-Event-ID": "3"}),
     ("POST", "/streams?last_event_id=1", {}),

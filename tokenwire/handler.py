@@ -43,7 +43,7 @@ def respond(method: str, target: str, *, served_live: bool = False) -> Response:
         return error_response(404, f"404 not found: {path[:200]!r}; the report is at / "
                                    "(try /?scenario=block or /?format=html)")
     try:
-        return render(query, served_live=served_live)
+        return render(query, served_live=True) if served_live else render(query)
     except Exception:  # noqa: BLE001 - the edge turns any bug into a 500, logged
         traceback.print_exc(file=sys.stderr)
         return error_response(500, "500 internal error: the report could not be built")

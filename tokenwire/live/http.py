@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -154,17 +155,24 @@ def _precheck(buf: bytes) -> Answer | None:
     return None
 
 
+def _json_answer(status: int, message: str) -> Answer:
+    """A live endpoint's refusal, JSON as its routes answer (``POST /streams`` is one)."""
+    headers = (("Content-Type", "application/json"), ("X-Content-Type-Options", "nosniff"),
+               ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"))
+    return Answer(status, headers, json.dumps({"error": message}).encode())
+
+
 def _body_limits(fields: bytes) -> Answer | None:
     """``POST /streams`` reads a body of at most ``MAX_BODY_BYTES`` and never a chunked one."""
     for line in fields.split(b"\n"):
         name, _, value = line.partition(b":")
         name = name.strip().lower()
         if name == b"transfer-encoding":
-            return text_answer(411, "send the parameters in the query string; chunked bodies are refused")
+            return _json_answer(411, "send the parameters in the query string; chunked bodies are refused")
         if name == b"content-length":
             value = value.strip()
             if value.isdigit() and len(value) <= 9 and int(value) > MAX_BODY_BYTES:
-                return text_answer(413, f"request body of {int(value)} bytes; at most {MAX_BODY_BYTES} are read")
+                return _json_answer(413, f"request body of {int(value)} bytes; at most {MAX_BODY_BYTES} are read")
     return None
 
 
@@ -247,7 +255,7 @@ class HttpConnection(asyncio.Protocol):
             elif isinstance(event, h11.Data):
                 self._body += event.data
                 if len(self._body) > MAX_BODY_BYTES:
-                    self.answer(text_answer(413, f"request body longer than {MAX_BODY_BYTES} bytes"))
+                    self.answer(_json_answer(413, f"request body longer than {MAX_BODY_BYTES} bytes"))
                     return
             elif isinstance(event, h11.EndOfMessage):
                 self._dispatch()

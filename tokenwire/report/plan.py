@@ -16,7 +16,7 @@ with ``DEMO_PARAMS``) over loopback sockets on the real clock.
 ``estimate_wall_ms`` says how long a run takes without running it, so the
 page's trim note and the demo's banner can quote ``demo_estimate_s``;
 ``virtual_wall_ms`` runs the page's plan on the virtual clock, which is what
-a ``clock=real`` request is judged by before anything runs on threads.
+a ``clock=real`` request is judged by before anything runs in real time.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def virtual_wall_ms(params: ReportParams) -> float:
     """Return the wall time the page's runs take on the virtual clock, in ms.
 
     A real-clock page takes about this long, so it is the estimate a
-    ``clock=real`` request is judged by before anything runs on threads.
+    ``clock=real`` request is judged by before anything runs in real time.
     """
     return sum(run(spec).wall_ns for spec in plan(params, "virtual").values()) / 1e6
 

@@ -44,7 +44,7 @@ from .voice import COMMAND, PAGE, Voice
 
 __all__ = ["CSP", "REAL_BUDGET_MS", "cli_main", "live_query", "render", "render_report", "report_json"]
 
-# A real-clock page runs every scenario on threads, one after another; past
+# A real-clock page runs every scenario in real time, one after another; past
 # this estimate (from the virtual clock) the visitor waits too long and the
 # serverless function nears its maxDuration (vercel.json).
 REAL_BUDGET_MS = 5000.0
