@@ -27,9 +27,11 @@ ITEMS: dict[str, tuple[str, str]] = {
     "1": ("bench.codec", "decoder and encoder vs httpx-sse, sseclient-py, sse-starlette"),
     "3": ("bench.pacing", "pacing on the real clock, block vs its floor"),
     "5": ("bench.scale", "server scale vs sse-starlette on uvicorn"),
+    "P": ("bench.pages_beside", "report pages beside 200 streams"),
     "6": ("bench.memory", "memory, bounded vs unbounded"),
     "7": ("bench.coldstart", "cold start and render time"),
     "9": ("bench.asgi_scale", "the ASGI app vs sse-starlette on the same uvicorn, N=300"),
+    "10": ("bench.kept", "memory per kept stream"),
     "R": ("bench.resume", "resume latency, in-memory log vs Redis"),
 }
 # items 2 and 4 come with 1 and 3 (same module); the resume line prints as 8; "A" is the ASGI line, 9
@@ -39,7 +41,7 @@ ALIASES = {"2": "1", "4": "3", "8": "R", "A": "9"}
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
-    parser.add_argument("--only", default="", help="comma-separated items to run (1-7, 9, R), e.g. 1,3")
+    parser.add_argument("--only", default="", help="comma-separated items to run (1-7, 9, 10, P, R), e.g. 1,3")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     return parser
 
@@ -51,7 +53,7 @@ def _selected(only: str) -> list[str]:
     for name in only.split(","):
         key = ALIASES.get(name.strip().upper(), name.strip().upper())
         if key not in ITEMS:
-            raise SystemExit(f"python -m bench: unknown item {name!r}; expected some of 1-7, 9, R")
+            raise SystemExit(f"python -m bench: unknown item {name!r}; expected some of 1-7, 9, 10, P, R")
         if key not in picked:
             picked.append(key)
     return picked

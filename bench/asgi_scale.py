@@ -42,7 +42,7 @@ def measure(server: str, n: int, tokens: int) -> Step:
 
 
 def per_token_us(step: Step) -> float:
-    return step.cpu_s / max(1, step.client["tokens_received"]) * 1e6
+    return float(step.cpu_s / max(1, step.client["tokens_received"]) * 1e6)
 
 
 def _median(steps: list[Step]) -> Step:

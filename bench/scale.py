@@ -181,16 +181,20 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 
 
 def one_step(server: str, n: int, tokens: int, attempts: int = 3,
-             command: Callable[[int], list[str]] | None = None) -> Step:
+             command: Callable[[int], list[str]] | None = None,
+             beside: Callable[[int], Callable[[], str]] | None = None) -> Step:
     """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it.
 
     A server that exits before it listens (the free port taken in between)
     is started again on another port, up to ``attempts`` times.  ``command``
     (given the port) starts a server this module does not know (item 9's).
+    ``beside`` (given the port) starts other load while the streams run and
+    returns what stops it and says what it did (added to the step's client
+    figures as ``beside``).
     """
     for attempt in range(attempts):
         try:
-            return _one_step(server, n, tokens, command)
+            return _one_step(server, n, tokens, command, beside)
         except _NotListening:
             if attempt == attempts - 1:
                 raise
@@ -201,7 +205,8 @@ class _NotListening(RuntimeError):
     pass
 
 
-def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[str]] | None) -> Step:
+def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[str]] | None,
+              beside: Callable[[int], Callable[[], str]] | None = None) -> Step:
     port = _free_port()
     errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=ROOT, env=env_with_root(), stdout=subprocess.DEVNULL,
@@ -216,14 +221,21 @@ def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[st
         cpu0, _ = _proc_figures(proc.pid)
         switches0 = _switches(proc.pid)
         timeout = tokens * PRODUCER_MS / 1e3 * 3 + n / 500 + 10
-        out = subprocess.run([sys.executable, "-m", "bench.scale_client", str(port), _path(tokens), str(n),
-                              str(tokens), str(timeout)], cwd=ROOT, env=env_with_root(), capture_output=True,
-                             text=True, timeout=timeout + 60, check=True)
+        stop_beside = beside(port) if beside is not None else None
+        try:
+            out = subprocess.run([sys.executable, "-m", "bench.scale_client", str(port), _path(tokens), str(n),
+                                  str(tokens), str(timeout)], cwd=ROOT, env=env_with_root(), capture_output=True,
+                                 text=True, timeout=timeout + 60, check=True)
+        finally:
+            said = stop_beside() if stop_beside is not None else None
         cpu1, peak = _proc_figures(proc.pid)
     finally:
         switches = _stop(proc)
         errors.close()
-    return Step(server, n, json.loads(out.stdout), cpu1 - cpu0, peak, switches - switches0)
+    client = json.loads(out.stdout)
+    if said is not None:
+        client["beside"] = said
+    return Step(server, n, client, cpu1 - cpu0, peak, switches - switches0)
 
 
 def _ladders(servers: tuple[str, ...], steps: tuple[int, ...], tokens: int,

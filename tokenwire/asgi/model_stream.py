@@ -33,7 +33,6 @@ import asyncio
 import inspect
 import json
 import logging
-from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +40,7 @@ from typing import Any
 from ..core.channel import BoundedChannel, Policy
 from ..core.effects import Await, Process, Put, TokenItem
 from ..core.frames import DEFAULT_RETRY_MS
-from ..core.model import Model, TimingModel
+from ..core.model import Model, Steps, TimingModel
 from ..core.sse import encode
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamState, TokenLog
@@ -113,7 +112,7 @@ class _OpenLength(Model):
     """The core's model slot for a model whose length is not known: only its length cap is read."""
 
     def __init__(self, cap: int) -> None:     # no tokens, no timing: the producer never asks for them
-        self.tokens, self.timing, self.steps = (), TimingModel(), Counter()
+        self.tokens, self.timing, self.steps = (), TimingModel(), Steps(0)
         self._cap = cap
 
     def __len__(self) -> int:

@@ -12,12 +12,13 @@ prove that a resume never runs the model twice for the same index.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
-from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ANSWER", "ANSWER_TEXT", "QUESTION", "Model", "TimingModel", "tokenize"]
+__all__ = ["ANSWER", "ANSWER_TEXT", "QUESTION", "Model", "Steps", "TimingModel", "answer", "tokenize"]
 
 QUESTION = "what should happen when the consumer is slower than the producer"
 
@@ -55,7 +56,16 @@ def tokenize(text: str) -> tuple[str, ...]:
 
 ANSWER: tuple[str, ...] = tokenize(ANSWER_TEXT)
 
+
+@functools.lru_cache(maxsize=len(ANSWER) + 1)
+def answer(tokens: int) -> tuple[str, ...]:
+    """The first ``tokens`` tokens of the answer, one tuple shared by every stream of that length."""
+    return ANSWER[:tokens]
+
 _MS = 1_000_000
+# Timing models whose step costs are kept (one tuple each, shared by every
+# stream of that model): a server's streams use a handful of settings.
+COSTS_CACHE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +95,9 @@ class TimingModel:
         if self.stall_at is not None and self.stall_at < 0:
             raise ValueError(f"stall_at must be a non-negative index or None, got {self.stall_at!r}")
 
+    @functools.lru_cache(maxsize=COSTS_CACHE)  # noqa: B019 - a frozen, hashable model: the cache is by value
     def costs(self, n: int) -> tuple[int, ...]:
-        """Return the cost in ns of steps ``0..n-1``; the same for the same seed."""
+        """Return the cost in ns of steps ``0..n-1``; the same for the same seed (one tuple shared per model)."""
         rng = random.Random(self.seed)
         out = []
         for index in range(n):
@@ -98,12 +109,47 @@ class TimingModel:
         return tuple(out)
 
 
+class Steps(Mapping[int, int]):
+    """How many times each index was generated: a mapping of the generated indices, one byte per index.
+
+    A server keeps a model per stream for as long as the stream may be
+    resumed, so the count is a ``bytearray`` (saturating at 255, which no
+    correct run comes near), not a dict of hundreds of boxed ints.
+    """
+
+    __slots__ = ("_counts",)
+
+    def __init__(self, n: int) -> None:
+        self._counts = bytearray(n)
+
+    def add(self, index: int) -> None:
+        if self._counts[index] < 255:
+            self._counts[index] += 1
+
+    def __getitem__(self, index: int) -> int:
+        if not 0 <= index < len(self._counts) or not self._counts[index]:
+            raise KeyError(index)
+        return self._counts[index]
+
+    def __iter__(self) -> Iterator[int]:
+        return (i for i, count in enumerate(self._counts) if count)
+
+    def __len__(self) -> int:
+        return len(self._counts) - self._counts.count(0)
+
+    def __repr__(self) -> str:
+        return f"Steps({dict(self)!r})"
+
+
 class Model:
     """A fake model that yields ``tokens[i]`` at a cost and counts each step.
 
     ``steps`` counts every generation per index: a correct resume leaves each
-    count at exactly one.
+    count at exactly one.  The tokens and the costs are tuples shared by
+    every model of the same answer and timing.
     """
+
+    __slots__ = ("_costs", "steps", "timing", "tokens")
 
     def __init__(self, tokens: tuple[str, ...], timing: TimingModel) -> None:
         if not tokens:
@@ -111,7 +157,7 @@ class Model:
         self.tokens = tokens
         self.timing = timing
         self._costs = timing.costs(len(tokens))
-        self.steps: Counter[int] = Counter()
+        self.steps = Steps(len(tokens))
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -122,7 +168,7 @@ class Model:
 
     def generate(self, index: int) -> str:
         """Run one model step; returns the token and counts the step."""
-        self.steps[index] += 1
+        self.steps.add(index)
         return self.tokens[index]
 
     @property

@@ -25,7 +25,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_HEADER_BYTES",
     "MAX_REQUEST_LINE",
-    "PAGE_THREADS",
+    "PAGE_PROCESSES",
     "REAL_PAGES",
     "REQUEST_QUEUE_SIZE",
     "RETRY_AFTER_S",
@@ -63,10 +63,12 @@ RETRY_AFTER_S = 1
 # 1,024 file descriptors once the server's own are counted, above the
 # 1,000-stream bench.
 DEFAULT_MAX_CONNECTIONS = 4000
-# Report pages rendered at once in the page threads (a render is ~10 ms of
-# CPU and holds the GIL; more threads only queue behind each other).
-PAGE_THREADS = 4
-# clock=real pages at once: each runs seconds of real-time work; past it 503.
+# Report pages rendered at once, each in a process of its own: a render is
+# ~10 ms of CPU, and in a thread it would hold the GIL the streams' loop
+# needs (200 streams then miss their pace).  Two, for the two cores the
+# loop shares them with.
+PAGE_PROCESSES = 2
+# clock=real pages at once, each in a process: seconds of real-time work; past it 503.
 REAL_PAGES = 2
 # How long a SIGTERM lets open streams run to their `done` before closing them.
 DEFAULT_GRACE_S = 10.0

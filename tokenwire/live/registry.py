@@ -36,7 +36,7 @@ from typing import Any
 
 from ..core.clock import RealClock
 from ..core.effects import Process
-from ..core.model import ANSWER, Model
+from ..core.model import Model, answer
 from ..core.pipeline import RunSpec
 from ..core.stream import Stream
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
@@ -129,7 +129,7 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
 
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
     """Create a stream of ``spec`` in ``log``; returns it (with a per-token trace only if ``keep_trace``)."""
-    return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
+    return Stream(stream_id, Model(answer(spec.tokens), spec.timing()), log, policy=spec.policy,
                   capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms,
                   meta=spec_to_meta(spec), keep_trace=keep_trace)
 
@@ -140,7 +140,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         spec = spec_from_meta(log.meta(stream_id))
     except ValueError:
         raise UnknownStream(stream_id) from None      # made by something that is not a live server
-    return Stream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log, policy=spec.policy,
+    return Stream(stream_id, Model(answer(spec.tokens), spec.timing()), log, policy=spec.policy,
                   capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, attach=True,
                   keep_trace=False)
 

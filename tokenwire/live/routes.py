@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from importlib import resources
 from typing import Any, Protocol
 
@@ -107,12 +109,18 @@ def json_error(status: int, message: str, headers: tuple[tuple[str, str], ...] =
 
 
 class Routes:
-    """Answer requests for ``server``; pages go to ``pages`` threads, ``clock=real`` pages to ``real_pages``."""
+    """Answer requests for ``server``; pages render in ``pages`` processes, ``clock=real`` pages in ``real_pages``.
+
+    The page processes come from a fork server (a clean process started
+    once), not from a fork of the server: they hold none of its sockets, so
+    a connection the server closes is closed.  They start on the first page.
+    """
 
     def __init__(self, server: ServerState, *, pages: int, real_pages: int) -> None:
         self.server = server
-        self.pages = ThreadPoolExecutor(pages, thread_name_prefix="tokenwire-page")
-        self.real_pages = ThreadPoolExecutor(real_pages, thread_name_prefix="tokenwire-real-page")
+        context = multiprocessing.get_context("forkserver")
+        self.pages = ProcessPoolExecutor(pages, mp_context=context, initializer=_yield_to_streams)
+        self.real_pages = ProcessPoolExecutor(real_pages, mp_context=context)
         self.real_limit, self.real_running = real_pages, 0
         self.in_flight = 0                 # pages being rendered (a graceful shutdown waits for them)
 
@@ -269,6 +277,16 @@ class Routes:
     def _log_failure(self, exc: LogError) -> Answer:
         refused = log_error(exc)
         return json_error(refused.status, refused.message, refused.headers)
+
+
+# How much lower a page process's CPU priority is than the server's: when the
+# cores are busy, the streams' loop runs first and a page waits a little.
+PAGE_NICENESS = 10
+
+
+def _yield_to_streams() -> None:
+    """A page process's first act: give the streams' loop the CPU first."""
+    os.nice(PAGE_NICENESS)
 
 
 def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:

@@ -52,7 +52,7 @@ from .config import (
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_WRITE_TIMEOUT_S,
     JOURNAL_SIZE,
-    PAGE_THREADS,
+    PAGE_PROCESSES,
     REAL_PAGES,
     REQUEST_QUEUE_SIZE,
     ConnectionLog,
@@ -137,7 +137,7 @@ class LiveServer:
         loop.set_exception_handler(self._loop_error)
         self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
-        self.routes = Routes(self, pages=PAGE_THREADS, real_pages=REAL_PAGES)
+        self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
         server = await loop.create_server(lambda: HttpConnection(self, loop), sock=self.socket)
         self._stop = loop.create_future()
         if self._shutdown_asked is not None:

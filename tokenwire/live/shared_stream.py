@@ -37,7 +37,7 @@ from . import registry
 from ..core.clock import RealClock
 from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, Put, Sleep, TokenItem
-from ..core.model import ANSWER, Model
+from ..core.model import Model, answer
 from ..core.pipeline import RunSpec
 from ..core.stream import Attached, CursorOutOfRange, Stream
 from ..core.tokenlog import (
@@ -219,7 +219,7 @@ def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool
     """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it."""
     if not is_shared(log):
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
-    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
                         policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
                         retry_ms=spec.retry_ms, meta=registry.spec_to_meta(spec), keep_trace=keep_trace)
 
@@ -236,7 +236,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         spec = registry.spec_from_meta(log.meta(stream_id))
     except ValueError:
         raise UnknownStream(stream_id) from None
-    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
                         policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
                         retry_ms=spec.retry_ms, attach=True, keep_trace=False)
 
@@ -247,7 +247,7 @@ async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
     meta = {**registry.spec_to_meta(spec), "policy": spec.policy.value, "capacity": spec.capacity}
     await log.aio.create(stream_id, meta, spec.tokens)  # type: ignore[attr-defined]
-    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
                         policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
                         retry_ms=spec.retry_ms, attach="checked", keep_trace=keep_trace)
 
@@ -263,7 +263,7 @@ async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
         raise UnknownStream(stream_id) from None
     if await aio.total(stream_id) != spec.tokens:
         raise UnknownStream(stream_id)          # not a stream a live server made
-    return SharedStream(stream_id, Model(ANSWER[: spec.tokens], spec.timing()), log,  # type: ignore[arg-type]
+    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
                         policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
                         retry_ms=spec.retry_ms, attach="checked", keep_trace=False)
 
