@@ -91,13 +91,15 @@ class LoopWire(Protocol):
 class _Proc:
     """One running process: its generator, wire, deadline and what it is parked on."""
 
-    __slots__ = ("deadline", "effect", "future", "gen", "since", "timer", "wire")
+    __slots__ = ("deadline", "effect", "future", "gen", "key", "since", "timer", "until", "wire")
 
     def __init__(self, gen: Process, wire: Wire | LoopWire | None, now: int, future: asyncio.Future[Any]) -> None:
         self.gen, self.wire, self.deadline, self.future = gen, wire, now, future
         self.since = -1                       # when it parked on a full or empty channel (-1: not parked)
         self.effect: Put | Get | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.key = 0                          # the stream it is parked on
+        self.until = -1                       # the parked Get's timeout, a deadline in ns (-1: none)
+        self.timer: asyncio.TimerHandle | None = None   # pending; fires at or before ``until``
 
 
 class LoopDriver:
@@ -289,8 +291,13 @@ class LoopDriver:
             p.since = now
             timeout = effect.timeout_ns if isinstance(effect, Get) else None
             if timeout is not None:
-                p.timer = self.loop.call_later(max(0, timeout) / 1e9, self._timed_out, p, key)
-        p.effect = effect
+                # One timer per process, kept across Gets: deadlines only move later, so a
+                # pending timer fires first and re-arms itself for what is left (a heartbeat
+                # costs a timer per period, not one per token).
+                p.until = now + max(0, timeout)
+                if p.timer is None:
+                    p.timer = self.loop.call_later(max(0, timeout) / 1e9, self._timed_out, p)
+        p.effect, p.key = effect, key
         self._parked.setdefault(key, []).append(p)
         return _PARKED
 
@@ -313,22 +320,25 @@ class LoopDriver:
             self._unpark(p)
             self._step(p, got)
 
-    def _timed_out(self, p: _Proc, key: int) -> None:
-        waiting = self._parked.get(key)
+    def _timed_out(self, p: _Proc) -> None:
+        p.timer = None
+        if p.until < 0 or p.effect is None:
+            return                              # not waiting on a timed Get any more
+        left = p.until - self.clock.now()
+        if left > 0:
+            p.timer = self.loop.call_later(left / 1e9, self._timed_out, p)
+            return
+        waiting = self._parked.get(p.key)
         if waiting is None or p not in waiting:
             return
         waiting.remove(p)
         if not waiting:
-            del self._parked[key]
-        p.timer = None
-        p.deadline, p.since, p.effect = max(p.deadline, self.clock.now()), -1, None
+            del self._parked[p.key]
+        p.deadline, p.since, p.effect, p.until = max(p.deadline, self.clock.now()), -1, None, -1
         self._step(p, TIMEOUT)
 
     def _unpark(self, p: _Proc) -> None:
-        p.effect = None
-        if p.timer is not None:
-            p.timer.cancel()
-            p.timer = None
+        p.effect, p.until = None, -1            # a pending timer finds nothing to time out
 
 
 class _Parked:
