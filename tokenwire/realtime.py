@@ -91,7 +91,7 @@ class LoopWire(Protocol):
 class _Proc:
     """One running process: its generator, wire, deadline and what it is parked on."""
 
-    __slots__ = ("deadline", "effect", "future", "gen", "key", "since", "timer", "until", "wire")
+    __slots__ = ("deadline", "effect", "future", "gen", "key", "resume", "since", "timer", "until", "wire")
 
     def __init__(self, gen: Process, wire: Wire | LoopWire | None, now: int, future: asyncio.Future[Any]) -> None:
         self.gen, self.wire, self.deadline, self.future = gen, wire, now, future
@@ -100,6 +100,7 @@ class _Proc:
         self.key = 0                          # the stream it is parked on
         self.until = -1                       # the parked Get's timeout, a deadline in ns (-1: none)
         self.timer: asyncio.TimerHandle | None = None   # pending; fires at or before ``until``
+        self.resume: Callable[[bool], None] | None = None     # what a LoopWire calls back (made once)
 
 
 class LoopDriver:
@@ -241,7 +242,9 @@ class LoopDriver:
         if wire is None:
             raise RuntimeError("a process without a wire yielded Send")
         if hasattr(wire, "send"):
-            return wire.send(frame, partial(self._step, p))
+            if p.resume is None:
+                p.resume = partial(self._step, p)
+            return wire.send(frame, p.resume)
         memory: Wire = wire
         ready = memory.ready_at()
         if ready > p.deadline:
@@ -257,26 +260,27 @@ class LoopDriver:
     # -- channels --------------------------------------------------------------
     def _attempt(self, p: _Proc, effect: Put | Get) -> object:
         stream = effect.stream
-        now = self.clock.now()
         if type(effect) is Put:
             outcome = stream.offer(effect.item)
             if outcome is Outcome.FULL:
-                return self._park(p, effect, now)
-            waited = now - p.since if p.since >= 0 else 0
-            channel = stream.channel
-            if waited and channel is not None and outcome is not Outcome.CLOSED:
-                channel.record_pause(waited)
-            stream.note(now, effect.item.index, outcome.value, waited)
+                return self._park(p, effect, self.clock.now())
+            if p.since >= 0 or stream.keep_trace:   # the clock is read only when a figure needs it
+                now = self.clock.now()
+                waited = now - p.since if p.since >= 0 else 0
+                channel = stream.channel
+                if waited and channel is not None and outcome is not Outcome.CLOSED:
+                    channel.record_pause(waited)
+                stream.note(now, effect.item.index, outcome.value, waited)
             result: object = outcome
         else:
             got = stream.take(effect.channel)  # type: ignore[union-attr]
             if got is Taken.EMPTY:
-                return self._park(p, effect, now)
-            if not isinstance(got, Taken):
-                stream.note(now, got.index, "taken")
+                return self._park(p, effect, self.clock.now())
+            if stream.keep_trace and not isinstance(got, Taken):
+                stream.note(self.clock.now(), got.index, "taken")
             result = got
         if p.since >= 0:
-            p.deadline, p.since = max(p.deadline, now), -1   # time spent blocked is not a debt to repay
+            p.deadline, p.since = max(p.deadline, self.clock.now()), -1   # time blocked is not a debt to repay
         return result
 
     def _park(self, p: _Proc, effect: Put | Get, now: int) -> object:
@@ -285,7 +289,7 @@ class LoopDriver:
             raise TypeError(f"the event-loop driver needs a stream whose cond is a SingleThread, got {cond!r}")
         key = id(effect.stream)
         hook = cond.hook
-        if not (isinstance(hook, partial) and hook.func == self._ring):   # a stream another driver rang before
+        if hook is None or getattr(hook, "func", None) != self._ring:   # a stream another driver rang before
             cond.hook = partial(self._ring, key)
         if p.since < 0:
             p.since = now

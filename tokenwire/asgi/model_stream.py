@@ -213,23 +213,21 @@ class ModelStream(Stream):
         yield from self._close_source()
 
     def _log(self, index: int, token: str) -> TokenItem:
-        with self.cond:
-            self.log.append(self.stream_id, index, token)
-            item = TokenItem(index, token)
-            self.position = index + 1
-            self.ring(item)
+        self.log.append(self.stream_id, index, token)
+        item = TokenItem(index, token)
+        self.position = index + 1
+        self.ring(item)
         return item
 
     def _end(self, total: int, ending: Ending | None) -> None:
         """The model is over after ``total`` tokens: every reader drains, then gets the closing frame."""
-        with self.cond:
-            self.total, self.ending = total, ending
-            self.producer_running = False
-            self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
-            for channel in (self.channel, *self.followers):
-                if channel is not None:
-                    channel.close()
-            self.cond.notify_all()
+        self.total, self.ending = total, ending
+        self.producer_running = False
+        self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
+        for channel in (self.channel, *self.followers):
+            if channel is not None:
+                channel.close()
+        self.cond.notify_all()
 
     def _fail(self, total: int, message: str, exc: BaseException | None = None) -> None:
         logger.error("tokenwire stream %s: %s", self.stream_id, message, exc_info=exc)

@@ -32,6 +32,7 @@ class Mailbox(Protocol):
 
     channel: BoundedChannel[TokenItem] | None
     cond: Any
+    keep_trace: bool
 
     def offer(self, item: TokenItem) -> Outcome: ...
     def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken: ...

@@ -3,7 +3,7 @@
 How this works: the producer generates index ``i`` (a model step, paid for
 with a ``Sleep``), appends it to the log and ``Put``s it to whichever channel
 is attached.  A connection attaches a fresh channel with ``connect(cursor)``,
-which is atomic under the stream's condition: every index already in the log
+which is atomic (one thread, no await inside it): every index already in the log
 at that moment is replayed by the writer from the log, every later one
 arrives through the channel.  So a reconnect never misses an index that was
 generated while it was away and never gets one twice.
@@ -34,9 +34,11 @@ cursor from the log, so no reader kicks another off and each gets every
 index once.  A reader leaving cancels the producer (``cancel``) only when no
 other reader is attached.
 
-The condition is ``SingleThread``: every driver runs a stream's processes on
-one thread, and the event-loop driver hooks its ``notify_all`` to retry the
-processes parked on the stream.
+Every driver runs a stream's processes on one thread, so nothing here
+locks.  ``cond`` is a ``SingleThread`` notifier: every change a parked
+process could be waiting for calls its ``notify_all``, which the simulation
+counts and the event-loop driver hooks to retry the processes parked on the
+stream.
 """
 
 from __future__ import annotations
@@ -156,11 +158,10 @@ class Stream:
         """
         if not -1 <= cursor < self.total:
             raise CursorOutOfRange(cursor, self.total)
-        with self.cond:
-            # Every log call that can fail comes first, so a failure leaves the stream as it was.
-            live_from = self.log.length(self.stream_id)
-            tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
-            return self.join(cursor, channel, live_from, tokens)
+        # Every log call that can fail comes first, so a failure leaves the stream as it was.
+        live_from = self.log.length(self.stream_id)
+        tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
+        return self.join(cursor, channel, live_from, tokens)
 
     def join(self, cursor: int, channel: BoundedChannel[TokenItem], live_from: int, tokens: list[str], *,
              mark: bool = True) -> tuple[list[TokenItem], Process | None]:
@@ -170,24 +171,23 @@ class Stream:
         shared log's lease claim does that itself).
         """
         replay = [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)]
-        with self.cond:
-            if self.channel is not None and not self.channel.reader_gone and live_from < self.total:
-                self.followers.append(channel)
-                self.cond.notify_all()
-                return replay, None
-            start = live_from < self.total and not self.producer_running
-            if start and mark:
-                self.log.set_state(self.stream_id, StreamState.GENERATING)
-            if self.channel is not None:
-                self.channel.abandon()
-            self.channel, self.live_from, self.cancelled = channel, live_from, False
-            producer = None
-            if live_from >= self.total:
-                channel.close()
-            elif start:
-                self.producer_running = True
-                producer = self.produce(live_from)
+        if self.channel is not None and not self.channel.reader_gone and live_from < self.total:
+            self.followers.append(channel)
             self.cond.notify_all()
+            return replay, None
+        start = live_from < self.total and not self.producer_running
+        if start and mark:
+            self.log.set_state(self.stream_id, StreamState.GENERATING)
+        if self.channel is not None:
+            self.channel.abandon()
+        self.channel, self.live_from, self.cancelled = channel, live_from, False
+        producer = None
+        if live_from >= self.total:
+            channel.close()
+        elif start:
+            self.producer_running = True
+            producer = self.produce(live_from)
+        self.cond.notify_all()
         return replay, producer
 
     def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
@@ -206,36 +206,33 @@ class Stream:
 
     def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
         """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so and nobody else reads."""
-        with self.cond:
-            channel.abandon()
-            self.followers = [f for f in self.followers if f is not channel]
-            if self.channel is channel:
-                self.channel = None
-            if self.channel is None and not self.followers:
-                self.cancelled = self.on_disconnect is OnDisconnect.CANCEL
-            self.cond.notify_all()
+        channel.abandon()
+        self.followers = [f for f in self.followers if f is not channel]
+        if self.channel is channel:
+            self.channel = None
+        if self.channel is None and not self.followers:
+            self.cancelled = self.on_disconnect is OnDisconnect.CANCEL
+        self.cond.notify_all()
 
-    # -- channel operations, called by drivers under no lock ---------------
+    # -- channel operations, called by drivers ----------------------------
     def offer(self, item: TokenItem) -> Outcome:
         """Offer ``item`` to the attached channel without waiting."""
-        with self.cond:
-            channel = self.channel
-            if channel is None or item.index < self.live_from:
-                return Outcome.CLOSED   # nobody attached, or the attached reader replays it from the log
-            outcome = channel.offer(item)
-            if outcome is Outcome.CUT:
-                self.channel = None
-            if outcome is not Outcome.FULL:
-                self.cond.notify_all()
-            return outcome
+        channel = self.channel
+        if channel is None or item.index < self.live_from:
+            return Outcome.CLOSED   # nobody attached, or the attached reader replays it from the log
+        outcome = channel.offer(item)
+        if outcome is Outcome.CUT:
+            self.channel = None
+        if outcome is not Outcome.FULL:
+            self.cond.notify_all()
+        return outcome
 
     def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken:
         """Take from ``channel`` without waiting."""
-        with self.cond:
-            got = channel.take()
-            if isinstance(got, TokenItem):
-                self.cond.notify_all()
-            return got
+        got = channel.take()
+        if isinstance(got, TokenItem):
+            self.cond.notify_all()
+        return got
 
     def note(self, t_ns: int, index: int, decision: str, waited_ns: int = 0) -> None:
         """Record one channel decision in the trace (unless ``keep_trace`` is off)."""
@@ -257,11 +254,10 @@ class Stream:
                 if self._stop_if_cancelled():
                     return
                 yield Sleep(self.model.cost_ns(index))
-                with self.cond:
-                    token = self.model.generate(index)
-                    self.log.append(self.stream_id, index, token)
-                    item = TokenItem(index, token)
-                    self.ring(item)
+                token = self.model.generate(index)
+                self.log.append(self.stream_id, index, token)
+                item = TokenItem(index, token)
+                self.ring(item)
                 yield Put(self, item)
             self._finish()
         except LogError:
@@ -277,13 +273,12 @@ class Stream:
             self.cond.notify_all()
 
     def _lost(self) -> None:
-        with self.cond:
-            self.producer_running = False
-            for channel in (self.channel, *self.followers):
-                if channel is not None:
-                    channel.abandon()      # the writers end their connections without `done`
-            self.channel, self.followers = None, []
-            self.cond.notify_all()
+        self.producer_running = False
+        for channel in (self.channel, *self.followers):
+            if channel is not None:
+                channel.abandon()      # the writers end their connections without `done`
+        self.channel, self.followers = None, []
+        self.cond.notify_all()
 
     def _finish(self) -> None:
         self.log.set_state(self.stream_id, StreamState.DONE)
@@ -291,21 +286,19 @@ class Stream:
 
     def _finished(self) -> None:
         """The producer is done and the log says so: let every reader drain and end."""
-        with self.cond:
-            self.producer_running = False
-            for channel in (self.channel, *self.followers):
-                if channel is not None:
-                    channel.close()
-            self.cond.notify_all()
+        self.producer_running = False
+        for channel in (self.channel, *self.followers):
+            if channel is not None:
+                channel.close()
+        self.cond.notify_all()
 
     def _stop_if_cancelled(self) -> bool:
-        with self.cond:
-            if not self.cancelled:
-                return False
-            self.producer_running = False
-            self.log.set_state(self.stream_id, StreamState.CANCELLED)
-            self.cond.notify_all()
-            return True
+        if not self.cancelled:
+            return False
+        self.producer_running = False
+        self.log.set_state(self.stream_id, StreamState.CANCELLED)
+        self.cond.notify_all()
+        return True
 
     # -- the writer --------------------------------------------------------
     def serve(self, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,

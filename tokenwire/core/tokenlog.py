@@ -214,10 +214,10 @@ class MemoryTokenLog:
         self.evictions += len(old)
         return len(old)
 
-    def _entry(self, stream_id: str) -> _Entry:
+    def _entry(self, stream_id: str, now: int | None = None) -> _Entry:
         """The live entry (call with the lock held); a stream past its age is evicted here."""
         entry = self._streams.get(stream_id)
-        if entry is not None and entry.created_ns < self._now() - self.max_age_ns:
+        if entry is not None and entry.created_ns < (self._now() if now is None else now) - self.max_age_ns:
             del self._streams[stream_id]
             self.evictions += 1
             entry = None
@@ -235,13 +235,14 @@ class MemoryTokenLog:
 
     def append(self, stream_id: str, index: int, token: str) -> None:
         """Log ``token`` at ``index``; raises ``IndexConflict`` unless ``index == length``."""
+        now = self._now()
         with self._lock:
-            entry = self._entry(stream_id)
+            entry = self._entry(stream_id, now)
             expected = entry.first + len(entry.tokens)
             if index != expected or index >= entry.total:
                 raise IndexConflict(stream_id, index, expected)
             entry.tokens.append(token)
-            entry.written_ns = self._now()
+            entry.written_ns = now
             self._streams.move_to_end(stream_id)
             if len(entry.tokens) > self.max_tokens:
                 drop = len(entry.tokens) - self.max_tokens

@@ -52,9 +52,12 @@ MAX_HEADER_BYTES = 16 * 1024
 # A POST /streams carries its parameters in the query; a body is not needed
 # and is read and discarded up to this size (a form post), refused above.
 MAX_BODY_BYTES = 1024
-# Pending connections the kernel queues before accept(); the default of 5
-# refuses connections when a few hundred clients arrive at once.
-REQUEST_QUEUE_SIZE = 1024
+# Pending connections the kernel queues before accept() (capped by
+# net.core.somaxconn, 4096 on current kernels).  A small queue drops the
+# SYNs of a burst of clients, and each dropped one retries a second later:
+# a thousand EventSources opened at once would wait a second for their first
+# token.  asyncio's own default is 100.
+REQUEST_QUEUE_SIZE = 4096
 # What a 503 asks the client to wait, in seconds: a full server frees a slot
 # as soon as any stream ends, and an EventSource retries after `retry` anyway.
 RETRY_AFTER_S = 1

@@ -330,18 +330,14 @@ class Registry:
         """Run a producer ``proc`` on the server's event-loop driver, counted in ``producers_running``."""
         if self.driver is None:
             raise RuntimeError("the registry has no driver: start the server before streaming")
-        self.driver.spawn(self._counted(proc))
-
-    def _counted(self, proc: Process) -> Process:
         with self._lock:
             self._producers += 1
-        try:
-            yield from proc
-        except LogError:
-            pass    # the log evicted the stream under it, or failed: the connection already ended
-        finally:
-            with self._lock:
-                self._producers -= 1
+        self.driver.spawn(proc).add_done_callback(self._producer_ended)
+
+    def _producer_ended(self, future: Any) -> None:
+        """A producer ended (its error, if any, went to the driver's ``on_error``: a log error is expected)."""
+        with self._lock:
+            self._producers -= 1
 
     @property
     def producers_running(self) -> int:

@@ -138,7 +138,8 @@ class LiveServer:
         self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
         self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
-        server = await loop.create_server(lambda: HttpConnection(self, loop), sock=self.socket)
+        server = await loop.create_server(lambda: HttpConnection(self, loop), sock=self.socket,
+                                          backlog=REQUEST_QUEUE_SIZE)
         self._stop = loop.create_future()
         if self._shutdown_asked is not None:
             self._stop.set_result(self._shutdown_asked)

@@ -137,9 +137,8 @@ class SharedStream(Stream):
         self._finished()
 
     def _cancel(self) -> Process:
-        with self.cond:
-            self.producer_running = False
-            self.cond.notify_all()
+        self.producer_running = False
+        self.cond.notify_all()
         yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))   # releases the lease too
 
     def _hold_ms(self, index: int) -> int:
@@ -175,20 +174,18 @@ class SharedStream(Stream):
 
     def _deliver(self, item: TokenItem) -> Process:
         """Ring this instance's followers, then offer ``item`` to the reader of record."""
-        with self.cond:
-            self.offered = max(self.offered, item.index)
-            self.ring(item)
+        self.offered = max(self.offered, item.index)
+        self.ring(item)
         yield Put(self, item)
 
     def _fail(self, exc: LogError) -> Process:
-        with self.cond:
-            self.producer_running = False
-            self.failure = exc
-            for channel in (self.channel, *self.followers):
-                if channel is not None:
-                    channel.abandon()       # the writers end their connections without `done`
-            self.channel, self.followers = None, []
-            self.cond.notify_all()
+        self.producer_running = False
+        self.failure = exc
+        for channel in (self.channel, *self.followers):
+            if channel is not None:
+                channel.abandon()       # the writers end their connections without `done`
+        self.channel, self.followers = None, []
+        self.cond.notify_all()
         try:
             yield Await(self.aio.release(self.stream_id))
         except LogError:

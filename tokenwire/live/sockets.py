@@ -101,6 +101,7 @@ def buffer_sizes(sock: SocketLike) -> tuple[int, int]:
 # How a token frame is told from the others (the field order may change;
 # a data line always starts with "data:", so this line cannot be forged).
 _TOKEN_LINE = b"event: token\n"
+_INNER_TOKEN_LINE = b"\n" + _TOKEN_LINE
 
 
 class TransportWire:
@@ -127,6 +128,7 @@ class TransportWire:
         self.sample = sample
         self.bytes_sent = 0
         self.frames_sent = 0
+        self.tokens_sent = 0
         self.failure: str | None = None
         self.send_queue_high = 0
         self.paused = False
@@ -143,8 +145,10 @@ class TransportWire:
         self.transport.write(frame)
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if frame.startswith(_TOKEN_LINE) or b"\n" + _TOKEN_LINE in frame:
-            self._token_ends.append(self.bytes_sent)
+        if _INNER_TOKEN_LINE in frame or frame.startswith(_TOKEN_LINE):
+            self.tokens_sent += 1
+            if self.sample:             # where each token frame ends, for the demo's kernel figures
+                self._token_ends.append(self.bytes_sent)
         if self.sample:
             self._sample()
         if not self.paused:
@@ -196,4 +200,4 @@ class TransportWire:
             buffered = self.transport.get_write_buffer_size()
         except (AttributeError, RuntimeError):
             buffered = 0
-        return self.bytes_sent - buffered, len(self._token_ends)
+        return self.bytes_sent - buffered, self.tokens_sent
