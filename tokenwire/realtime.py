@@ -10,7 +10,8 @@ on the virtual clock:
   time, not a step after the late one.  A ``precise`` driver (a report's
   private run, where one 0.5 ms step matters) sets the timer a little early
   and finishes the wait by spinning, since the loop's timers are only as
-  fine as the selector's one-millisecond timeout.
+  fine as the selector's one-millisecond timeout; a server's deadlines are
+  gathered per millisecond into one loop timer each.
 - ``Put``/``Get``: the stream's non-blocking ``offer``/``take``.  A full
   ``block`` channel or an empty one parks the process on its stream; the
   stream's condition (``SingleThread``) rings the driver on every change,
@@ -55,6 +56,8 @@ LOOP_ENV = "TOKENWIRE_LOOP"
 # fires up to 1 ms late; a precise driver wakes this much early and spins
 # the rest (os.sched_yield releases the GIL and returns in under 1 us).
 SPIN_NS = 1_200_000
+# The grain of a server's timers: deadlines within one tick share a loop timer.
+TICK_NS = 1_000_000
 # Effects a process may perform back to back before the loop gets a turn:
 # a writer replaying a long log to a fast socket must not starve the others.
 STEPS_PER_TURN = 64
@@ -122,6 +125,7 @@ class LoopDriver:
         self.running = 0
         self._parked: dict[int, list[_Proc]] = {}
         self._ringing: set[int] = set()
+        self._ticks: dict[int, list[tuple[Callable[..., None], tuple[Any, ...]]]] = {}
         self._idle: asyncio.Future[None] | None = None
         self._owns_loop = False
 
@@ -220,15 +224,28 @@ class LoopDriver:
 
     def _at(self, deadline: int, callback: Callable[..., None], *args: Any) -> None:
         """Call ``callback(*args)`` at ``deadline`` on the clock (at once if it has passed)."""
-        left = deadline - self.clock.now()
+        now = self.clock.now()
+        left = deadline - now
         if left <= 0:
             self.loop.call_soon(callback, *args)
         elif not self.precise:
-            self.loop.call_later(left / 1e9, callback, *args)
+            # Deadlines share one loop timer per tick: the loop's timers are only as fine as
+            # the selector's millisecond anyway, and a thousand streams then cost a timer
+            # per millisecond, not one per token.
+            tick = -(-deadline // TICK_NS)
+            due = self._ticks.get(tick)
+            if due is None:
+                due = self._ticks[tick] = []
+                self.loop.call_later((tick * TICK_NS - now) / 1e9, self._tick, tick)
+            due.append((callback, args))
         elif left > SPIN_NS:
             self.loop.call_later((left - SPIN_NS) / 1e9, self._spin, deadline, callback, args)
         else:
             self.loop.call_soon(self._spin, deadline, callback, args)
+
+    def _tick(self, tick: int) -> None:
+        for callback, args in self._ticks.pop(tick, ()):
+            callback(*args)
 
     def _spin(self, deadline: int, callback: Callable[..., None], args: tuple[Any, ...]) -> None:
         now = self.clock.now

@@ -26,7 +26,7 @@ The Redis Streams implementation lives outside the core (it does I/O).
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -163,6 +163,7 @@ class MemoryTokenLog:
         self._now = now
         self.max_streams, self.max_age_ns, self.max_tokens = max_streams, max_age_ns, max_tokens
         self._streams: OrderedDict[str, _Entry] = OrderedDict()
+        self._created: deque[tuple[int, str]] = deque()     # (creation time, id), oldest first
         # The lock is never held while calling out, so there is no ordering to get wrong.
         self._lock: threading.Lock | SingleThread = threading.Lock() if lock is None else lock
         self.evictions = 0
@@ -187,6 +188,9 @@ class MemoryTokenLog:
                 del self._streams[self._victim(now)]
                 self.evictions += 1
             self._streams[stream_id] = _Entry(dict(meta), total, now, written_ns=now)
+            self._created.append((now, stream_id))
+            if len(self._created) > 4 * self.max_streams:      # forget the ids evicted for count
+                self._created = deque(sorted((e.created_ns, sid) for sid, e in self._streams.items()))
 
     def _victim(self, now: int) -> str:
         """The stream to evict for room (call with the lock held): see the module's docstring."""
@@ -207,12 +211,17 @@ class MemoryTokenLog:
             return self._expire()
 
     def _expire(self) -> int:
-        cutoff = self._now() - self.max_age_ns
-        old = [sid for sid, e in self._streams.items() if e.created_ns < cutoff]
-        for sid in old:
-            del self._streams[sid]
-        self.evictions += len(old)
-        return len(old)
+        """Evict what is past its age, oldest creation first (``_created``): no scan of the whole table."""
+        cutoff, gone = self._now() - self.max_age_ns, 0
+        created = self._created
+        while created and created[0][0] < cutoff:
+            when, sid = created.popleft()
+            entry = self._streams.get(sid)
+            if entry is not None and entry.created_ns == when:
+                del self._streams[sid]
+                gone += 1
+        self.evictions += gone
+        return gone
 
     def _entry(self, stream_id: str, now: int | None = None) -> _Entry:
         """The live entry (call with the lock held); a stream past its age is evicted here."""
