@@ -2,7 +2,12 @@
 
 How this works: one environment, built at import (``StrictUndefined``,
 ``trim_blocks``, ``lstrip_blocks``, ``keep_trailing_newline``; autoescape
-for ``.html`` only).  Templates do no arithmetic: numbers arrive computed and
+for ``.html`` only).  The templates ship precompiled to Python as well
+(``templates/compiled``, made by ``python -m tokenwire.report.templating``):
+compiling the text report's template is most of a serverless cold start
+(about 45 ms), loading its compiled module a sixth of that.  The compiled
+set is used only while its manifest matches the templates' sources and the
+jinja2 version byte for byte; otherwise the sources are compiled as usual.  Templates do no arithmetic: numbers arrive computed and
 rounded, and these filters only format and wrap them to the page's 78
 columns.  The HTML page carries its stylesheet in one ``<style>`` element
 whose SHA-256 is in the Content-Security-Policy (``csp()``), so no other
@@ -14,7 +19,9 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import jinja2
 from markupsafe import Markup
@@ -86,9 +93,40 @@ def _and_list(items: Sequence[str]) -> str:
     return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
 
 
-def _make_env() -> jinja2.Environment:
+_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+COMPILED = _TEMPLATES / "compiled"
+_MANIFEST = COMPILED / "manifest.json"
+_SOURCES = ("live.html", "prose.txt", "report.css", "report.html", "report.txt")
+
+
+def _manifest() -> dict[str, str]:
+    """What the compiled set must have been made from: each source's SHA-256, and jinja2's version."""
+    sums = {name: hashlib.sha256((_TEMPLATES / name).read_bytes()).hexdigest() for name in _SOURCES}
+    return {**sums, "jinja2": jinja2.__version__}
+
+
+def _loader() -> jinja2.BaseLoader:
+    source = jinja2.PackageLoader("tokenwire", "templates")
+    try:
+        fresh = json.loads(_MANIFEST.read_text()) == _manifest()
+    except (OSError, ValueError):
+        fresh = False
+    return jinja2.ChoiceLoader([jinja2.ModuleLoader(str(COMPILED)), source]) if fresh else source
+
+
+def compile_templates() -> None:
+    """Write the compiled set and its manifest (run after editing a template)."""
+    env = _make_env(jinja2.PackageLoader("tokenwire", "templates"))
+    for old in COMPILED.glob("tmpl_*.py"):
+        old.unlink()
+    env.compile_templates(str(COMPILED), zip=None, ignore_errors=False,
+                          filter_func=lambda name: name.endswith((".txt", ".html")))
+    _MANIFEST.write_text(json.dumps(_manifest(), indent=1, sort_keys=True) + "\n")
+
+
+def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("tokenwire", "templates"),
+        loader=loader or _loader(),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         auto_reload=False,   # templates ship with the package: no stat() per render
@@ -111,7 +149,7 @@ ENV = _make_env()
 @functools.lru_cache(maxsize=1)
 def css() -> Markup:
     """The page's stylesheet, read once."""
-    return Markup(ENV.loader.get_source(ENV, "report.css")[0])  # type: ignore[union-attr]
+    return Markup((_TEMPLATES / "report.css").read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -134,3 +172,8 @@ def __getattr__(name: str) -> object:
     if name in ("CSS", "CSP"):
         return css() if name == "CSS" else csp()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    compile_templates()
+    print(f"compiled the templates into {COMPILED}")
