@@ -61,8 +61,8 @@ async def fake_model(request: StreamRequest) -> AsyncIterator[str]:
 
 _LOG = os.environ.get("TOKENWIRE_TEST_LOG") or "memory"
 _HEARTBEAT_S = float(os.environ.get("TOKENWIRE_TEST_HEARTBEAT_S", "15"))
-detached = TokenStreams(fake_model, heartbeat_s=_HEARTBEAT_S)
-cancelled = TokenStreams(fake_model, on_disconnect="cancel", heartbeat_s=_HEARTBEAT_S)
+detached = TokenStreams(fake_model, log=_LOG, heartbeat_s=_HEARTBEAT_S)
+cancelled = TokenStreams(fake_model, log=_LOG, on_disconnect="cancel", heartbeat_s=_HEARTBEAT_S)
 
 
 @contextlib.asynccontextmanager

@@ -3,6 +3,9 @@ on one is resumed on the other, to the exact text, each id once.  Redis is this 
 
 from __future__ import annotations
 
+import signal
+import time
+
 import httpx
 from asgi_helpers import read_stream, uvicorn
 from redis_fixture import running_redis
@@ -23,3 +26,42 @@ def test_a_stream_started_on_one_process_resumes_on_the_other() -> None:
             assert first.text + rest.text == "".join(ANSWER[:60])
             assert rest.last.event == "done"
             assert httpx.get(other.url + url, headers={"Last-Event-ID": "59"}).status_code == 204
+
+
+def _redis_env(url: str) -> dict[str, str]:
+    # A short lease so that a dead owner is noticed within a second.
+    return {"TOKENWIRE_TEST_LOG": f"{url}?lease_ms=400&block_ms=50"}
+
+
+def test_your_own_model_on_redis_is_followed_by_another_process_while_it_generates() -> None:
+    with running_redis() as redis_server:
+        env = _redis_env(redis_server.url)
+        with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/tokens/streams?n=40&delay_ms=30")
+            assert made.status_code == 201
+            url = made.json()["events_url"]
+            assert url.startswith("/tokens/streams/")
+            first = read_stream(one.url + url, stop_after=8)           # the reader leaves; detach: it goes on
+            rest = read_stream(other.url + url, headers={"Last-Event-ID": first.tokens[-1].id})
+            stats = httpx.get(f"{one.url}/model/{made.json()['stream_id']}").json()
+    assert first.ids == list(range(8))
+    assert rest.ids == list(range(8, 40)) and rest.last.event == "done"
+    assert first.text + rest.text == "".join(f" t{i}" for i in range(40))
+    assert "stopped_early" not in rest.last_json()
+    assert stats["steps"] == 40 and stats["finished"]                   # generated once, on its owner only
+
+
+def test_your_own_model_ends_early_on_another_process_when_its_owner_dies() -> None:
+    with running_redis() as redis_server:
+        env = _redis_env(redis_server.url)
+        with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/tokens/streams?n=400&delay_ms=20")
+            url = made.json()["events_url"]
+            first = read_stream(one.url + url, stop_after=5)
+            time.sleep(0.3)                                             # detach: the owner logs on meanwhile
+            one.stop(signal.SIGKILL)                                    # then dies mid-generation
+            rest = read_stream(other.url + url, headers={"Last-Event-ID": first.tokens[-1].id}, timeout_s=20)
+    assert rest.status == 200 and rest.ids and rest.ids == list(range(5, 5 + len(rest.ids)))
+    assert len(rest.ids) + 5 < 400
+    assert rest.last.event == "done" and rest.last_json()["stopped_early"] is True
+    assert rest.last_json()["reason"] == "owner lost" and rest.last_json()["tokens"] == 5 + len(rest.ids)

@@ -33,12 +33,12 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.channel import BoundedChannel, Policy
-from ..core.effects import Await, Process, Put, TokenItem
+from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.frames import DEFAULT_RETRY_MS
 from ..core.model import Model, Steps, TimingModel
 from ..core.sse import encode
@@ -146,7 +146,7 @@ class ModelStream(Stream):
     def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, *,
                  policy: Policy | str = Policy.BLOCK, capacity: int = 4,
                  on_disconnect: OnDisconnect | str = OnDisconnect.DETACH, retry_ms: int = DEFAULT_RETRY_MS,
-                 meta: Mapping[str, Any] | None = None, attach: bool = False) -> None:
+                 meta: Mapping[str, Any] | None = None, attach: bool | str = False) -> None:
         super().__init__(stream_id, _OpenLength(MAX_MODEL_TOKENS), log, policy=policy, capacity=capacity,
                          on_disconnect=on_disconnect, retry_ms=retry_ms, meta=meta, attach=attach,
                          keep_trace=False)
@@ -173,36 +173,37 @@ class ModelStream(Stream):
         """Pull tokens from the source from ``start`` on, logging each before it is sent; see the module."""
         source = self.source
         if source is None or start != self.position:      # a model cannot resume at `start`
-            self._end(start, OWNER_LOST if source is None else CANCELLED)
+            yield from self._ending(start, OWNER_LOST if source is None else CANCELLED)
             return
         index = start
         try:
             while True:
                 if self.cancelled:
-                    self._end(index, CANCELLED)
+                    yield from self._ending(index, CANCELLED)
                     break
                 self._pending = task = asyncio.ensure_future(_next_token(source))
                 try:
                     token = yield Await(task)
                 except asyncio.CancelledError:
-                    self._end(index, CANCELLED)
+                    yield from self._ending(index, CANCELLED)
                     break
                 except Exception as exc:  # noqa: BLE001 - the model's own error, reported to the reader by name
-                    self._fail(index, f"the model raised {type(exc).__name__}", exc)
+                    yield from self._failing(index, f"the model raised {type(exc).__name__}", exc)
                     break
                 finally:
                     self._pending = None
                 if token is _END:
-                    self._end(index, None)
+                    yield from self._ending(index, None)
                     break
                 if not isinstance(token, str):
-                    self._fail(index, f"the model yielded {_quote(token)} ({type(token).__name__}) as token "
-                                      f"{index}; a token must be a str")
+                    yield from self._failing(index, f"the model yielded {_quote(token)} ({type(token).__name__}) "
+                                                    f"as token {index}; a token must be a str")
                     break
                 if index >= self.total:
-                    self._fail(index, f"the model yielded more than {self.total} tokens, the most a stream keeps")
+                    yield from self._failing(index, f"the model yielded more than {self.total} tokens, the most a "
+                                                    f"stream keeps")
                     break
-                item = self._log(index, str(token))
+                item = yield from self._logged(index, str(token))
                 yield Put(self, item)
                 index += 1
         except LogError:
@@ -212,26 +213,39 @@ class ModelStream(Stream):
             raise
         yield from self._close_source()
 
-    def _log(self, index: int, token: str) -> TokenItem:
+    # Steps a log that must be awaited (Redis, ``shared_model``) overrides: the
+    # generator returns before it yields, so here they are plain calls.
+    def _logged(self, index: int, token: str) -> Generator[Effect, Any, TokenItem]:
+        """Log ``token`` at ``index`` and make its item (rung to the followers)."""
         self.log.append(self.stream_id, index, token)
+        return self._made(index, token)
+        yield  # unreachable: it makes this a generator
+
+    def _ending(self, total: int, ending: Ending | None) -> Process:
+        """Record how the model ended in the log, then close every reader's channel."""
+        self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
+        self._close(total, ending)
+        return
+        yield  # unreachable, as in _logged
+
+    def _made(self, index: int, token: str) -> TokenItem:
         item = TokenItem(index, token)
         self.position = index + 1
         self.ring(item)
         return item
 
-    def _end(self, total: int, ending: Ending | None) -> None:
+    def _close(self, total: int, ending: Ending | None) -> None:
         """The model is over after ``total`` tokens: every reader drains, then gets the closing frame."""
         self.total, self.ending = total, ending
         self.producer_running = False
-        self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
         for channel in (self.channel, *self.followers):
             if channel is not None:
                 channel.close()
         self.cond.notify_all()
 
-    def _fail(self, total: int, message: str, exc: BaseException | None = None) -> None:
+    def _failing(self, total: int, message: str, exc: BaseException | None = None) -> Process:
         logger.error("tokenwire stream %s: %s", self.stream_id, message, exc_info=exc)
-        self._end(total, Ending("error", message))
+        yield from self._ending(total, Ending("error", message))
 
     def _close_source(self) -> Process:
         source, self.source = self.source, None

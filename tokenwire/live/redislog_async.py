@@ -123,6 +123,14 @@ class AsyncRedisLog:
     async def length(self, stream_id: str) -> int:
         return int(await self._field(stream_id, "length"))
 
+    async def state(self, stream_id: str) -> StreamState:
+        return StreamState(await self._field(stream_id, "state"))
+
+    async def owner(self, stream_id: str) -> str | None:
+        """The owner id holding the stream's lease, or None (nobody: free, or its holder died)."""
+        value = await self._run(self._here().redis.get(self.log._keys(stream_id)[2]))
+        return None if value is None else str(value)
+
     async def set_state(self, stream_id: str, state: StreamState) -> None:
         stored = await self._script("set_state", self.log._keys(stream_id),
                                     [self.log.owner_id, StreamState(state).value, self.log.ttl_ms])

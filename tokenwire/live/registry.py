@@ -41,7 +41,7 @@ from ..core.pipeline import RunSpec
 from ..core.stream import Stream
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
 
-__all__ = ["DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream",
+__all__ = ["AttachStreamAsync", "DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream",
            "OverQuota", "Registry", "UnknownStream", "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
 
 # 16 random bytes (22 URL-safe characters, 128 bits): the id is the only key
@@ -212,6 +212,10 @@ class Registry:
         stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace)
         return self._remember(LiveStream(stream, spec, cut_after))
 
+    def adopt(self, stream: Stream, spec: RunSpec, cut_after: int | None = None) -> LiveStream:
+        """Keep a stream made elsewhere (your own model's) under its id; returns its ``LiveStream``."""
+        return self._remember(LiveStream(stream, spec, cut_after))
+
     def _remember(self, live: LiveStream) -> LiveStream:
         with self._lock:
             live = self._streams.setdefault(live.stream_id, live)
@@ -269,7 +273,8 @@ class Registry:
             live = self._streams.get(stream_id)
         if live is None:
             stream = await self._attach_stream_async(stream_id, self.log)
-            return self._remember(LiveStream(stream, spec_from_meta(await self.aio.meta(stream_id)), -1))
+            spec = getattr(stream, "spec", None) or spec_from_meta(await self.aio.meta(stream_id))
+            return self._remember(LiveStream(stream, spec, -1))
         try:
             await self.aio.total(stream_id)
         except UnknownStream:

@@ -54,7 +54,7 @@ from ..core.tokenlog import (
 if TYPE_CHECKING:
     from .redislog import Claim
 
-__all__ = ["LOG_URL_ENV", "SharedLog", "SharedStream", "attach_stream", "is_shared", "make_registry",
+__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "attach_stream", "is_shared", "make_registry",
            "new_stream", "open_log"]
 
 # The environment variable that selects the token log when --log is not given.
@@ -76,7 +76,39 @@ def is_shared(log: TokenLog) -> bool:
     return all(hasattr(log, name) for name in ("claim", "release", "wait_after"))
 
 
-class SharedStream(Stream):
+class AwaitedReads:
+    """The writer's log reads as awaited steps: what a stream on a shared log mixes in before ``Stream``.
+
+    ``aio`` is the log's asyncio twin; ``offered`` the last index this
+    instance offered its readers, which an attach compares with what it read
+    (an index offered while the read was in flight is read again: the writer
+    sends each index once).
+    """
+
+    stream_id: str
+    total: int
+    aio: Any
+    offered: int
+    join: Callable[..., Attached]
+
+    def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
+        if not -1 <= cursor < self.total:
+            raise CursorOutOfRange(cursor, self.total)
+        live_from = yield Await(self.aio.length(self.stream_id))
+        tokens = yield Await(self.aio.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1)))
+        offered = self.offered
+        replay, producer = self.join(cursor, channel, live_from, tokens, mark=False)
+        if offered >= live_from:      # offered while this read was in flight: read those too
+            more = yield Await(self.aio.read_after(self.stream_id, live_from - 1, offered - live_from + 1))
+            replay += [TokenItem(i, text) for i, text in enumerate(more, live_from)]
+        return replay, producer
+
+    def catch_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
+        tokens = yield Await(self.aio.read_after(self.stream_id, last))
+        return [TokenItem(i, text) for i, text in enumerate(tokens, last + 1)]
+
+
+class SharedStream(AwaitedReads, Stream):
     """A ``Stream`` on a shared log: one instance generates (the lease holder), the others follow.
 
     Every log call of its processes is awaited on the log's asyncio twin
@@ -96,23 +128,6 @@ class SharedStream(Stream):
         self.fenced = 0
         self.failure: LogError | None = None
         self.offered = -1
-
-    # -- the writer's log reads, awaited -------------------------------------------------
-    def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
-        if not -1 <= cursor < self.total:
-            raise CursorOutOfRange(cursor, self.total)
-        live_from = yield Await(self.aio.length(self.stream_id))
-        tokens = yield Await(self.aio.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1)))
-        offered = self.offered
-        replay, producer = self.join(cursor, channel, live_from, tokens, mark=False)
-        if offered >= live_from:      # offered while this read was in flight: read those too
-            more = yield Await(self.aio.read_after(self.stream_id, live_from - 1, offered - live_from + 1))
-            replay += [TokenItem(i, text) for i, text in enumerate(more, live_from)]
-        return replay, producer
-
-    def catch_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
-        tokens = yield Await(self.aio.read_after(self.stream_id, last))
-        return [TokenItem(i, text) for i, text in enumerate(tokens, last + 1)]
 
     # -- the producer --------------------------------------------------------------------
     def produce(self, start: int) -> Process:
@@ -265,7 +280,8 @@ async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
                         retry_ms=spec.retry_ms, attach="checked", keep_trace=False)
 
 
-def make_registry(url: str | None, **kwargs: Any) -> registry.Registry:
+def make_registry(url: str | None, attach_stream_async: registry.AttachStreamAsync | None = None,
+                  **kwargs: Any) -> registry.Registry:
     """Return a live-server ``Registry`` on the log ``url`` names (see ``open_log``).
 
     ``kwargs`` go to ``Registry``.  Raises ``ValueError`` for a bad URL or
@@ -276,4 +292,5 @@ def make_registry(url: str | None, **kwargs: Any) -> registry.Registry:
     if not is_shared(log):
         return registry.Registry(clock=clock, **kwargs)
     return registry.Registry(log, clock=clock, new_stream=new_stream, attach_stream=attach_stream,
-                             new_stream_async=new_stream_async, attach_stream_async=attach_stream_async, **kwargs)
+                             new_stream_async=new_stream_async,
+                             attach_stream_async=attach_stream_async or globals()["attach_stream_async"], **kwargs)

@@ -1,0 +1,137 @@
+"""Your own model's streams on a shared log (Redis): one process generates, the others follow the log.
+
+How this works: the process whose request created the stream owns its model
+(an async iterator that lives only there).  ``SharedModelStream`` with a
+source is that owner: it takes the stream's lease when it starts and keeps
+renewing it while the model thinks (a task, every third of the lease), logs
+each token with an awaited, fenced append before it is sent, and records
+how the model ended (``done``, or ``cancelled`` for an early stop or an
+error).  Built without a source (``attach``: a reconnect, or a second
+reader, landed on another process), it follows: it waits on the log for new
+tokens (``XREAD BLOCK``) and passes them on; when the log stops growing it
+reads the stream's state: ``done`` ends the stream with the plain ``done``,
+``cancelled`` with the early-stop ``done``, and a stream still marked
+generating whose lease nobody holds lost its owner (the process died): the
+follower marks it cancelled and ends it with the early-stop ``done``
+(reason ``owner lost``) instead of waiting forever.  A model cannot be
+restarted elsewhere, so no process ever takes over generation.  Every log
+call is awaited (``Await``): nothing blocks the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Generator
+from typing import Any
+
+from ..core.effects import Await, Effect, Process, Put, TokenItem
+from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
+from ..live.shared_stream import AwaitedReads
+from ..core.pipeline import RunSpec
+from .model_stream import OWNER_LOST, Ending, ModelStream
+
+__all__ = ["META", "SharedModelStream", "attach_model_stream", "is_model_meta"]
+
+# What a model stream's meta says in the log (a canned stream's carries its spec instead).
+META = {"model": "asgi"}
+# A stream stopped early for a reason another process cannot know (the model raised, a cancel there).
+STOPPED = Ending("stopped")
+
+
+def is_model_meta(meta: Any) -> bool:
+    """True if a log's meta is a model stream's (made by ``tokenwire.asgi`` with your own model)."""
+    return isinstance(meta, dict) and meta.get("model") == META["model"]
+
+
+class SharedModelStream(AwaitedReads, ModelStream):
+    """A model stream on a shared log: the owner (with ``source``) or a follower (without)."""
+
+    def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, **kwargs: Any) -> None:
+        super().__init__(stream_id, source, log, attach="checked", **kwargs)
+        self.spec = RunSpec(policy=self.policy, capacity=self.capacity, on_disconnect=self.on_disconnect)
+        self.aio: Any = log.aio  # type: ignore[attr-defined]
+        self.offered = -1
+        self._renewal: asyncio.Task[None] | None = None
+
+    # -- the owner's log calls, awaited -----------------------------------------------------
+    def _logged(self, index: int, token: str) -> Generator[Effect, Any, TokenItem]:
+        yield Await(self.aio.append(self.stream_id, index, token))
+        self.offered = index
+        return self._made(index, token)
+
+    def _ending(self, total: int, ending: Ending | None) -> Process:
+        self._stop_renewing()
+        state = StreamState.DONE if ending is None else StreamState.CANCELLED
+        try:
+            yield Await(self.aio.set_state(self.stream_id, state))
+        finally:
+            self._close(total, ending)
+
+    def produce(self, start: int) -> Process:
+        if self.source is None:
+            yield from self._follow(start)
+            return
+        if start == self.position:
+            yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
+            self._renewal = asyncio.ensure_future(self._renew())
+        try:
+            yield from super().produce(start)
+        finally:
+            self._stop_renewing()
+
+    async def _renew(self) -> None:
+        period = self.aio.log.lease_ms / 3000
+        with contextlib.suppress(LogError):
+            while True:
+                await asyncio.sleep(period)
+                await self.aio.claim(self.stream_id)
+
+    def _stop_renewing(self) -> None:
+        if self._renewal is not None:
+            self._renewal.cancel()
+            self._renewal = None
+
+    # -- a follower on another process --------------------------------------------------------
+    def _follow(self, start: int) -> Process:
+        cursor = start - 1
+        try:
+            while True:
+                got = yield Await(self.aio.wait_after(self.stream_id, cursor))
+                for index, text in got:
+                    item = self._made(index, text)
+                    self.offered = index
+                    yield Put(self, item)
+                    cursor = index
+                if got:
+                    continue
+                ending = yield from self._ended_elsewhere()
+                if ending is not False:
+                    length = yield Await(self.aio.length(self.stream_id))
+                    if length - 1 > cursor:
+                        continue              # the last tokens landed as the owner ended: pass them on first
+                    self._close(length, ending)   # type: ignore[arg-type]
+                    return
+        except LogError:
+            self._lost()
+            raise
+
+    def _ended_elsewhere(self) -> Generator[Effect, Any, Ending | None | bool]:
+        """How the owner ended the stream, or False while it is still generating."""
+        state = yield Await(self.aio.state(self.stream_id))
+        if state is StreamState.DONE:
+            return None
+        if state is StreamState.CANCELLED:
+            return STOPPED
+        if (yield Await(self.aio.owner(self.stream_id))) is not None:
+            return False
+        yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))    # its owner died
+        return OWNER_LOST
+
+
+async def attach_model_stream(stream_id: str, log: TokenLog, **kwargs: Any) -> SharedModelStream:
+    """Rebuild a model stream another process created in the shared ``log`` (a follower); raises ``UnknownStream``."""
+    if not is_model_meta(await log.aio.meta(stream_id)):  # type: ignore[attr-defined]
+        raise UnknownStream(stream_id)
+    return SharedModelStream(stream_id, None, log, **kwargs)
+
