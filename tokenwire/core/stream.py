@@ -249,15 +249,17 @@ class Stream:
         A log error (the stream was evicted) stops it and ends the attached
         connection without ``done``; the error is re-raised to the driver.
         """
+        cost, generate, append, sid = self.model.cost_ns, self.model.generate, self.log.append, self.stream_id
         try:
             for index in range(start, self.total):
-                if self._stop_if_cancelled():
+                if self.cancelled and self._stop_if_cancelled():
                     return
-                yield Sleep(self.model.cost_ns(index))
-                token = self.model.generate(index)
-                self.log.append(self.stream_id, index, token)
+                yield Sleep(cost(index))
+                token = generate(index)
+                append(sid, index, token)
                 item = TokenItem(index, token)
-                self.ring(item)
+                if self.followers:
+                    self.ring(item)
                 yield Put(self, item)
             self._finish()
         except LogError:
