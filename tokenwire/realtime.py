@@ -58,6 +58,11 @@ LOOP_ENV = "TOKENWIRE_LOOP"
 SPIN_NS = 1_200_000
 # The grain of a server's timers: deadlines within one tick share a loop timer.
 TICK_NS = 1_000_000
+# How far behind its deadline an Await may leave a process before the deadline
+# moves to the present: a Redis round trip per token (well under this) is
+# absorbed by the next Sleep, as a blocking call was; a follower that waited
+# a second on the log and then generates does not rush to catch up.
+AWAIT_DEBT_NS = 10_000_000
 # Effects a process may perform back to back before the loop gets a turn:
 # a writer replaying a long log to a fast socket must not starve the others.
 STEPS_PER_TURN = 64
@@ -183,7 +188,9 @@ class LoopDriver:
             except StopIteration as stop:
                 self._end(p, stop.value)
                 return
-            except Exception as exc:  # noqa: BLE001 - the process's own error, handed to whoever awaits it
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the process's own error (a CancelledError too)
                 self._end(p, error=exc)
                 return
             kind = type(effect)
@@ -210,6 +217,9 @@ class LoopDriver:
         self.loop.call_soon(self._step, p, value)
 
     def _awaited(self, p: _Proc, task: asyncio.Future[Any]) -> None:
+        now = self.clock.now()
+        if now - p.deadline > AWAIT_DEBT_NS:     # a long wait (a follower's read) is not a debt to repay in a burst
+            p.deadline = now
         if task.cancelled():
             self._step(p, None, asyncio.CancelledError())
         elif task.exception() is not None:

@@ -72,9 +72,14 @@ class SharedModelStream(AwaitedReads, ModelStream):
         if self.source is None:
             yield from self._follow(start)
             return
-        if start == self.position:
-            yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
-            self._renewal = asyncio.ensure_future(self._renew())
+        try:
+            if start == self.position:
+                yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
+                self._renewal = asyncio.ensure_future(self._renew())
+        except LogError:
+            self._lost()                      # the reader ends without `done`; it resumes once the log is back
+            yield from self._close_source()
+            raise
         try:
             yield from super().produce(start)
         finally:

@@ -171,8 +171,11 @@ class Stream:
         shared log's lease claim does that itself).
         """
         replay = [TokenItem(i, t) for i, t in enumerate(tokens, cursor + 1)]
-        if self.channel is not None and not self.channel.reader_gone and live_from < self.total:
-            self.followers.append(channel)
+        if self.channel is not None and not self.channel.reader_gone:   # another reader is attached
+            if live_from >= self.total:
+                channel.close()               # all logged: the replay is the whole rest, then `done`
+            else:
+                self.followers.append(channel)
             self.cond.notify_all()
             return replay, None
         start = live_from < self.total and not self.producer_running

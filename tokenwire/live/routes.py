@@ -237,8 +237,13 @@ class Routes:
             self.server.registry.open_slot()
         except Busy as exc:
             raise busy_error(exc) from None
-        self._write_stream(connection, request, live, asked.cursor, live.take_cut(asked.cut), asked.header,
-                           asked.query_id)
+        try:
+            self._write_stream(connection, request, live, asked.cursor, live.take_cut(asked.cut), asked.header,
+                               asked.query_id)
+        except BaseException:
+            self.server.registry.close_slot()     # the writer never started: its slot goes back
+            connection.close_after(0)
+            raise
         return None
 
     def _write_stream(self, connection: HttpConnection, request: Request, live: LiveStream, cursor: int,

@@ -90,6 +90,8 @@ class AwaitedReads:
     aio: Any
     offered: int
     join: Callable[..., Attached]
+    producer_running: bool
+    disconnect: Callable[[BoundedChannel[TokenItem]], None]
 
     def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
         if not -1 <= cursor < self.total:
@@ -99,7 +101,13 @@ class AwaitedReads:
         offered = self.offered
         replay, producer = self.join(cursor, channel, live_from, tokens, mark=False)
         if offered >= live_from:      # offered while this read was in flight: read those too
-            more = yield Await(self.aio.read_after(self.stream_id, live_from - 1, offered - live_from + 1))
+            try:
+                more = yield Await(self.aio.read_after(self.stream_id, live_from - 1, offered - live_from + 1))
+            except LogError:
+                if producer is not None:
+                    self.producer_running = False     # never started: the next reader starts one
+                self.disconnect(channel)
+                raise
             replay += [TokenItem(i, text) for i, text in enumerate(more, live_from)]
         return replay, producer
 

@@ -136,6 +136,7 @@ class TransportWire:
         self._waiter: Callable[[bool], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         transport.set_write_buffer_limits(high=0, low=0)
+        self.paused = transport.get_write_buffer_size() > 0     # what a pause during the call above said
 
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
         """Write ``frame``; True if the kernel took it, False if the peer is gone, None: ``resume`` is called later."""
