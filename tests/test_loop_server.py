@@ -112,7 +112,7 @@ def test_idle_connections_end_at_the_request_deadline() -> None:
         assert request(server, "GET", "/live")[0] == 200
 
 
-def test_two_readers_of_one_stream_each_get_every_index_once() -> None:
+def test_two_readers_of_one_stream_each_get_every_index_once(loop_kind: str) -> None:
     with serving() as server:
         sid = create(server, "tokens=60&producer_ms=2")
         bodies: list[bytes] = [b"", b""]
@@ -188,7 +188,7 @@ STRICT = {
 
 
 @pytest.mark.parametrize("case", STRICT)
-def test_strict_http_is_a_400_at_once(case: str) -> None:
+def test_strict_http_is_a_400_at_once(case: str, loop_kind: str) -> None:
     with serving(request_timeout_s=30) as server:      # an answer must not wait for a deadline
         status, headers, body = split_response(raw(server, STRICT[case], timeout_s=5))
     assert status == 400 and headers["connection"] == "close", (case, body)

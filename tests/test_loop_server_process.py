@@ -113,8 +113,11 @@ def test_the_banner_names_the_urls_and_the_token_log() -> None:
     assert any(line.startswith("token log: memory") for line in rest)
 
 
-def test_a_low_descriptor_limit_does_not_spin_and_the_server_recovers() -> None:
-    with served("--quiet", nofile=64) as server:
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_low_descriptor_limit_does_not_spin_and_the_server_recovers(loop: str) -> None:
+    if loop == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
+    with served("--quiet", nofile=64, env={"TOKENWIRE_LOOP": loop}) as server:
         held = []
         try:
             for _ in range(120):                 # far past what the server may open
@@ -138,8 +141,11 @@ def test_a_low_descriptor_limit_does_not_spin_and_the_server_recovers() -> None:
     assert "Traceback" not in err
 
 
-def test_sigterm_finishes_open_streams_and_an_in_flight_page_then_exits_0() -> None:
-    with served("--quiet", "--grace-s", "10") as server:
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_sigterm_finishes_open_streams_and_an_in_flight_page_then_exits_0(loop: str) -> None:
+    if loop == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
+    with served("--quiet", "--grace-s", "10", env={"TOKENWIRE_LOOP": loop}) as server:
         bodies: list[bytes] = []
         pages: list[tuple[int, bytes]] = []
         readers = [threading.Thread(target=_stream, args=(server.port, "/stream?tokens=60&producer_ms=20", bodies))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import os
 import resource
 import signal
 import socket
@@ -65,6 +66,14 @@ from .sockets import TransportWire
 
 __all__ = ["LiveServer", "cli_main", "make_server"]
 
+# Connections asyncio accepts per wake-up of the listening socket (its `backlog`
+# argument, which is also how often it retries a failing accept in a row).
+# Half the descriptor margin: a burst is counted (and refused past the cap)
+# before the next batch is accepted, so accept does not run out of descriptors.
+ACCEPT_BATCH = 16
+# Descriptors kept free beyond the connections: page workers' pipes, Redis
+# connections, files, and the 503 a refused connection is answered with.
+FD_MARGIN = 32
 # How often a graceful shutdown looks whether everything has ended.
 _DRAIN_POLL_S = 0.02
 # What a connection closed at the end of the grace gets to flush its last frame.
@@ -83,6 +92,8 @@ class LiveServer:
         self.clock = self.registry.clock
         self.driver: Any = None
         self.connections: set[HttpConnection] = set()
+        self.fd_cap = 1 << 30                   # set when serving starts (_descriptor_cap)
+        self._last_accept_error = 0.0
         self.peak_connections = 0
         host, port = address
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -138,8 +149,13 @@ class LiveServer:
         self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
         self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
+        # asyncio accepts up to `backlog` connections per wake-up and, when accept fails
+        # with EMFILE, goes on trying (and scheduling a retry) that many times: keep that
+        # batch small, and give the kernel's queue its full size after (listen again).
         server = await loop.create_server(lambda: HttpConnection(self, loop), sock=self.socket,
-                                          backlog=REQUEST_QUEUE_SIZE)
+                                          backlog=ACCEPT_BATCH)
+        self.socket.listen(REQUEST_QUEUE_SIZE)
+        self.fd_cap = _descriptor_cap()
         self._stop = loop.create_future()
         if self._shutdown_asked is not None:
             self._stop.set_result(self._shutdown_asked)
@@ -204,9 +220,14 @@ class LiveServer:
 
     # -- what connections call ---------------------------------------------------------
     def admit(self, connection: HttpConnection) -> bool:
+        """Count ``connection``; False past ``max_connections`` or past what the descriptor limit leaves.
+
+        Refusing (503, then close) before the process runs out of file
+        descriptors means ``accept`` never fails with EMFILE in the first place.
+        """
         self.connections.add(connection)
         self.peak_connections = max(self.peak_connections, len(self.connections))
-        return len(self.connections) <= self.config.max_connections
+        return len(self.connections) <= min(self.config.max_connections, self.fd_cap)
 
     def forget(self, connection: HttpConnection) -> None:
         self.connections.discard(connection)
@@ -230,11 +251,26 @@ class LiveServer:
         if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
             return                               # a client went away: not an error
         if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-            print(f"tokenwire serve: cannot accept: {exc.strerror}; pausing accepts for a second",
-                  file=sys.stderr, flush=True)
+            now = time.monotonic()
+            if now - self._last_accept_error >= 1.0:        # one line a second, however many accepts failed
+                self._last_accept_error = now
+                print(f"tokenwire serve: cannot accept: {exc.strerror}; pausing accepts for a second",
+                      file=sys.stderr, flush=True)
             return
         detail = f"{type(exc).__name__}: {exc}" if exc is not None else str(context.get("message"))
         print(f"tokenwire serve: {detail}", file=sys.stderr, flush=True)
+
+
+def _descriptor_cap() -> int:
+    """Connections this process can hold: its descriptor limit, less what it has open and a margin."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 30
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 64                          # no /proc: assume a few dozen
+    return max(1, soft - in_use - FD_MARGIN)
 
 
 def _settle(stop: asyncio.Future[float], grace_s: float) -> None:
