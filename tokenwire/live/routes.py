@@ -125,8 +125,13 @@ class Routes:
         self.in_flight = 0                 # pages being rendered (a graceful shutdown waits for them)
 
     def close(self) -> None:
-        self.pages.shutdown(wait=False, cancel_futures=True)
-        self.real_pages.shutdown(wait=False, cancel_futures=True)
+        """Stop the page processes (pages in flight were waited for by the shutdown).
+
+        Waited for: a pool left to stop by itself races the interpreter's exit,
+        whose hook then writes to the pool's closed wake-up pipe (a traceback).
+        """
+        self.pages.shutdown(wait=True, cancel_futures=True)
+        self.real_pages.shutdown(wait=True, cancel_futures=True)
 
     async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
         """The answer to ``request``, or None once an event stream has taken the connection."""
