@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +36,7 @@ import h11
 
 from .config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
 from .params import utf8
+from .requests import JSON_HEADERS, error_body
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
@@ -157,9 +157,7 @@ def _precheck(buf: bytes) -> Answer | None:
 
 def _json_answer(status: int, message: str) -> Answer:
     """A live endpoint's refusal, JSON as its routes answer (``POST /streams`` is one)."""
-    headers = (("Content-Type", "application/json"), ("X-Content-Type-Options", "nosniff"),
-               ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"))
-    return Answer(status, headers, json.dumps({"error": message}).encode())
+    return Answer(status, JSON_HEADERS, error_body(message))
 
 
 def _body_limits(fields: bytes) -> Answer | None:

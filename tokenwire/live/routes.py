@@ -29,13 +29,12 @@ from concurrent.futures import ProcessPoolExecutor
 from importlib import resources
 from typing import Any, Protocol
 
-import jinja2
-
+from ..core.stream import Stream
 from ..core.tokenlog import LogError, UnknownStream
 from ..handler import REPORT_PATHS, respond
 from ..core.frames import DEFAULT_RETRY_MS
 from ..report.params import ParamError, parse_query
-from ..report.templating import live_stylesheet
+from ..report.templating import ENV, live_stylesheet
 from .config import JOURNAL_SIZE, RETRY_AFTER_S, ConnectionLog, LiveConfig
 from .http import Answer, HttpConnection, Request, head_bytes
 from .params import LIVE_PARAMS, RequestError, spec_from_query, unknown_stream_message
@@ -75,11 +74,6 @@ LIVE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-sr
 # tokens arrive (the report's 0.5 ms would land 40 tokens in a blink).
 LIVE_PACE_MS = 25
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("tokenwire", "templates"),
-    autoescape=jinja2.select_autoescape(["html"]), undefined=jinja2.StrictUndefined,
-    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-)
 
 
 class ServerState(Protocol):
@@ -189,7 +183,7 @@ class Routes:
 
     def _live_page(self) -> Answer:
         config = self.server.config
-        body = _TEMPLATES.get_template("live.html").render(
+        body = ENV.get_template("live.html").render(
             heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS),
             retry_after_s=RETRY_AFTER_S, retry_ms=DEFAULT_RETRY_MS, pace_ms=LIVE_PACE_MS).encode()
         return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *SECURITY_HEADERS,
@@ -304,9 +298,8 @@ def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:
     return Answer(status, tuple(headers), body)
 
 
-def _generated(registry: Registry, stream: LiveStream | Any) -> int:
+def _generated(registry: Registry, stream: Stream) -> int:
     """Tokens logged when a connection ended (-1: the log lost the stream), without a blocking call."""
-    stream = getattr(stream, "stream", stream)
     if registry.aio is not None:           # a shared log is not read here (it would block the loop)
         return max(getattr(stream, "offered", -2) + 1, -1)
     try:

@@ -94,7 +94,6 @@ class LiveServer:
         self.connections: set[HttpConnection] = set()
         self.fd_cap = 1 << 30                   # set when serving starts (_descriptor_cap)
         self._last_accept_error = 0.0
-        self.peak_connections = 0
         host, port = address
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.create_server((host, port), family=family, backlog=REQUEST_QUEUE_SIZE)
@@ -102,7 +101,6 @@ class LiveServer:
         self.routes: Routes | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Future[float] | None = None
-        self._running = threading.Event()
         self._finished = threading.Event()      # set when serve_forever has returned
         self._shutdown_asked: float | None = None
 
@@ -161,13 +159,11 @@ class LiveServer:
             self._stop.set_result(self._shutdown_asked)
         if signals:
             self.stop_on_signals()
-        self._running.set()
         try:
             grace_s = await self._stop
             server.close()                       # stop accepting
             await self._drain(grace_s)
         finally:
-            self._running.clear()
             self.routes.close()
 
     def shutdown(self, grace_s: float = 0.0) -> None:
@@ -226,7 +222,6 @@ class LiveServer:
         descriptors means ``accept`` never fails with EMFILE in the first place.
         """
         self.connections.add(connection)
-        self.peak_connections = max(self.peak_connections, len(self.connections))
         return len(self.connections) <= min(self.config.max_connections, self.fd_cap)
 
     def forget(self, connection: HttpConnection) -> None:

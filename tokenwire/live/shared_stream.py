@@ -202,13 +202,8 @@ class SharedStream(AwaitedReads, Stream):
         yield Put(self, item)
 
     def _fail(self, exc: LogError) -> Process:
-        self.producer_running = False
         self.failure = exc
-        for channel in (self.channel, *self.followers):
-            if channel is not None:
-                channel.abandon()       # the writers end their connections without `done`
-        self.channel, self.followers = None, []
-        self.cond.notify_all()
+        self._lost()                        # the writers end their connections without `done`
         try:
             yield Await(self.aio.release(self.stream_id))
         except LogError:
