@@ -35,7 +35,7 @@ from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Stream
 from tokenwire.core.tokenlog import MemoryTokenLog, TokenLog
-from tokenwire.live.shared_stream import attach_stream, new_stream
+from tokenwire.redislog.streams import attach_stream, new_stream
 from tokenwire.realtime import LoopDriver
 
 __all__ = ["private_redis", "resume_latency"]
@@ -93,7 +93,7 @@ def resume_latency(log_url: str | None, samples: int = SAMPLES) -> dict[str, Any
             return stream
         cleanup: list[Any] = []
     else:
-        from tokenwire.live.redislog import RedisTokenLog
+        from tokenwire.redislog.blocking import RedisTokenLog
         first, second = RedisTokenLog(log_url, name="bench-A"), RedisTokenLog(log_url, name="bench-B")
         kind, what = "redis", "another instance: attach from the log's meta, replay with XRANGE"
         made: list[str] = []

@@ -23,7 +23,7 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.simulate import Simulation
 from tokenwire.core.tokenlog import MemoryTokenLog
-from tokenwire.live.registry import Registry
+from tokenwire.endpoints.registry import Registry
 
 from .common import ROOT, Row, env_with_root
 

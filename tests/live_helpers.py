@@ -26,8 +26,8 @@ from typing import TypeVar
 
 from tokenwire.core.sse import Decoder, Event
 from tokenwire.handler import handler
-from tokenwire.live.registry import Registry
-from tokenwire.live.config import LiveConfig
+from tokenwire.endpoints.registry import Registry
+from tokenwire.endpoints.config import LiveConfig
 from tokenwire.live.server import LiveServer, make_server
 
 TIMEOUT_S = 10.0

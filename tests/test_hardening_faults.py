@@ -44,7 +44,7 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
 from tokenwire.core.stream import Ending
 from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
-from tokenwire.live.registry import Registry
+from tokenwire.endpoints.registry import Registry
 from tokenwire.live.server import LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent

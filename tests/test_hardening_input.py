@@ -32,8 +32,8 @@ from live_helpers import (
 
 from tokenwire.cli import main as cli
 from tokenwire.core.model import ANSWER
-from tokenwire.live.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE
-from tokenwire.live.params import MAX_ECHO_CHARS, MAX_ID_DIGITS
+from tokenwire.endpoints.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE
+from tokenwire.endpoints.params import MAX_ECHO_CHARS, MAX_ID_DIGITS
 from tokenwire.live.server import LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -32,7 +32,7 @@ from live_helpers import (
 from tokenwire.core.clock import RealClock
 from tokenwire.core.sse import Decoder
 from tokenwire.core.tokenlog import MemoryTokenLog
-from tokenwire.live.registry import Registry
+from tokenwire.endpoints.registry import Registry
 
 # -- slowloris ------------------------------------------------------------------------------------
 SLOWLORIS_CONNECTIONS = 500

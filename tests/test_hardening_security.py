@@ -28,9 +28,9 @@ from live_helpers import (
     split_response,
 )
 
-from tokenwire.live import registry as registry_module
+from tokenwire.endpoints import registry as registry_module
 from tokenwire.core.pipeline import RunSpec
-from tokenwire.live.registry import STREAM_ID_BYTES, Registry
+from tokenwire.endpoints.registry import STREAM_ID_BYTES, Registry
 from tokenwire.report.render import REAL_BUDGET_MS
 from tokenwire.live.server import LiveServer
 

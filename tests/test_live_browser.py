@@ -31,8 +31,8 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.stream import Ending
 from tokenwire.core.tokenlog import LogUnavailable
-from tokenwire.live.config import RETRY_AFTER_S
-from tokenwire.live.registry import Busy, LiveStream, Registry
+from tokenwire.endpoints.config import RETRY_AFTER_S
+from tokenwire.endpoints.registry import Busy, LiveStream, Registry
 
 CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_BUDGET_MS = 30_000

@@ -34,8 +34,8 @@ from live_helpers import (
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
 from tokenwire.core.tokenlog import MemoryTokenLog
-from tokenwire.live.config import LiveConfig
-from tokenwire.live.registry import Registry
+from tokenwire.endpoints.config import LiveConfig
+from tokenwire.endpoints.registry import Registry
 from tokenwire.live.server import make_server
 from tokenwire.realtime import LOOP_ENV
 

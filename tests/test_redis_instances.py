@@ -133,7 +133,7 @@ def create(inst: Instance, query: str) -> str:
 
 
 def _log(url: str):
-    from tokenwire.live.redislog import RedisTokenLog
+    from tokenwire.redislog.blocking import RedisTokenLog
     return RedisTokenLog(url, name="test")
 
 

@@ -25,7 +25,7 @@ N = 60
 
 
 def _log(url, name, **settings):
-    from tokenwire.live.redislog import RedisTokenLog
+    from tokenwire.redislog.blocking import RedisTokenLog
     settings.setdefault("lease_ms", 300)
     settings.setdefault("block_ms", 50)
     return RedisTokenLog(url, name=name, **settings)
@@ -81,7 +81,7 @@ def _assert_exact(reader, log, sid, n=N):
 
 
 def test_spec_round_trips_through_the_log_and_attach_needs_the_stream(redis_server):
-    from tokenwire.live.shared_stream import SharedStream, attach_stream, new_stream
+    from tokenwire.redislog.streams import SharedStream, attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     spec = _spec(policy="drop-oldest", capacity=7, seed=9, on_disconnect="detach", jitter=0.2)
     made = new_stream("s", spec, a)
@@ -105,7 +105,7 @@ def test_the_core_stream_runs_on_the_redis_log_alone(redis_server):
 
 
 def test_cut_on_a_resumed_on_b(redis_server):
-    from tokenwire.live.shared_stream import attach_stream, new_stream
+    from tokenwire.redislog.streams import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(), a)
     reader, results = MemoryReader(hang_up_after=20), []
@@ -142,7 +142,7 @@ class FrozenModel:
 
 
 def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
-    from tokenwire.live.shared_stream import attach_stream, new_stream
+    from tokenwire.redislog.streams import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(), a)
     on_a.model = FrozenModel(on_a.model, 25)
@@ -164,7 +164,7 @@ def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
 
 
 def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_server):
-    from tokenwire.live.shared_stream import attach_stream, new_stream
+    from tokenwire.redislog.streams import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(tokens=120, producer_ms=0.5), a)
     on_b = attach_stream("s", b)
@@ -195,7 +195,7 @@ def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_ser
 
 
 def test_redis_restart_ends_the_stream_then_recovers(own_redis):
-    from tokenwire.live.shared_stream import new_stream
+    from tokenwire.redislog.streams import new_stream
     a = _log(own_redis.url, "A")
     on_a = new_stream("s", _spec(tokens=200, producer_ms=3.0), a)
     reader, results = MemoryReader(), []

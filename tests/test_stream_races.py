@@ -6,7 +6,7 @@ from tokenwire.core.model import ANSWER, Model, TimingModel
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.stream import Stream
 from tokenwire.core.tokenlog import LogUnavailable, MemoryTokenLog, StreamState
-from tokenwire.live.registry import Registry
+from tokenwire.endpoints.registry import Registry
 
 
 def test_registry_never_forgets_a_stream_in_use():
@@ -46,7 +46,7 @@ def test_a_failed_connect_leaves_the_stream_as_it_was():
 
 
 def test_an_empty_last_event_id_header_does_not_override_the_query():
-    from tokenwire.live.params import resume_cursor
+    from tokenwire.endpoints.params import resume_cursor
     assert resume_cursor("", "5", 10, 10) == 5
     assert resume_cursor("3", "5", 10, 10) == 3
     assert resume_cursor("", None, 10, 10) == -1

@@ -2,7 +2,7 @@
 
 How this works: every request is read from its scope (``scope``), checked
 with the same pure functions as ``tokenwire serve``'s routes
-(``tokenwire.live.params`` and ``tokenwire.live.requests``), and refused with
+(``tokenwire.endpoints.params`` and ``tokenwire.endpoints.rules``), and refused with
 the same status, JSON message and headers.  Streams live in the same
 ``Registry`` (ids, the open-stream slots, the creation quota, the token log);
 their writer and producer processes run on a ``LoopDriver`` made on the
@@ -37,10 +37,10 @@ from ..core.effects import TokenItem
 from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_STREAMS, LogError, TokenLog
-from ..live.config import DEFAULT_HEARTBEAT_S, DEFAULT_WRITE_TIMEOUT_S, MAX_BODY_BYTES, LiveConfig
+from ..endpoints.config import DEFAULT_HEARTBEAT_S, DEFAULT_WRITE_TIMEOUT_S, MAX_BODY_BYTES, LiveConfig
 from ..live.http import KNOWN_METHODS
-from ..live.params import RequestError, cut_range_message, echo, parse_count, spec_from_query, split_query
-from ..live.registry import (
+from ..endpoints.params import RequestError, cut_range_message, echo, parse_count, spec_from_query, split_query
+from ..endpoints.registry import (
     DEFAULT_CREATE_BURST,
     DEFAULT_CREATE_RATE,
     DEFAULT_MAX_LIVE,
@@ -50,8 +50,8 @@ from ..live.registry import (
     OverQuota,
     Registry,
 )
-from ..live import requests as rules
-from ..live.shared_stream import attach_stream_async, make_registry
+from ..endpoints import rules
+from ..redislog.streams import attach_stream_async, make_registry
 from ..realtime import LoopDriver
 from . import scope as asgi
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest, open_source

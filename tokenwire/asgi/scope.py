@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..live.params import RequestError, utf8
-from ..live.requests import JSON_HEADERS, error_body
+from ..endpoints.params import RequestError, utf8
+from ..endpoints.rules import JSON_HEADERS, error_body
 from .wire import Receive, Send
 
 __all__ = ["answer", "asgi_headers", "client", "error", "header_values", "query", "read_body", "root_path",

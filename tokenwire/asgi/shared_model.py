@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
-from ..live.shared_stream import AwaitedReads
+from ..redislog.streams import AwaitedReads
 from ..core.pipeline import RunSpec
 from .model_stream import OWNER_LOST, Ending, ModelStream
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..core.clock import RealClock, ms_to_ns
 from ..core.sse import Decoder
-from ..live.config import ConnectionLog
+from ..endpoints.config import ConnectionLog
 from ..live.server import LiveServer
 from ..live.sockets import buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
 from ..report.transport import KernelFigures

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from ..core.clock import ms_to_ns
 from ..core.pipeline import ConnectionRecord, RunResult, RunSpec, merge_stats
 from ..core.stream import Stream, TraceEntry
-from ..live.config import ConnectionLog, LiveConfig
-from ..live.registry import Registry
+from ..endpoints.config import ConnectionLog, LiveConfig
+from ..endpoints.registry import Registry
 from ..live.server import LiveServer, make_server
 from ..report.model import assemble
 from ..report.params import ReportParams

@@ -1,14 +1,13 @@
 """The live server: real sockets, streams that stay open, resume from ``Last-Event-ID``.
 
-``server`` binds and runs it (``tokenwire serve``), ``routes`` answers each
-request, ``params`` parses a live request, ``config`` holds its limits,
-``registry`` the streams it serves, ``sockets`` the socket wire and kernel
-figures, ``redislog`` and ``shared_stream`` the token log several instances
-share.
+``server`` binds and runs it (``tokenwire serve``), ``http`` reads one
+connection with h11, ``routes`` adapts each request to the endpoints
+(``tokenwire.endpoints``), ``sockets`` holds the socket wire and kernel
+figures.
 """
 
-from .config import LiveConfig
-from .registry import Registry
+from ..endpoints.config import LiveConfig
+from ..endpoints.registry import Registry
 from .server import LiveServer, make_server
 
 __all__ = ["LiveConfig", "LiveServer", "Registry", "make_server"]

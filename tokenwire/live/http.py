@@ -34,9 +34,9 @@ from typing import Any, Protocol
 
 import h11
 
-from .config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
-from .params import utf8
-from .requests import JSON_HEADERS, error_body
+from ..endpoints.config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
+from ..endpoints.params import utf8
+from ..endpoints.rules import JSON_HEADERS, error_body
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",

@@ -35,11 +35,11 @@ from ..handler import REPORT_PATHS, respond
 from ..core.frames import DEFAULT_RETRY_MS
 from ..report.params import ParamError, parse_query
 from ..report.templating import ENV, live_stylesheet
-from .config import JOURNAL_SIZE, RETRY_AFTER_S, ConnectionLog, LiveConfig
+from ..endpoints.config import JOURNAL_SIZE, RETRY_AFTER_S, ConnectionLog, LiveConfig
 from .http import Answer, HttpConnection, Request, head_bytes
-from .params import LIVE_PARAMS, RequestError, spec_from_query, unknown_stream_message
-from .registry import Busy, LiveStream, OverQuota, Registry
-from .requests import (
+from ..endpoints.params import LIVE_PARAMS, RequestError, spec_from_query, unknown_stream_message
+from ..endpoints.registry import Busy, LiveStream, OverQuota, Registry
+from ..endpoints.rules import (
     EVENTS_PATH,
     JSON_HEADERS,
     NO_CONTENT_HEADERS,

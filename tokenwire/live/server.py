@@ -46,7 +46,7 @@ from typing import Any
 
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError
 from ..realtime import LoopDriver, loop_name, new_loop
-from .config import (
+from ..endpoints.config import (
     DEFAULT_GRACE_S,
     DEFAULT_HEARTBEAT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -60,7 +60,7 @@ from .config import (
     LiveConfig,
 )
 from .http import Answer, HttpConnection, Request
-from .registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
+from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from .routes import Routes
 from .sockets import TransportWire
 
@@ -346,7 +346,7 @@ def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
                         max_connections=args.max_connections, grace_s=args.grace_s)
     if not 0 < args.max_age_s <= 86_400 * 365:
         raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
-    from .shared_stream import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
+    from ..redislog.streams import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
     registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
                              max_age_ns=args.max_age_s * 1_000_000_000, create_burst=args.create_burst,
                              create_rate=args.create_rate)

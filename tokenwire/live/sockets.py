@@ -30,8 +30,9 @@ import termios
 from collections.abc import Callable
 from typing import Protocol
 
+from ..endpoints.config import DEFAULT_WRITE_TIMEOUT_S
+
 __all__ = [
-    "DEFAULT_WRITE_TIMEOUT_S",
     "MAX_BUFFER_BYTES",
     "TransportWire",
     "buffer_sizes",
@@ -52,11 +53,6 @@ class SocketLike(Protocol):
 # setsockopt takes a C int; Linux caps a buffer at net.core.wmem_max/rmem_max
 # anyway, so a larger request is a mistake, refused with a message.
 MAX_BUFFER_BYTES = 2**31 - 1
-# A reader that has not taken a single byte for this long is treated as gone
-# (a half-open connection, a suspended laptop, a client that stopped
-# reading): long enough for a browser tab in the background to catch up,
-# short enough that a dead reader does not pin a producer and a thread.
-DEFAULT_WRITE_TIMEOUT_S = 10.0
 
 
 def _ioctl_int(sock: SocketLike, request: int) -> int | None:

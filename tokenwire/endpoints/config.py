@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ..core.channel import ChannelStats
 from ..core.stream import Ending
-from .sockets import DEFAULT_WRITE_TIMEOUT_S
 
 __all__ = [
     "DEFAULT_GRACE_S",
@@ -33,6 +32,11 @@ __all__ = [
     "LiveConfig",
 ]
 
+# A reader that has not taken a single byte for this long is treated as gone
+# (a half-open connection, a suspended laptop, a client that stopped
+# reading): long enough for a browser tab in the background to catch up,
+# short enough that a dead reader does not pin a producer .
+DEFAULT_WRITE_TIMEOUT_S = 10.0
 # A silent stream sends ": ping" this often.  Proxies and load balancers
 # commonly close a connection idle for 30-60 s; 15 s stays well inside that
 # (sse-starlette and many hubs use the same figure).

@@ -23,7 +23,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..core.tokenlog import LogUnavailable, StreamState, UnknownStream
-from .redis_scripts import (
+from .scripts import (
     APPEND,
     CLAIM,
     CREATE,

@@ -45,8 +45,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .redislog_async import AsyncRedisLog
-from .redis_scripts import (
+from .aio import AsyncRedisLog
+from .scripts import (
     APPEND,
     CLAIM,
     CREATE,

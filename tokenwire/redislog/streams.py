@@ -33,7 +33,7 @@ import os
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import registry
+from ..endpoints import registry
 from ..core.clock import RealClock
 from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, Put, Sleep, TokenItem
@@ -52,7 +52,7 @@ from ..core.tokenlog import (
 )
 
 if TYPE_CHECKING:
-    from .redislog import Claim
+    from .blocking import Claim
 
 __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "attach_stream", "is_shared", "make_registry",
            "new_stream", "open_log"]
@@ -224,7 +224,7 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"log must be 'memory' or a redis:// URL, got {url!r}")
     try:
-        from .redislog import RedisTokenLog
+        from .blocking import RedisTokenLog
     except ImportError as exc:
         raise ValueError(f"a redis:// log needs the redis package: pip install 'tokenwire[redis]' ({exc})") from None
     return RedisTokenLog(url, name=name)

@@ -1,0 +1,1 @@
+"""The token log on Redis: several processes share streams (``redis`` extra)."""
