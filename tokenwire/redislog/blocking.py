@@ -37,7 +37,6 @@ import secrets
 import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -64,9 +63,7 @@ from .scripts import (
 from ..core.tokenlog import (
     DEFAULT_MAX_AGE_NS,
     DEFAULT_MAX_TOKENS,
-    IndexConflict,
     LeaseLost,
-    LogGap,
     LogUnavailable,
     StreamState,
     UnknownStream,
