@@ -35,8 +35,8 @@ from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Stream
 from tokenwire.core.tokenlog import MemoryTokenLog, TokenLog
-from tokenwire.redislog.streams import attach_stream, new_stream
 from tokenwire.realtime import LoopDriver
+from tokenwire.redislog.streams import attach_stream, new_stream
 
 __all__ = ["private_redis", "resume_latency"]
 

@@ -45,7 +45,8 @@ def _target() -> tuple[str, str, Callable[[], object]]:
             return body
         code = "from tokenwire.handler import respond; assert respond('GET', '/')[0] == 200"
         return "handler.respond('GET', '/'): default virtual report, text", code, call
-    from tokenwire.core.pipeline import RunSpec, run as run_pipeline
+    from tokenwire.core.pipeline import RunSpec
+    from tokenwire.core.pipeline import run as run_pipeline
     specs = [RunSpec(capacity=64)] + [RunSpec(policy=p, reader_ms=3) for p in  # type: ignore[arg-type]
                                       ("block", "drop-newest", "drop-oldest", "disconnect")]
     code = ("from tokenwire.core.pipeline import RunSpec, run\n"

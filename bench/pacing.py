@@ -27,7 +27,8 @@ from tokenwire.core.effects import Process, TokenItem
 from tokenwire.core.frames import token_frame
 from tokenwire.core.metrics import timing_from_arrivals
 from tokenwire.core.model import ANSWER, Model, TimingModel
-from tokenwire.core.pipeline import RunSpec, run as run_pipeline
+from tokenwire.core.pipeline import RunSpec
+from tokenwire.core.pipeline import run as run_pipeline
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.sse import Decoder
 from tokenwire.core.stream import Stream

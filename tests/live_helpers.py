@@ -25,9 +25,9 @@ from http.server import ThreadingHTTPServer
 from typing import TypeVar
 
 from tokenwire.core.sse import Decoder, Event
-from tokenwire.handler import handler
-from tokenwire.endpoints.registry import Registry
 from tokenwire.endpoints.config import LiveConfig
+from tokenwire.endpoints.registry import Registry
+from tokenwire.handler import handler
 from tokenwire.live.server import LiveServer, make_server
 
 TIMEOUT_S = 10.0

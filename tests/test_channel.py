@@ -1,6 +1,6 @@
 import pytest
 
-from tokenwire.core.channel import BoundedChannel, MAX_CAPACITY, Outcome, Policy, Taken, parse_policy
+from tokenwire.core.channel import MAX_CAPACITY, BoundedChannel, Outcome, Policy, Taken, parse_policy
 from tokenwire.core.effects import TokenItem
 
 

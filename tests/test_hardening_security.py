@@ -28,11 +28,11 @@ from live_helpers import (
     split_response,
 )
 
-from tokenwire.endpoints import registry as registry_module
 from tokenwire.core.pipeline import RunSpec
+from tokenwire.endpoints import registry as registry_module
 from tokenwire.endpoints.registry import STREAM_ID_BYTES, Registry
-from tokenwire.report.render import REAL_BUDGET_MS
 from tokenwire.live.server import LiveServer
+from tokenwire.report.render import REAL_BUDGET_MS
 
 ROOT = Path(__file__).resolve().parent.parent
 URLSAFE = set(string.ascii_letters + string.digits + "-_")

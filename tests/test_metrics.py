@@ -1,7 +1,8 @@
 import statistics
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tokenwire.core.metrics import percentile, timing_from_arrivals
 

@@ -3,9 +3,9 @@
 import pytest
 
 from tokenwire.core.model import ANSWER
-from tokenwire.realtime import LoopDriver
 from tokenwire.core.pipeline import RunSpec, run
 from tokenwire.core.stream import Ending
+from tokenwire.realtime import LoopDriver
 
 POLICIES = ["block", "drop-newest", "drop-oldest", "disconnect"]
 SEEDS = range(1, 9)

@@ -18,8 +18,8 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Ending, Stream
-from tokenwire.realtime import LoopDriver
 from tokenwire.core.tokenlog import LogUnavailable, StreamState, UnknownStream
+from tokenwire.realtime import LoopDriver
 
 N = 60
 

@@ -11,8 +11,8 @@ import pytest
 from tokenwire.core.metrics import timing_from_arrivals
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunResult, RunSpec, run
+from tokenwire.report.model import Report, assemble, build_report
 from tokenwire.report.params import DEFAULTS, SCENARIOS, ReportParams, parse_query
-from tokenwire.report.render import render, render_report, report_json
 from tokenwire.report.plan import (
     BASELINE_BUFFER,
     DEMO_KERNEL_TOKENS,
@@ -25,7 +25,7 @@ from tokenwire.report.plan import (
     plan,
     plan_demo,
 )
-from tokenwire.report.model import Report, assemble, build_report
+from tokenwire.report.render import render, render_report, report_json
 from tokenwire.report.sections import TRACE_MAX_ROWS
 from tokenwire.report.transport import KernelFigures, Sockets, in_memory
 

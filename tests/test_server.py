@@ -28,8 +28,8 @@ from tokenwire.core.effects import TokenItem
 from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.model import ANSWER
 from tokenwire.core.stream import Ending
-from tokenwire.endpoints.registry import Registry
 from tokenwire.endpoints.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE
+from tokenwire.endpoints.registry import Registry
 from tokenwire.live.routes import LIVE_CSP
 
 

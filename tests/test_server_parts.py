@@ -16,9 +16,9 @@ from tokenwire.core.effects import TokenItem
 from tokenwire.core.frames import token_frame
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
-from tokenwire.endpoints.registry import STREAM_ID_BYTES, Busy, Registry
 from tokenwire.endpoints.params import RequestError, resume_cursor, spec_from_query, split_query
-from tokenwire.live.sockets import TransportWire, buffer_sizes, recv_queue_bytes, send_queue_bytes, shrink_buffers
+from tokenwire.endpoints.registry import STREAM_ID_BYTES, Busy, Registry
+from tokenwire.live.sockets import TransportWire, buffer_sizes, recv_queue_bytes, shrink_buffers
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sse_vectors import VECTORS, Vector  # tests/ is on sys.path, as for redis_fixture
 
 from tokenwire.core.sse import (
     MAX_LINE_BYTES,
@@ -21,8 +22,6 @@ from tokenwire.core.sse import (
     encode,
     encode_comment,
 )
-
-from sse_vectors import VECTORS, Vector  # tests/ is on sys.path, as for redis_fixture
 
 # The fuzz test's example count: CI sets TOKENWIRE_FUZZ_EXAMPLES=10000.
 FUZZ_EXAMPLES = int(os.environ.get("TOKENWIRE_FUZZ_EXAMPLES") or 300)

@@ -9,8 +9,7 @@ function the serverless handler calls.
 
 from .model import Report, assemble, build_report
 from .params import ParamError, ReportParams, parse_query
-from .render import render, render_report
-from .render import report_json
+from .render import render, render_report, report_json
 
 __all__ = ["ParamError", "Report", "ReportParams", "assemble", "build_report", "parse_query", "render",
            "render_report", "report_json"]

@@ -134,6 +134,6 @@ def virtual_wall_ms(params: ReportParams) -> float:
 def run_spec(spec: RunSpec) -> RunResult:
     """Run one of the plan's specs: on the virtual clock, or in real time on a private event loop."""
     if spec.clock is ClockKind.REAL:
-        from ..realtime import LoopDriver     # asyncio only when a real-clock run is asked for
+        from ..realtime import LoopDriver  # asyncio only when a real-clock run is asked for
         return run(spec, LoopDriver.private())
     return run(spec)
