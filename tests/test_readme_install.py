@@ -1,4 +1,4 @@
-"""What a new user installs from the README: the extra that runs its FastAPI example, and the npm packages the tests need."""
+"""What a new user installs from the README: the extra its FastAPI example needs, the npm packages the tests need."""
 
 import pathlib
 import re
