@@ -173,7 +173,7 @@ def root(context, missing=missing):
         if (l_1_transport == 'sockets'):
             pass
             t_8.append(
-                "Everything above crossed a real socket: tokenwire serve's handler on 127.0.0.1, one request thread per connection running the stream's writer, the producer on its own thread, and a reader on raw sockets decoding with the project's parser. The frames, the channel and the resume are the same code the page runs in memory.\n",
+                "Everything above crossed a real socket: tokenwire serve's server on 127.0.0.1, one asyncio event loop on one thread stepping every connection, its stream's writer and the producer alike, and a reader on raw sockets decoding with the project's parser. The frames, the channel and the resume are the same code the page runs in memory.\n",
             )
         else:
             pass
