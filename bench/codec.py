@@ -221,7 +221,7 @@ def encoder_rows(quick: bool) -> list[Row]:
     frames, repeats = (50_000, 3) if quick else (500_000, 5)
     texts = [ANSWER[i % len(ANSWER)] for i in range(frames)]
     ids = [str(i) for i in range(frames)]
-    pairs = list(zip(texts, ids))
+    pairs = list(zip(texts, ids, strict=True))
 
     def ours() -> None:
         for t, i in pairs:

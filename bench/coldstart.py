@@ -101,8 +101,9 @@ def run(quick: bool) -> list[Row]:
         call()
         times.append((time.perf_counter() - start) * 1e3)
     median = statistics.median(times)
-    notes = (f"{what}; cold: median of {spawns} fresh interpreters each, bytecode cached (one untimed run first); render: median of {calls} calls after one "
-             f"warm-up (p95 {statistics.quantiles(times, n=20, method='inclusive')[18]:.2f} ms)",
+    p95 = statistics.quantiles(times, n=20, method="inclusive")[18]
+    notes = (f"{what}; cold: median of {spawns} fresh interpreters each, bytecode cached (one untimed run first); "
+             f"render: median of {calls} calls after one warm-up (p95 {p95:.2f} ms)",
              f"profile of the in-process render, most own time: {_profile(call)}")
     return [
         Row(7, "cold start: fresh process, import + render, ms", f"{cold:.0f}", f"python -c pass {bare:.0f}",

@@ -91,7 +91,7 @@ def format_table(rows: Sequence[Row]) -> str:
     cells = [_HEAD] + [(str(r.item), r.name, r.ours, r.peer,
                         "" if r.ratio is None else f"{r.ratio:.2f}x", r.goal, _met(r.met)) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(_HEAD))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     notes = list(_notes(rows))
     if notes:

@@ -126,7 +126,8 @@ def pacing_rows(quick: bool) -> list[Row]:
             f"the clock alone (one thread stamping after each RealClock.sleep_until, no pipeline): throughput "
             f"{statistics.median(o[0] for o in alone):.3f}, ITL p95 {statistics.median(o[1] for o in alone):.3f}x; "
             "the pipeline adds its per-token path between the producer's deadline and the reader's stamp (log, "
-            "channel, the loop's wake of the writer, encode, decode: tens of us), whose variation sets the rest of its p95")
+            "channel, the loop's wake of the writer, encode, decode: tens of us), whose variation sets the rest "
+            "of its p95")
     return [
         Row(3, "pacing: throughput / nominal 2,000 tok/s", f"{tput:.3f}", f"sleep loop {ptput:.3f}",
             tput / ptput, ">= 0.99", tput >= 0.99, note),

@@ -209,8 +209,8 @@ def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[st
               beside: Callable[[int], Callable[[], str]] | None = None) -> Step:
     port = _free_port()
     errors = tempfile.TemporaryFile()
-    proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=ROOT, env=env_with_root(), stdout=subprocess.DEVNULL,
-                            stderr=errors, preexec_fn=_raise_nofile)
+    proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=ROOT, env=env_with_root(),
+                            stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=_raise_nofile)
     try:
         try:
             _wait_listening(port, proc)
@@ -272,7 +272,8 @@ def _ladders(servers: tuple[str, ...], steps: tuple[int, ...], tokens: int,
 
 def _better(a: Step, b: Step) -> bool:
     """True if failing step ``a`` came closer to holding than ``b`` (more complete, then lower ITL p95)."""
-    return (a.client["complete"], -(a.p95_ratio or float("inf"))) > (b.client["complete"], -(b.p95_ratio or float("inf")))
+    closer = (a.client["complete"], -(a.p95_ratio or float("inf")))
+    return closer > (b.client["complete"], -(b.p95_ratio or float("inf")))
 
 
 def _fmt_ms(value: float | None) -> str:
@@ -294,7 +295,8 @@ def run(quick: bool) -> list[Row]:
     ladders, ladder_notes = _ladders(("tokenwire", "sse-starlette"), steps, tokens, deadline)
     ours, peer = ladders["tokenwire"], ladders["sse-starlette"]
     n_ours, n_peer = _largest(ours), _largest(peer)
-    peer_stack = ", ".join(f"{m} {'installed' if importlib.util.find_spec(m) else 'absent'}" for m in ("uvloop", "httptools"))
+    peer_stack = ", ".join(f"{m} {'installed' if importlib.util.find_spec(m) else 'absent'}"
+                           for m in ("uvloop", "httptools"))
     notes = [f"peer: sse-starlette EventSourceResponse on uvicorn (loop and http 'auto': {peer_stack}); tokenwire: "
              "`python -m tokenwire serve --quiet --max-live 2N --max-streams 2N` (one event loop, one thread, "
              "uvloop when installed)",

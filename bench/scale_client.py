@@ -30,6 +30,7 @@ import socket
 import struct
 import sys
 import time
+from itertools import pairwise
 from typing import Any
 
 from tokenwire.core.metrics import percentile
@@ -225,7 +226,7 @@ class Client:
             key = s.error or (f"HTTP {s.status}" if s.status not in (0, 200) else None)
             if key:
                 errors[key] = errors.get(key, 0) + 1
-        gaps = [(b - a) / 1e6 for s in self.streams for a, b in zip(s.arrivals, s.arrivals[1:])]
+        gaps = [(b - a) / 1e6 for s in self.streams for a, b in pairwise(s.arrivals)]
         ttfts = [(s.arrivals[0] - s.started) / 1e6 for s in self.streams if s.arrivals]
         return {
             "n": n, "tokens": self.tokens, "complete": sum(s.complete for s in self.streams),

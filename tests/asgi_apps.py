@@ -11,8 +11,8 @@ was closed.  The fake model is steered by its query parameters:
   ``at``); ``nonstr`` (yields the int 42 at token ``at``); ``never`` (never
   yields anything).
 
-``/canned`` mounts the canned answer (``TokenStreams()``).  Run by uvicorn with ``--app-dir tests``: ``asgi_apps:app``.  With
-``TOKENWIRE_TEST_LOG`` set, the mounted apps use that token log (Redis).
+``/canned`` mounts the canned answer (``TokenStreams()``).  Run by uvicorn with ``--app-dir tests``:
+``asgi_apps:app``.  With ``TOKENWIRE_TEST_LOG`` set, the mounted apps use that token log (Redis).
 """
 
 from __future__ import annotations

@@ -124,7 +124,8 @@ class Read:
 def read_stream(url: str, headers: dict[str, str] | None = None, stop_after: int | None = None,
                 timeout_s: float = TIMEOUT_S) -> Read:
     """Read the SSE stream at ``url`` to its end (or ``stop_after`` tokens, then hang up)."""
-    with httpx.Client(timeout=timeout_s) as client, connect_sse(client, "GET", url, headers=dict(headers or {})) as source:
+    with (httpx.Client(timeout=timeout_s) as client,
+          connect_sse(client, "GET", url, headers=dict(headers or {})) as source):
         read = Read(source.response.status_code)
         if read.status != 200:
             return read

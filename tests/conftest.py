@@ -4,7 +4,9 @@
 (``chromium``, ``redis-server``, ``curl``): it returns the program's path,
 or skips the test with the reason when the program is missing, except that
 with ``TOKENWIRE_REQUIRE_ALL=1`` (as ``.ci/run`` sets) a missing program is
-a failure, so CI cannot go green by skipping.
+a failure, so CI cannot go green by skipping.  The Redis fixtures of
+``redis_fixture`` are registered here as a plugin: a test names one as a
+parameter, without importing it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import os
 import shutil
 
 import pytest
+
+# The Redis fixtures (redis_session, redis_server, own_redis), for every test module that names one.
+pytest_plugins = ["redis_fixture"]
 
 REQUIRE_ALL_ENV = "TOKENWIRE_REQUIRE_ALL"
 

@@ -137,7 +137,8 @@ VECTORS: list[Vector] = [
         "1",
         None,
     ),
-    ("LF CR is two line ends", None, b"data: a\n\rdata: b\n\n", [("message", "a", "", None), ("message", "b", "", None)], "", None),
+    ("LF CR is two line ends", None, b"data: a\n\rdata: b\n\n",
+     [("message", "a", "", None), ("message", "b", "", None)], "", None),
     ("lone trailing CR dispatches", None, b"data: x\n\r", [("message", "x", "", None)], "", None),
     ("lone trailing CR ending a field line", None, b"data: x\r", [], "", None),
     ("many blank lines", None, b"\n\n\ndata: x\n\n\n\n", [("message", "x", "", None)], "", None),
@@ -241,7 +242,8 @@ VECTORS: list[Vector] = [
         "",
         9,
     ),
-    ("retry in an unfinished block still applies", None, b"data: a\n\nretry: 60\n", [("message", "a", "", None)], "", 60),
+    ("retry in an unfinished block still applies", None, b"data: a\n\nretry: 60\n",
+     [("message", "a", "", None)], "", 60),
     # ---------------------------------------------------------- dispatch
     ("event with no data dispatches nothing", None, b"event: foo\n\n", [], "", None),
     (

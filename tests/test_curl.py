@@ -26,7 +26,8 @@ def test_curl_streams_is_cut_and_resumes_with_last_event_id() -> None:
         first = Decoder().feed(curl(f"{server.url}/stream?tokens=40&scenario=block&cut_after=17"))
         opened = json.loads(first[0].data)
         last = [e for e in first if e.event == "token"][-1].id
-        second = Decoder().feed(curl("-H", f"Last-Event-ID: {last}", f"{server.url}/streams/{opened['stream_id']}/events"))
+        events_url = f"{server.url}/streams/{opened['stream_id']}/events"
+        second = Decoder().feed(curl("-H", f"Last-Event-ID: {last}", events_url))
         status = curl("-o", "/dev/null", "-w", "%{http_code}", "-H", "Last-Event-ID: 39",
                       f"{server.url}/streams/{opened['stream_id']}/events")
         journal = list(server.journal)

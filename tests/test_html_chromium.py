@@ -82,7 +82,7 @@ def png_pixels(data: bytes) -> tuple[int, int, Counter[bytes]]:
     for y in range(height):
         kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
         if kind == 2:
-            line = bytearray((a + b) & 255 for a, b in zip(line, prev))
+            line = bytearray((a + b) & 255 for a, b in zip(line, prev, strict=True))
         elif kind in (1, 3, 4):
             for x in range(stride):
                 left = line[x - bpp] if x >= bpp else 0
@@ -95,7 +95,7 @@ def png_pixels(data: bytes) -> tuple[int, int, Counter[bytes]]:
 
 
 def near(counts: Counter[bytes], colour: tuple[int, int, int], tolerance: int = 40) -> int:
-    return sum(n for px, n in counts.items() if all(abs(a - b) <= tolerance for a, b in zip(px, colour)))
+    return sum(n for px, n in counts.items() if all(abs(a - b) <= tolerance for a, b in zip(px, colour, strict=True)))
 
 
 # ---------------------------------------------------------------- tests

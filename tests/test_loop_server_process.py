@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 from live_helpers import events, token_ids
-from redis_fixture import own_redis, redis_server, redis_session  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0
@@ -202,7 +201,7 @@ def test_client_aborts_are_not_errors_and_quiet_means_quiet() -> None:
     assert status == 200 and code == 0 and err == ""
 
 
-def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own_redis) -> None:  # noqa: F811
+def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own_redis) -> None:
     redis_server = own_redis
     with served("--quiet", "--log", redis_server.url) as server:
         assert server.get("/streams?tokens=5", "POST")[0] == 201
@@ -231,7 +230,7 @@ def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own
     assert after == 201 and code == 0 and "Traceback" not in err and "already exists" not in err
 
 
-def test_a_stream_cut_by_a_shutdown_resumes_on_another_instance(redis_server) -> None:  # noqa: F811
+def test_a_stream_cut_by_a_shutdown_resumes_on_another_instance(redis_server) -> None:
     url = f"{redis_server.url}?lease_ms=400&block_ms=50"
     with served("--quiet", "--grace-s", "0.3", "--log", url) as first, served("--quiet", "--log", url) as second:
         bodies: list[bytes] = []

@@ -214,8 +214,8 @@ MEASURE = """(() => {
 
 
 def test_the_driver_sees_overflow_and_console_errors() -> None:
-    page_html = ("<!doctype html><html lang=en><meta name=viewport content='width=device-width'><title>x</title><div style='width:900px'>wide</div>"
-                 "<script>console.error('seen')</script>")
+    page_html = ("<!doctype html><html lang=en><meta name=viewport content='width=device-width'><title>x</title>"
+                 "<div style='width:900px'>wide</div><script>console.error('seen')</script>")
     with browser_page() as page:
         page.open("data:text/html," + page_html, 390)
         assert page.eval(MEASURE)["overflow"] > 400

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from redis_fixture import redis_server, redis_session  # noqa: F401
-
 from bench.bench_resume import resume_latency
 
 KEYS = {"log", "samples", "p50_ms", "p95_ms", "mean_ms", "min_ms", "max_ms", "what"}

@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from redis_fixture import own_redis, redis_server, redis_session  # noqa: F401
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder

@@ -12,7 +12,6 @@ import threading
 import time
 
 import pytest
-from redis_fixture import own_redis, redis_server, redis_session  # noqa: F401
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec

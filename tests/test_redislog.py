@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from redis_fixture import free_port, own_redis, redis_server, redis_session  # noqa: F401
+from redis_fixture import free_port
 
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import (
@@ -136,7 +136,7 @@ def test_ttl_is_rearmed_on_every_write(url):
     assert all(0 < t <= 4_800 for t in before)
     log.append("s", 1, "b")
     after = log.key_ttls_ms("s")
-    assert all(t > b for t, b in zip(after, before)) and all(t <= 5_000 for t in after)
+    assert all(t > b for t, b in zip(after, before, strict=True)) and all(t <= 5_000 for t in after)
 
 
 def test_expired_stream_is_unknown(url):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 
@@ -167,7 +168,7 @@ def test_detail_block_per_scenario(scenario: str, section: int, run_name: str) -
     rows = [row for row in detail.rows if row is not None]
     assert 0 < len(rows) <= TRACE_MAX_ROWS and detail.rows[0] is not None and detail.rows[-1] is not None
     assert [row.index for row in rows] == sorted(row.index for row in rows)
-    assert all(a is not None or b is not None for a, b in zip(detail.rows, detail.rows[1:]))  # no double gap
+    assert all(a is not None or b is not None for a, b in pairwise(detail.rows))  # no double gap
     text = render_report(report).decode()
     assert f"Detail for {scenario}: the {run_name} run" in text
     headings = [m.start() for m in re.finditer(r"^[1-4]\. [A-Z]", text, re.M)] + [len(text)]

@@ -95,10 +95,10 @@ def test_a_malformed_last_event_id_is_a_400_that_quotes_it() -> None:
                              headers={"Last-Event-ID": value.encode().decode("latin-1")}) for value in MALFORMED_IDS]
         by_query = [request(server, "GET", f"/streams/{sid}/events?last_event_id={quote(value)}")
                     for value in [*MALFORMED_IDS, " 1", "1 "]]
-    for value, (status, _, body) in zip(MALFORMED_IDS, by_header):
+    for value, (status, _, body) in zip(MALFORMED_IDS, by_header, strict=True):
         assert status == 400, value
         assert json.loads(body)["error"].startswith("Last-Event-ID must be a decimal integer"), value
-    for (status, _, body), value in zip(by_query, [*MALFORMED_IDS, " 1", "1 "]):
+    for (status, _, body), value in zip(by_query, [*MALFORMED_IDS, " 1", "1 "], strict=True):
         assert status == 400, value
         assert f"got {value!r}" in json.loads(body)["error"]
 

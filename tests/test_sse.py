@@ -41,7 +41,7 @@ def decode(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Outcome:
 def split(blob: bytes, cuts: Iterable[int]) -> list[bytes]:
     """Return ``blob`` cut at the given offsets (clamped, empty pieces kept)."""
     points = sorted(min(max(c, 0), len(blob)) for c in cuts)
-    return [blob[a:b] for a, b in zip([0, *points], [*points, len(blob)])]
+    return [blob[a:b] for a, b in zip([0, *points], [*points, len(blob)], strict=True)]
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 __all__ = ["Timing", "percentile", "timing_from_arrivals"]
 
@@ -58,7 +59,7 @@ def timing_from_arrivals(arrivals_ns: Sequence[int]) -> Timing:
     """
     if not arrivals_ns:
         raise ValueError("no token arrived, so there is no timing to report")
-    gaps = [b - a for a, b in zip(arrivals_ns, arrivals_ns[1:])]
+    gaps = [b - a for a, b in pairwise(arrivals_ns)]
     if any(g < 0 for g in gaps) or arrivals_ns[0] < 0:
         raise ValueError(f"arrival times must not go backwards, got {list(arrivals_ns)[:8]!r}...")
     ttft, total = arrivals_ns[0], arrivals_ns[-1]

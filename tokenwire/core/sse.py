@@ -552,7 +552,7 @@ class Decoder:
         append = events.append
         builder = _EventBuilder
         event_cls = Event
-        for etype, data, id_ in zip(types, columns["data"], ids):
+        for etype, data, id_ in zip(types, columns["data"], ids, strict=True):
             ev = builder()  # _make_event, inlined: this loop is the hot path
             ev.event = etype or "message"
             ev.data = data

@@ -127,7 +127,7 @@ def _result(spec: RunSpec, stream: Stream, seens: list[Client], logs: list[Conne
             start: int, generated_before_next: list[int | None]) -> RunResult:
     records = tuple(
         ConnectionRecord(log.cursor + 1, len(seen.ids), seen.last_event_id, log.ending, log.stats, nxt)
-        for seen, log, nxt in zip(seens, logs, generated_before_next))
+        for seen, log, nxt in zip(seens, logs, generated_before_next, strict=True))
     last = seens[-1]
     end = last.done_at if last.done_at is not None else (last.arrivals[-1] if last.arrivals else start)
     return RunResult(

@@ -20,6 +20,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ..core.pipeline import RunResult
 from .model import Report
@@ -226,11 +227,12 @@ def _gaps(report: Report) -> Chart | None:
     t, arrivals = report.timing, report.runs["baseline"].arrivals_ns
     if t.itl_p50_ms is None or t.itl_p95_ms is None or len(arrivals) < 2:
         return None
-    gaps = sorted((b - a) / 1e6 for a, b in zip(arrivals, arrivals[1:]))
+    gaps = sorted((b - a) / 1e6 for a, b in pairwise(arrivals))
     n = len(gaps)
     steps = [(gaps[0], 0.0)] + [pt for i, g in enumerate(gaps) for pt in ((g, 100 * i / n), (g, 100 * (i + 1) / n))]
     ax = _Axes(gaps[0], gaps[-1], 100.0)
-    marks = [ax.mark(t.itl_p50_ms, f"p50 {t.itl_p50_ms:.2f} ms"), ax.mark(t.itl_p95_ms, f"p95 {t.itl_p95_ms:.2f} ms", 1)]
+    marks = [ax.mark(t.itl_p50_ms, f"p50 {t.itl_p50_ms:.2f} ms"),
+             ax.mark(t.itl_p95_ms, f"p95 {t.itl_p95_ms:.2f} ms", 1)]
     cuts = statistics.quantiles(gaps, n=4, method="inclusive") if n > 1 else [gaps[0]] * 3
     rows = (("fewest", f"{gaps[0]:.2f}"), ("p25", f"{cuts[0]:.2f}"), ("p50", f"{t.itl_p50_ms:.2f}"),
             ("p75", f"{cuts[2]:.2f}"), ("p95", f"{t.itl_p95_ms:.2f}"), ("most", f"{gaps[-1]:.2f}"))
@@ -263,7 +265,7 @@ def _depth_panels(report: Report) -> list[Chart]:
         marks += [ax.mark(a, f"away {report.retry_ms} ms", 1, until=b) for a, b in _waits(result)]
         marks.append(ax.mark(wall, f"done {wall:.1f} ms", 0))
         depth = _depth(result)
-        full = sum(b[0] - a[0] for a, b in zip(depth, depth[1:]) if a[1] >= result.spec.capacity)
+        full = sum(b[0] - a[0] for a, b in pairwise(depth) if a[1] >= result.spec.capacity)
         table = Table(f"{policy}: the buffer over the run", ("ends at ms", "most queued", "time full, ms"),
                       ((f"{wall:.1f}", f"{result.stats.high_water} of {result.spec.capacity}", f"{full:.1f}"),))
         panels.append(ax.chart(f"{policy}: tokens queued over time", 120, ("ms since the request", "queued"),
@@ -274,7 +276,7 @@ def _depth_panels(report: Report) -> list[Chart]:
 
 def _resume(report: Report) -> Chart:
     result, r = report.runs["cancel"], report.resume
-    pairs = [(t / 1e6, float(i)) for t, i in zip(result.arrivals_ns, result.ids)]
+    pairs = [(t / 1e6, float(i)) for t, i in zip(result.arrivals_ns, result.ids, strict=True)]
     ax = _Axes(0.0, result.wall_ns / 1e6, float(max(r.last_index, 1)))
     lines = [Line("s-first", "first connection", ax.points(pairs[: r.first_tokens])),
              Line("s-second", "after the reconnect", ax.points(pairs[r.first_tokens:]))]

@@ -353,7 +353,7 @@ def detail_of(scenario: str, runs: Mapping[str, RunResult]) -> Detail:
     """Return the detail block of ``scenario``, tracing its run in ``runs`` (``DETAIL_RUN``); raises ``KeyError``."""
     name, section = DETAIL_RUN[scenario]
     result = runs[name]
-    read_at = dict(zip(result.ids, result.arrivals_ns))
+    read_at = dict(zip(result.ids, result.arrivals_ns, strict=True))
     decisions = [e for e in result.trace if e.decision != "taken"]
     rows = tuple(
         None if i is None else TraceRow(
@@ -385,7 +385,7 @@ def _pick_rows(kinds: Sequence[object]) -> list[int | None]:
 
 def _pieces(result: RunResult, lost: Sequence[tuple[int, int]]) -> tuple[tuple[str, int], ...]:
     """The answer in runs: ``(text, 0)`` as the reader got it, ``(text, n)`` for each run of ``n`` in ``lost``."""
-    received = dict(zip(result.ids, result.texts))
+    received = dict(zip(result.ids, result.texts, strict=True))
     pieces: list[tuple[str, int]] = []
     at = 0
     for first, count in (*lost, (result.spec.tokens, 0)):

@@ -67,7 +67,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "sndbuf_asked": s.sndbuf_asked, "rcvbuf_asked": s.rcvbuf_asked, "recv_chunk": s.recv_chunk,
             "connections": {name: _record(k) for name, k in s.connections.items()},
             "kernel_defaults": None if s.kernel_defaults is None else dict(zip(("tcp_rmem", "tcp_wmem"),
-                                                                               s.kernel_defaults)),
+                                                                               s.kernel_defaults, strict=True)),
             "answer_bytes": s.answer_bytes, "in_memory": _record(s.in_memory),
         }
         data["wall_s"] = s.wall_s
