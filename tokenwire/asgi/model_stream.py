@@ -14,9 +14,10 @@ how it ended (``closing_frame``):
 - it was stopped early (``cancel``, and the last reader left; the server
   shutting down; an owner that died on a shared log): ``done`` with
   ``"stopped_early": true`` and the reason;
-- the model raised, or yielded something that is not a ``str``: an
+- the model raised, or yielded a token that is not a ``str`` UTF-8 can
+  encode (``token_problem``, checked before the token enters any log): an
   ``error`` event naming the exception type (never its traceback or
-  message), logged once on the server with the traceback.
+  message) or what is wrong with the token, logged once on the server.
 
 A model cannot be restarted at index k, so a stopped iterator is never asked
 again: a reconnect replays what was logged and gets the early ``done``.
@@ -45,7 +46,7 @@ from ..core.sse import encode
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamState, TokenLog
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "open_source"]
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "open_source", "token_problem"]
 
 # The most tokens one model stream may yield: what a stream's token log keeps
 # (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
@@ -89,6 +90,25 @@ async def open_source(factory: ModelFactory, request: StreamRequest) -> AsyncIte
         raise TypeError(f"the model factory must return an async iterator of str, got {_quote(made)}")
     source: AsyncIterator[str] = made.__aiter__()
     return source
+
+
+def token_problem(token: object, index: int) -> str | None:
+    """What is wrong with ``token``, the model's token ``index``, as the ``error`` event says it; None if nothing.
+
+    A token must be a ``str`` that encodes to UTF-8 (the wire's encoding; a
+    lone surrogate such as ``"\\ud800"`` has no encoding).  Every token is
+    checked here before it enters a log, the memory one or a shared one.
+    """
+    if not isinstance(token, str):
+        return f"the model yielded {_quote(token)} ({type(token).__name__}) as token {index}; a token must be a str"
+    if token.isascii():
+        return None
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"the model yielded a str that is not valid UTF-8 (a lone surrogate at position {exc.start}) "
+                f"as token {index}")
+    return None
 
 
 def _quote(value: object) -> str:
@@ -135,7 +155,7 @@ async def _next_token(source: AsyncIterator[str]) -> object:
 
 
 class ModelStream(Stream):
-    """A ``Stream`` fed by ``source``, an async iterator of ``str`` (None: none here, e.g. joined from another instance).
+    """A ``Stream`` fed by ``source``, an async iterator of ``str`` (None: none here, e.g. joined from elsewhere).
 
     ``ending`` is None while the model runs and after it ran out; an
     ``Ending`` once it was stopped early or failed.  ``policy``,
@@ -195,9 +215,9 @@ class ModelStream(Stream):
                 if token is _END:
                     yield from self._ending(index, None)
                     break
-                if not isinstance(token, str):
-                    yield from self._failing(index, f"the model yielded {_quote(token)} ({type(token).__name__}) "
-                                                    f"as token {index}; a token must be a str")
+                problem = token_problem(token, index)
+                if problem is not None:
+                    yield from self._failing(index, problem)
                     break
                 if index >= self.total:
                     yield from self._failing(index, f"the model yielded more than {self.total} tokens, the most a "

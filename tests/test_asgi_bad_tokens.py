@@ -1,0 +1,47 @@
+"""A model that yields a ``str`` UTF-8 cannot encode (a lone surrogate), on a real uvicorn, on the memory log and on
+Redis: the stream ends with the ``error`` event naming what is wrong, logged once, the model closed, and a
+reconnect replays the tokens and the same error (issue 18, item 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from asgi_helpers import Uvicorn, read_stream, uvicorn
+from live_helpers import wait_until
+from redis_fixture import running_redis
+
+MESSAGE = "the model yielded a str that is not valid UTF-8 (a lone surrogate at position 3) as token 2"
+
+
+@pytest.fixture(params=["memory", "redis"])
+def server(request: pytest.FixtureRequest) -> Iterator[Uvicorn]:
+    if request.param == "memory":
+        with uvicorn("asgi_bad_models:app") as running:
+            yield running
+        return
+    with running_redis() as redis_server:
+        with uvicorn("asgi_bad_models:app", env={"TOKENWIRE_TEST_LOG": redis_server.url}) as running:
+            yield running
+
+
+def test_a_lone_surrogate_token_ends_the_stream_with_an_error_and_a_reconnect_replays_it(server: Uvicorn) -> None:
+    made = httpx.post(f"{server.url}/tokens/streams?n=6&at=2")
+    assert made.status_code == 201, made.text
+    url = server.url + made.json()["events_url"]
+    read = read_stream(url, timeout_s=5)
+    assert read.status == 200 and read.ids == [0, 1] and read.text == " t0 t1"
+    assert read.last.event == "error" and read.last.id == "1"
+    assert read.last_json() == {"error": MESSAGE, "tokens": 2}
+    again = read_stream(url, headers={"Last-Event-ID": "0"}, timeout_s=5)      # the rest, then the same error
+    assert again.ids == [1] and again.last.event == "error" and again.last_json() == read.last_json()
+    plain = read_stream(url, timeout_s=5)                                      # an EventSource's plain reconnect
+    assert plain.ids == [0, 1] and plain.last_json() == read.last_json()
+    assert httpx.get(url, headers={"Last-Event-ID": "1"}).status_code == 204   # it has everything: it stops
+    stream_id = made.json()["stream_id"]
+    model = httpx.get(f"{server.url}/model/{stream_id}").json()
+    assert model == {"yielded": 3, "closed": True}                            # asked no further, and closed
+    wait_until(lambda: MESSAGE in server.stderr(), "the error in the server's log")
+    assert server.stderr().count(MESSAGE) == 1
+    assert "UnicodeEncodeError" not in server.stderr() and "stream process failed" not in server.stderr()
