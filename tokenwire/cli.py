@@ -5,15 +5,25 @@ own module parses its flags (``tokenwire.report.render``, ``tokenwire.live.serve
 ``tokenwire.demo.command``), so the flags of ``report`` are defined once, next to the
 query-string parameters they mirror.  Bad usage exits 2 with one line on
 stderr; nothing reaches the user as a traceback.
+
+Every subcommand words a usage error the same way: a ``ParamError`` (the
+report's flag parser raises it; ``FlagParser``, the argparse parser of
+``serve`` and ``demo``, raises it instead of printing its usage block),
+printed by ``usage_error`` as ``tokenwire COMMAND: <the line>``, exit 2.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
-__all__ = ["main"]
+from .report.params import ParamError
+
+__all__ = ["FlagParser", "main", "usage_error"]
 
 _COMMANDS = {
     "report": ("tokenwire.report.render", "print the report (text, json or html) for a scenario"),
@@ -40,8 +50,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         print(f"tokenwire: unknown command {args[0]!r}; expected one of report, serve, demo", file=sys.stderr)
         return 2
-    entry: Callable[[list[str]], int] = getattr(importlib.import_module(command[0]), "cli_main")
+    entry: Callable[[list[str]], int] = importlib.import_module(command[0]).cli_main
     try:
         return entry(args[1:])
     except KeyboardInterrupt:
         return 130
+
+
+def usage_error(command: str, message: object) -> int:
+    """Print ``tokenwire COMMAND: message`` on stderr (the one line of every usage error); returns 2."""
+    print(f"tokenwire {command}: {message}", file=sys.stderr)
+    return 2
+
+
+# argparse's own words for a bad argument, and what they become (the report's wording).
+_ARGUMENT = re.compile(r"argument (?P<flags>[^:]+): (?P<problem>.*)")
+_BAD_TYPE = re.compile(r"invalid (?P<type>int|float) value: (?P<value>.*)")
+_BAD_CHOICE = re.compile(r"invalid choice: (?P<value>.*) \(choose from (?P<choices>.*)\)")
+_TYPES = {"int": "a whole number", "float": "a number"}
+
+
+class FlagParser(argparse.ArgumentParser):
+    """argparse for a subcommand's flags whose errors raise ``ParamError`` with one line, never usage and exit.
+
+    No abbreviated flags (as ``tokenwire report``): a flag is named whole.
+    """
+
+    def __init__(self, prog: str, description: str) -> None:
+        super().__init__(prog=prog, description=description, allow_abbrev=False)
+
+    def error(self, message: str) -> NoReturn:
+        raise ParamError(self._one_line(message))
+
+    def _one_line(self, message: str) -> str:
+        if message.startswith("unrecognized arguments: "):
+            stray = message.split(": ", 1)[1].split()[0]
+            if stray.startswith("-"):
+                return f"unknown flag {stray.partition('=')[0]!r}; allowed: {', '.join(self._flags())}"
+            return f"unexpected argument {stray!r}; flags look like --name value (see --help)"
+        argument = _ARGUMENT.fullmatch(message)
+        if argument is None:
+            return f"{message} (see --help)"
+        flag, problem = argument["flags"].split("/")[-1], argument["problem"]
+        if problem == "expected one argument":
+            return f"flag {flag} needs a value"
+        if bad := _BAD_TYPE.fullmatch(problem):
+            return f"{flag} must be {_TYPES[bad['type']]}; got {bad['value']}"
+        if bad := _BAD_CHOICE.fullmatch(problem):
+            return f"{flag} must be one of {bad['choices'].replace(chr(39), '')}; got {bad['value']}"
+        return f"{flag}: {problem}"
+
+    def _flags(self) -> list[str]:
+        return [option for action in self._actions for option in action.option_strings
+                if option.startswith("--") and option != "--help"]

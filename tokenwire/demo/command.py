@@ -13,6 +13,7 @@ import sys
 import time
 from dataclasses import replace
 
+from ..cli import FlagParser, usage_error
 from ..live.sockets import MAX_BUFFER_BYTES
 from ..report.params import MAX_BUFFER, MAX_READER_MS, cut_after_message
 from ..report.plan import DEMO_PARAMS, demo_estimate_s
@@ -23,7 +24,7 @@ __all__ = ["cli_main"]
 
 def _parser() -> argparse.ArgumentParser:
     d = DEMO_PARAMS
-    parser = argparse.ArgumentParser(prog="tokenwire demo", description=(
+    parser = FlagParser("tokenwire demo", (
         "Stream the full answer over five connections on real loopback sockets (baseline, block, drop-newest, "
         "a cut, the resume) with a slow reader, then print the report measured over sockets."))
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text)")
@@ -93,12 +94,11 @@ class _Progress:
 
 def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire demo``; returns the exit status (2 for bad usage)."""
-    args = _parser().parse_args(argv)
     try:
+        args = _parser().parse_args(argv)
         settings = _settings(args)
-    except ValueError as exc:
-        print(f"tokenwire demo: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:                 # a ParamError from the flags, or a bad setting
+        return usage_error("demo", exc)
     progress = None if args.quiet else _Progress(sys.stderr)
     params = settings.params
     if progress is not None:

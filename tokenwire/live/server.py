@@ -61,6 +61,7 @@ from ..endpoints.config import (
 )
 from .http import Answer, HttpConnection, Request
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
+from ..cli import FlagParser, usage_error
 from .routes import Routes
 from .sockets import TransportWire
 
@@ -292,7 +293,7 @@ def raise_fd_limit() -> int:
 
 # -- the command -------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tokenwire serve", description=(
+    parser = FlagParser("tokenwire serve", (
         "Serve the report and the live SSE endpoints (POST /streams, GET /streams/<id>/events, "
         "GET /stream, GET /live) on one event loop."))
     add = parser.add_argument
@@ -364,15 +365,13 @@ def _banner(server: LiveServer) -> str:
 
 def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
-    args = _parser().parse_args(argv)
-    if not 0 <= args.port <= 65535:
-        print(f"tokenwire serve: --port must be from 0 to 65535, got {args.port!r}", file=sys.stderr)
-        return 2
     try:
+        args = _parser().parse_args(argv)
+        if not 0 <= args.port <= 65535:
+            raise ValueError(f"--port must be from 0 to 65535, got {args.port!r}")
         config, registry = _setup(args)
-    except ValueError as exc:
-        print(f"tokenwire serve: {_flag_message(str(exc))}", file=sys.stderr)
-        return 2
+    except ValueError as exc:                 # a ParamError from the flags, or a bad setting
+        return usage_error("serve", _flag_message(str(exc)))
     raise_fd_limit()
     try:
         server = make_server(args.host, args.port, registry=registry, config=config)

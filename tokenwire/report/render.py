@@ -176,8 +176,8 @@ def cli_main(argv: list[str]) -> int:
         print(cli_usage())
         return 0
     except ParamError as exc:
-        print(f"tokenwire report: {exc}", file=sys.stderr)
-        return 2
+        from ..cli import usage_error
+        return usage_error("report", exc)
     sys.stdout.buffer.write(render_report(build_report(params), COMMAND))
     sys.stdout.flush()
     return 0
