@@ -13,7 +13,8 @@ from live_helpers import serving_report
 from tokenwire import handler as handler_module
 from tokenwire.handler import handler, respond
 from tokenwire.report.params import SCENARIOS
-from tokenwire.report.render import CSP, render
+from tokenwire.report.render import render
+from tokenwire.report.templating import csp
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = {"text": "text/plain; charset=utf-8", "json": "application/json; charset=utf-8",
@@ -56,7 +57,7 @@ def test_every_scenario_and_format_over_a_socket(address: tuple[str, int], scena
     if fmt == "json":
         assert json.loads(body)["scenario"] == canonical
     elif fmt == "html":
-        assert headers["Content-Security-Policy"] == CSP and headers["Referrer-Policy"] == "no-referrer"
+        assert headers["Content-Security-Policy"] == csp() and headers["Referrer-Policy"] == "no-referrer"
         assert body.startswith(b"<!doctype html>") and body.count(b"<svg") >= 6
     else:
         assert f"you chose          {canonical}\n".encode() in body

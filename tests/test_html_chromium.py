@@ -27,7 +27,7 @@ import pytest
 from conftest import require_binary
 from live_helpers import in_thread, serving_report
 
-from tokenwire.report.render import CSP
+from tokenwire.report.templating import csp
 
 CHROMIUM_TIMEOUT_S = 90
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
@@ -153,7 +153,7 @@ class _Broken(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Content-Security-Policy", csp())
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
         self.wfile.write(self.body)

@@ -117,13 +117,3 @@ def test_module_size(path: pathlib.Path) -> None:
     if str(path.relative_to(PACKAGE)) in LONG_ALLOWED:
         return
     assert len(path.read_text().splitlines()) <= MAX_LINES
-
-
-def test_the_compiled_templates_are_those_of_the_sources() -> None:
-    """Edit a template, then run ``python -m tokenwire.report.templating``: the cold start loads the compiled set."""
-    import json
-
-    from tokenwire.report import templating
-    manifest = json.loads((templating.COMPILED / "manifest.json").read_text())
-    assert manifest == templating._manifest(), "run: python -m tokenwire.report.templating"
-    assert type(templating.ENV.loader).__name__ == "ChoiceLoader"

@@ -298,7 +298,7 @@ def test_html_escapes_everything_and_hashes_its_only_style(default: Report) -> N
     import base64
     import hashlib
 
-    from tokenwire.report.render import CSP
+    from tokenwire.report.templating import csp
 
     hostile = replace(default, params=replace(DEFAULTS, format="html"), question='<script>alert("x")</script>&')
     page = render_report(hostile).decode()
@@ -306,6 +306,7 @@ def test_html_escapes_everything_and_hashes_its_only_style(default: Report) -> N
     assert " style=" not in page and page.count("<style>") == 1
     css = page.split("<style>", 1)[1].split("</style>", 1)[0]
     digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    CSP = csp()
     assert f"style-src 'sha256-{digest}'" in CSP and "script-src" not in CSP and "default-src 'none'" in CSP
 
 

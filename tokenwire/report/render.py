@@ -42,7 +42,7 @@ from .params import (
 from .plan import virtual_wall_ms
 from .voice import COMMAND, PAGE, Voice
 
-__all__ = ["CSP", "REAL_BUDGET_MS", "cli_main", "live_query", "render", "render_report", "report_json"]
+__all__ = ["REAL_BUDGET_MS", "cli_main", "live_query", "render", "render_report", "report_json"]
 
 # A real-clock page runs every scenario in real time, one after another; past
 # this estimate (from the virtual clock) the visitor waits too long and the
@@ -57,15 +57,6 @@ BOUNDS = {"tokens": (MIN_TOKENS, MAX_TOKENS), "buffer": (1, MAX_BUFFER), "reader
 
 CONTENT_TYPES = {"text": "text/plain; charset=utf-8", "json": "application/json; charset=utf-8",
                  "html": "text/html; charset=utf-8"}
-
-
-def __getattr__(name: str) -> Any:
-    # The page's Content-Security-Policy hashes its stylesheet: computed when
-    # first asked for, so a text page's cold start does not read the CSS.
-    if name == "CSP":
-        from .templating import csp
-        return csp()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def report_json(report: Report) -> dict[str, Any]:

@@ -6,9 +6,11 @@ for ``.html`` only).  The templates ship precompiled to Python as well
 (``templates/compiled``, made by ``python -m tokenwire.report.templating``):
 compiling the text report's template is most of a serverless cold start
 (about 45 ms), loading its compiled module a sixth of that.  The compiled
-set is used only while its manifest matches the templates' sources and the
-jinja2 version byte for byte; otherwise the sources are compiled as usual.  Templates do no arithmetic: numbers arrive computed and
-rounded, and these filters only format and wrap them to the page's 78
+set is used only while its manifest matches what it was made from: each
+template source's SHA-256, and jinja2's major.minor release (the code it
+generates and its runtime change between minor releases, not patch ones);
+otherwise the sources are compiled as usual, to the same output.  Templates
+do no arithmetic: numbers arrive computed and rounded, and these filters only format and wrap them to the page's 78
 columns.  The HTML page carries its stylesheet in one ``<style>`` element
 whose SHA-256 is in the Content-Security-Policy (``csp()``), so no other
 style, script or fetch can run on the page.
@@ -26,7 +28,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-__all__ = ["CSP", "CSS", "ENV", "WIDTH", "css", "csp", "live_stylesheet", "num"]
+__all__ = ["ENV", "WIDTH", "compile_templates", "css", "csp", "live_stylesheet", "num"]
 
 WIDTH = 78
 # Paragraphs whose wrapping is kept: the page's fixed prose is a dozen, and a
@@ -95,23 +97,38 @@ def _and_list(items: Sequence[str]) -> str:
 
 _TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 COMPILED = _TEMPLATES / "compiled"
-_MANIFEST = COMPILED / "manifest.json"
+MANIFEST = "manifest.json"
 _SOURCES = ("live.html", "prose.txt", "report.css", "report.html", "report.txt")
 
 
+def jinja2_release() -> str:
+    """jinja2's ``major.minor`` (``"3.1"``): what the compiled code's format follows."""
+    return ".".join(jinja2.__version__.split(".")[:2])
+
+
+def source_sums() -> dict[str, str]:
+    """Each template source's SHA-256 (hex), by file name."""
+    return {name: hashlib.sha256((_TEMPLATES / name).read_bytes()).hexdigest() for name in _SOURCES}
+
+
 def _manifest() -> dict[str, str]:
-    """What the compiled set must have been made from: each source's SHA-256, and jinja2's version."""
-    sums = {name: hashlib.sha256((_TEMPLATES / name).read_bytes()).hexdigest() for name in _SOURCES}
-    return {**sums, "jinja2": jinja2.__version__}
+    """What the compiled set must have been made from: each source's SHA-256, and jinja2's major.minor."""
+    return {**source_sums(), "jinja2": jinja2_release()}
 
 
-def _loader() -> jinja2.BaseLoader:
-    source = jinja2.PackageLoader("tokenwire", "templates")
+def compiled_is_valid(compiled: Path = COMPILED) -> bool:
+    """True when the compiled set in ``compiled`` was made from these sources by this jinja2 release."""
     try:
-        fresh = json.loads(_MANIFEST.read_text()) == _manifest()
+        return bool(json.loads((compiled / MANIFEST).read_text()) == _manifest())
     except (OSError, ValueError):
-        fresh = False
-    return jinja2.ChoiceLoader([jinja2.ModuleLoader(str(COMPILED)), source]) if fresh else source
+        return False
+
+
+def _loader(compiled: Path = COMPILED) -> jinja2.BaseLoader:
+    source = jinja2.PackageLoader("tokenwire", "templates")
+    if not compiled_is_valid(compiled):
+        return source
+    return jinja2.ChoiceLoader([jinja2.ModuleLoader(str(compiled)), source])
 
 
 def compile_templates() -> None:
@@ -121,10 +138,11 @@ def compile_templates() -> None:
         old.unlink()
     env.compile_templates(str(COMPILED), zip=None, ignore_errors=False,
                           filter_func=lambda name: name.endswith((".txt", ".html")))
-    _MANIFEST.write_text(json.dumps(_manifest(), indent=1, sort_keys=True) + "\n")
+    (COMPILED / MANIFEST).write_text(json.dumps(_manifest(), indent=1, sort_keys=True) + "\n")
 
 
 def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    """The report's environment over ``loader`` (default: the compiled set when valid, else the sources)."""
     env = jinja2.Environment(
         loader=loader or _loader(),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
@@ -165,13 +183,6 @@ def live_stylesheet() -> bytes:
     from importlib import resources
     own = resources.files("tokenwire.live").joinpath("static", "live.css").read_text()
     return (str(css()) + "\n" + own).encode()
-
-
-def __getattr__(name: str) -> object:
-    # CSS and CSP under their old names, computed on first use.
-    if name in ("CSS", "CSP"):
-        return css() if name == "CSS" else csp()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":
