@@ -2,9 +2,11 @@
 
 How this works: each process is stepped from a clock callback.  ``Sleep``
 schedules the next step later; ``Send`` schedules it for when the wire is
-ready; a ``Put`` on a full ``block`` channel or a ``Get`` on an empty one
-parks the process, and after every step the parked processes are tried
-again (there are only ever a handful).  A process whose effect completes at
+ready; a ``Put`` or ``Get`` is ``tokenwire.core.exchange``'s (the same
+bookkeeping as the event-loop driver's), and one that must wait (a full
+``block`` channel, an empty one) parks the process; after every step the
+parked processes are tried again (there are only ever a handful), each
+only once its stream has been notified since.  A process whose effect completes at
 once (a ``Put`` accepted, a ``Get`` with a token waiting, a ``Spawn``) goes on
 a first-in-first-out ready queue that runs at the current instant before the
 clock moves, which saves a heap round trip per channel operation; the order
@@ -20,9 +22,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from .channel import Outcome, Taken
 from .clock import VirtualClock
 from .effects import Await, Get, Process, Put, Send, Sleep, Spawn
+from .exchange import get, must_wait, put
 from .reader import Wire
 
 __all__ = ["Deadlock", "Simulation"]
@@ -74,52 +76,42 @@ class Simulation:
         except StopIteration as stop:
             self.results[id(proc)] = stop.value
         else:
-            kind = type(effect)
-            if kind is Sleep:
-                self.clock.call_later(effect.ns, partial(self._step, proc, wire, None))  # type: ignore[union-attr]
-            elif kind is Send:
-                self._send(proc, wire, effect)  # type: ignore[arg-type]
-            elif kind is Spawn:
-                self.spawn(effect.process)  # type: ignore[union-attr]
-                self._ready.append((proc, wire, None))
-            elif kind is Await:
-                raise TypeError("a process yielded Await on the virtual clock: only a real-time driver awaits")
-            elif not self._attempt(proc, wire, effect, self.clock.now()):  # type: ignore[arg-type]
-                parked = _Parked(proc, wire, effect, self.clock.now(), _notified(effect))  # type: ignore[arg-type]
-                self._parked.append(parked)
+            match effect:
+                case Sleep():
+                    self.clock.call_later(effect.ns, partial(self._step, proc, wire, None))
+                case Put() | Get():
+                    if not self._attempt(proc, wire, effect, -1):
+                        self._parked.append(_Parked(proc, wire, effect, self.clock.now(), _notified(effect)))
+                case Send():
+                    self._send(proc, wire, effect.frame)
+                case Spawn():
+                    self.spawn(effect.process)
+                    self._ready.append((proc, wire, None))
+                case Await():
+                    raise TypeError("a process yielded Await on the virtual clock: only a real-time driver awaits")
+                case _:
+                    raise TypeError(f"a process yielded {effect!r}, not an effect")
         if self._parked:
             self._retry_parked()
 
-    def _send(self, proc: Process, wire: Wire | None, effect: Send) -> None:
+    def _send(self, proc: Process, wire: Wire | None, frame: bytes) -> None:
         if wire is None:
             raise RuntimeError("a process without a wire yielded Send")
         now, ready = self.clock.now(), wire.ready_at()
         if ready <= now:
-            self._ready.append((proc, wire, wire.deliver(effect.frame, now)))
+            self._ready.append((proc, wire, wire.deliver(frame, now)))
         else:
-            self.clock.call_at(ready, partial(self._deliver, proc, wire, effect.frame))
+            self.clock.call_at(ready, partial(self._deliver, proc, wire, frame))
 
     def _deliver(self, proc: Process, wire: Wire, frame: bytes) -> None:
         self._step(proc, wire, wire.deliver(frame, self.clock.now()))
 
     def _attempt(self, proc: Process, wire: Wire | None, effect: Put | Get, since: int) -> bool:
-        now = self.clock.now()
-        if isinstance(effect, Put):
-            outcome = effect.stream.offer(effect.item)
-            if outcome is Outcome.FULL:
-                return False
-            waited = now - since
-            channel = effect.stream.channel
-            if waited and channel is not None and outcome is not Outcome.CLOSED:
-                channel.record_pause(waited)
-            effect.stream.note(now, effect.item.index, outcome.value, waited)
-            self._ready.append((proc, wire, outcome))
-            return True
-        got = effect.stream.take(effect.channel)
-        if got is Taken.EMPTY:
+        """Perform a Put or Get (``tokenwire.core.exchange``); False when it must wait."""
+        now = self.clock.now
+        got = put(effect, since, now) if isinstance(effect, Put) else get(effect, now)
+        if must_wait(got):
             return False
-        if not isinstance(got, Taken):
-            effect.stream.note(now, got.index, "taken")
         self._ready.append((proc, wire, got))
         return True
 
