@@ -154,6 +154,40 @@ async def _next_token(source: AsyncIterator[str]) -> object:
         return _END
 
 
+# The closing tasks of iterators released outside a producer, held until they end (the loop keeps weak references).
+_closing: set[asyncio.Task[None]] = set()
+
+
+async def _aclose(stream_id: str, source: AsyncIterator[str]) -> None:
+    """Close ``source`` with its ``aclose()``, if it has one; what that raises is logged, never raised."""
+    aclose = getattr(source, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception as exc:  # noqa: BLE001 - closing is best effort; the stream has ended either way
+        logger.warning("tokenwire stream %s: closing the model raised %s", stream_id, type(exc).__name__,
+                       exc_info=exc)
+
+
+def _close_soon(stream_id: str, source: AsyncIterator[str]) -> None:
+    """Close ``source`` as a task on the running loop; with none, as far as it goes without awaiting anything."""
+    closing = _aclose(stream_id, source)
+    try:
+        task = asyncio.get_running_loop().create_task(closing)
+    except RuntimeError:                      # no loop running here (a synchronous caller)
+        try:
+            closing.send(None)
+        except StopIteration:
+            return
+        closing.close()
+        logger.warning("tokenwire stream %s: the model could not be closed: its aclose() waits and no event "
+                       "loop is running", stream_id)
+        return
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
 class ModelStream(Stream):
     """A ``Stream`` fed by ``source``, an async iterator of ``str`` (None: none here, e.g. joined from elsewhere).
 
@@ -174,6 +208,7 @@ class ModelStream(Stream):
         self.position = 0                    # the index the source yields next
         self.ending: Ending | None = None
         self._pending: asyncio.Future[object] | None = None
+        self.released = False                # the iterator was closed before any producer ran it
 
     # -- stopping ------------------------------------------------------------
     def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
@@ -183,17 +218,38 @@ class ModelStream(Stream):
             self._pending.cancel()
 
     def stop(self) -> None:
-        """Stop the model now (the server is shutting down): readers get the early ``done``."""
+        """Stop the model now (the server is shutting down): readers get the early ``done``.
+
+        Right for every model stream, whatever its state: a running producer
+        stops within one token and closes the iterator; an iterator no producer
+        has started is closed here (``release``); a finished one is left alone.
+        """
         self.cancelled = True
         if self._pending is not None:
             self._pending.cancel()
+        self.release()
+
+    def release(self) -> None:
+        """Close the iterator now if no producer holds it (never read, or forgotten unread); at most once.
+
+        A no-op while a producer runs (it closes the iterator when it ends) and
+        once the iterator is closed.  The ``aclose()`` runs as a task on the
+        running loop.  A reader that comes later gets the early ``done``
+        (``"reason": "cancelled"``).
+        """
+        if self.producer_running or self.source is None:
+            return
+        source, self.source = self.source, None
+        self.released = True
+        _close_soon(self.stream_id, source)
 
     # -- the producer --------------------------------------------------------
     def produce(self, start: int) -> Process:
         """Pull tokens from the source from ``start`` on, logging each before it is sent; see the module."""
         source = self.source
         if source is None or start != self.position:      # a model cannot resume at `start`
-            yield from self._ending(start, OWNER_LOST if source is None else CANCELLED)
+            yield from self._ending(start, OWNER_LOST if source is None and not self.released else CANCELLED)
+            yield from self._close_source()
             return
         index = start
         try:
@@ -269,14 +325,8 @@ class ModelStream(Stream):
 
     def _close_source(self) -> Process:
         source, self.source = self.source, None
-        aclose = getattr(source, "aclose", None)
-        if aclose is None:
-            return
-        try:
-            yield Await(aclose())
-        except Exception as exc:  # noqa: BLE001 - closing is best effort; the stream has ended either way
-            logger.warning("tokenwire stream %s: closing the model raised %s", self.stream_id,
-                           type(exc).__name__, exc_info=exc)
+        if source is not None:
+            yield Await(_aclose(self.stream_id, source))
 
     # -- the last frame --------------------------------------------------------
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes:

@@ -161,6 +161,14 @@ def _idle(stream: Stream) -> bool:
     return not stream.producer_running and stream.channel is None
 
 
+def _let_go(forgotten: LiveStream | Stream | None) -> None:
+    """A stream forgotten here lets go of what it holds: a model stream closes an iterator nobody read."""
+    stream = forgotten.stream if isinstance(forgotten, LiveStream) else forgotten
+    release = getattr(stream, "release", None)
+    if release is not None:
+        release()
+
+
 class Registry:
     """Live streams by id, the producer threads, and the open-stream limit.
 
@@ -226,7 +234,7 @@ class Registry:
                 # must stay the one object for its id, or a reconnect would start a second producer.
                 idle = [sid for sid, known in self._streams.items() if _idle(known.stream)][:excess]
                 for sid in idle:
-                    del self._streams[sid]
+                    _let_go(self._streams.pop(sid).stream)
         return live
 
     def get(self, stream_id: str) -> LiveStream:
@@ -241,7 +249,7 @@ class Registry:
             self.log.total(stream_id)
         except UnknownStream:
             with self._lock:
-                self._streams.pop(stream_id, None)
+                _let_go(self._streams.pop(stream_id, None))
             raise
         return live
 
@@ -279,7 +287,7 @@ class Registry:
             await self.aio.total(stream_id)
         except UnknownStream:
             with self._lock:
-                self._streams.pop(stream_id, None)
+                _let_go(self._streams.pop(stream_id, None))
             raise
         return live
 
