@@ -552,7 +552,7 @@ class Decoder:
         append = events.append
         builder = _EventBuilder
         event_cls = Event
-        for etype, data, id_ in zip(types, columns["data"], ids, strict=True):
+        for etype, data, id_ in zip(types, columns["data"], ids):  # noqa: B905 - ids and types may be repeat()
             ev = builder()  # _make_event, inlined: this loop is the hot path
             ev.event = etype or "message"
             ev.data = data
