@@ -62,6 +62,7 @@ from ..endpoints.config import (
 from .http import Answer, HttpConnection, Request
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from ..cli import FlagParser, usage_error
+from ..endpoints.decide import Endpoints, process_error
 from .routes import Routes
 from .sockets import TransportWire
 
@@ -88,7 +89,7 @@ class LiveServer:
                  config: LiveConfig | None = None) -> None:
         self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
         self.config = config if config is not None else LiveConfig()
-        self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
+        self.endpoints = Endpoints(self.registry, self.config)
         self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
         self.clock = self.registry.clock
         self.driver: Any = None
@@ -104,6 +105,11 @@ class LiveServer:
         self._stop: asyncio.Future[float] | None = None
         self._finished = threading.Event()      # set when serve_forever has returned
         self._shutdown_asked: float | None = None
+
+    @property
+    def journal(self) -> deque[ConnectionLog]:
+        """The last finished event-stream connections (``JOURNAL_SIZE``), oldest first."""
+        return self.endpoints.journal
 
     @property
     def address(self) -> tuple[str, int]:
@@ -145,7 +151,7 @@ class LiveServer:
     async def _serve(self, loop: asyncio.AbstractEventLoop, signals: bool) -> None:
         self._loop = loop
         loop.set_exception_handler(self._loop_error)
-        self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
+        self.driver = LoopDriver(loop, self.clock, on_error=process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
         self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
         # asyncio accepts up to `backlog` connections per wake-up and, when accept fails
@@ -163,6 +169,7 @@ class LiveServer:
         try:
             grace_s = await self._stop
             server.close()                       # stop accepting
+            self._say_stopping(grace_s)
             await self._drain(grace_s)
         finally:
             self.routes.close()
@@ -215,6 +222,13 @@ class LiveServer:
         while self.connections and time.monotonic() < end:
             await asyncio.sleep(_DRAIN_POLL_S)
 
+    def _say_stopping(self, grace_s: float) -> None:
+        """One line on stderr (unless ``--quiet``) when a shutdown has open streams to wait for."""
+        streams = self.registry.live
+        if streams and self.config.access_log:
+            print(f"tokenwire serve: stopping: waiting up to {grace_s:g} s for {streams} open "
+                  f"stream{'s' if streams != 1 else ''} to finish", file=sys.stderr, flush=True)
+
     # -- what connections call ---------------------------------------------------------
     def admit(self, connection: HttpConnection) -> bool:
         """Count ``connection``; False past ``max_connections`` or past what the descriptor limit leaves.
@@ -237,11 +251,6 @@ class LiveServer:
             print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
     # -- errors: one line each, never a traceback --------------------------------------------
-    def _process_error(self, exc: BaseException) -> None:
-        if not isinstance(exc, LogError):
-            print(f"tokenwire serve: a stream process failed: {type(exc).__name__}: {exc}", file=sys.stderr,
-                  flush=True)
-
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):

