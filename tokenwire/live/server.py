@@ -62,7 +62,6 @@ from ..endpoints.config import (
 from .http import Answer, HttpConnection, Request
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from ..cli import FlagParser, usage_error
-from ..endpoints.decide import Endpoints, process_error
 from .routes import Routes
 from .sockets import TransportWire
 
@@ -89,7 +88,7 @@ class LiveServer:
                  config: LiveConfig | None = None) -> None:
         self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
         self.config = config if config is not None else LiveConfig()
-        self.endpoints = Endpoints(self.registry, self.config)
+        self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
         self.clock = self.registry.clock
         self.driver: Any = None
@@ -105,11 +104,6 @@ class LiveServer:
         self._stop: asyncio.Future[float] | None = None
         self._finished = threading.Event()      # set when serve_forever has returned
         self._shutdown_asked: float | None = None
-
-    @property
-    def journal(self) -> deque[ConnectionLog]:
-        """The last finished event-stream connections (``JOURNAL_SIZE``), oldest first."""
-        return self.endpoints.journal
 
     @property
     def address(self) -> tuple[str, int]:
@@ -151,7 +145,7 @@ class LiveServer:
     async def _serve(self, loop: asyncio.AbstractEventLoop, signals: bool) -> None:
         self._loop = loop
         loop.set_exception_handler(self._loop_error)
-        self.driver = LoopDriver(loop, self.clock, on_error=process_error, spawn_hook=self.registry.spawn)
+        self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
         self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
         # asyncio accepts up to `backlog` connections per wake-up and, when accept fails
@@ -251,6 +245,11 @@ class LiveServer:
             print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
     # -- errors: one line each, never a traceback --------------------------------------------
+    def _process_error(self, exc: BaseException) -> None:
+        if not isinstance(exc, LogError):
+            print(f"tokenwire serve: a stream process failed: {type(exc).__name__}: {exc}", file=sys.stderr,
+                  flush=True)
+
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
