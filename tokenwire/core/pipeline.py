@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from .channel import ChannelStats, Policy, check_capacity, parse_policy
 from .clock import VirtualClock, ms_to_ns
@@ -36,12 +36,19 @@ __all__ = ["ClockKind", "ConnectionRecord", "RunResult", "RunSpec", "merge_stats
 MAX_CONNECTIONS = 64
 
 
+class Now(Protocol):
+    """A clock as a run reads it: the time in integer nanoseconds (``VirtualClock``, ``RealClock``)."""
+
+    def now(self) -> int: ...
+
+
 class Driver(Protocol):
     """What runs the processes: the simulation, or a real-time driver with the same two methods."""
 
-    clock: Any
+    @property
+    def clock(self) -> Now: ...
 
-    def spawn(self, proc: Process, wire: Wire | None = None) -> Any: ...
+    def spawn(self, proc: Process, wire: Wire | None = None) -> object: ...
     def run(self) -> int: ...
 
 
