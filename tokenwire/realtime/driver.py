@@ -1,0 +1,212 @@
+"""The event-loop driver: the core's processes stepped by one asyncio loop, in one thread.
+
+How this works: a process is a generator of effects (``tokenwire.core.effects``)
+and ``LoopDriver`` performs each one inside the loop, as the simulation does
+on the virtual clock, dispatching on the effect's class with ``match``:
+
+- ``Sleep``: the process's deadline advances by the step and a timer
+  (``timers``) calls it back at it.  The deadline is absolute (start + the
+  sum of steps), so a late timer is not a debt that accumulates: the next
+  step is due at its own time, not a step after the late one.
+- ``Put``/``Get``: ``tokenwire.core.exchange``, the same as the simulation's.
+  One that must wait parks the process in the ``parking`` lot, which retries
+  it when the stream changes (or times a heartbeat ``Get`` out) and wakes it
+  here; time spent parked is not a debt to repay either.
+- ``Send``: a ``LoopWire`` (``wires``) answers at once or calls back when
+  its transport has drained; an in-memory ``Wire`` is waited for until it is
+  ready, then delivered to.
+- ``Spawn``: the new process starts on the next loop turn.
+- ``Await``: the awaitable runs as a task; the process resumes with its
+  result, or has its exception thrown in.
+
+Effects that complete at once are performed back to back, up to
+``STEPS_PER_TURN``, before the loop gets a turn.  A process that finishes
+resolves its future with the generator's return value (or its exception).
+``LoopDriver.private()`` makes a driver on a loop of its own (``private``)
+for a run that owns the thread (a ``clock=real`` report).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from ..core.channel import Outcome, Taken
+from ..core.clock import RealClock
+from ..core.effects import Await, Get, Process, Put, Send, Sleep, Spawn
+from ..core.exchange import get, put
+from .parking import ParkingLot
+from .private import PrivateLoop
+from .procs import Proc
+from .timers import Timers
+from .wires import LoopWire, Wire
+
+__all__ = ["AWAIT_DEBT_NS", "STEPS_PER_TURN", "LoopDriver"]
+
+# How far behind its deadline an Await may leave a process before the deadline
+# moves to the present: a Redis round trip per token (well under this) is
+# absorbed by the next Sleep, as a blocking call was; a follower that waited
+# a second on the log and then generates does not rush to catch up.
+AWAIT_DEBT_NS = 10_000_000
+# Effects a process may perform back to back before the loop gets a turn:
+# a writer replaying a long log to a fast socket must not starve the others.
+STEPS_PER_TURN = 64
+
+
+class LoopDriver:
+    """Step processes on ``loop`` (the running one by default) against ``clock``.
+
+    ``on_error`` is called with the exception of a process (a producer,
+    which nobody awaits); ``spawn_hook``, when set, starts what a ``Spawn``
+    effect asks for; ``running`` counts live processes.  ``precise`` spins
+    the last stretch of every wait (see ``timers``).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, clock: RealClock | None = None, *,
+                 precise: bool = False, on_error: Callable[[BaseException], None] | None = None,
+                 spawn_hook: Callable[[Process], object] | None = None) -> None:
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.clock = clock or RealClock()
+        self.on_error = on_error
+        self.spawn_hook = spawn_hook      # what a Spawn effect calls (a registry counts its producers)
+        self.running = 0
+        self._now = self.clock.now
+        self._timers: Timers[Proc] = Timers(self.loop, self._now, precise)
+        self._lot = ParkingLot(self.loop, self._now, self._wake)
+        self._resumed = self._resume_step      # the bound methods a timer calls, made once
+        self._delivered = self._deliver
+        self._private: PrivateLoop | None = None
+
+    @property
+    def precise(self) -> bool:
+        """True if waits end by spinning (a private run), not on the next millisecond's timer."""
+        return self._timers.precise
+
+    @classmethod
+    def private(cls, clock: RealClock | None = None) -> LoopDriver:
+        """A precise driver on a new loop of its own, for ``run``."""
+        owner = PrivateLoop()
+        driver = cls(owner.loop, clock, precise=True)
+        driver._private = owner
+        return driver
+
+    # -- processes -------------------------------------------------------------
+    def spawn(self, proc: Process, wire: Wire | LoopWire | None = None) -> asyncio.Future[Any]:
+        """Start ``proc`` on the next loop turn; returns a future of its return value."""
+        future: asyncio.Future[Any] = self.loop.create_future()
+        p = Proc(proc, wire, self._now(), future)
+        self.running += 1
+        self.loop.call_soon(self._step, p, None)
+        return future
+
+    def run(self) -> int:
+        """Run the private loop until every process has ended; returns the clock's ns; raises the first error."""
+        if self._private is None:
+            raise RuntimeError("run() is for a driver made by LoopDriver.private(); await the futures instead")
+        self.on_error = self._private.errors.append
+        self._private.run(self.running > 0)
+        return self.clock.now()
+
+    def _end(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
+        self.running -= 1
+        if error is None:
+            p.future.set_result(value)
+        else:
+            p.future.set_exception(error)
+            if self.on_error is not None:
+                p.future.exception()          # retrieved: reported through on_error, not "never retrieved"
+                self.on_error(error)
+        if self.running == 0 and self._private is not None:
+            self._private.idle()
+
+    def _step(self, p: Proc, value: object, error: BaseException | None = None) -> None:
+        gen, now = p.gen, self._now
+        for _ in range(STEPS_PER_TURN):
+            try:
+                if error is not None:
+                    effect, error = gen.throw(error), None
+                else:
+                    effect = gen.send(value)
+            except StopIteration as stop:
+                self._end(p, stop.value)
+                return
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the process's own error (a CancelledError too)
+                self._end(p, error=exc)
+                return
+            match effect:
+                case Sleep():
+                    p.deadline += effect.ns
+                    self._timers.at(p.deadline, self._resumed, p)
+                    return
+                case Put():
+                    value = put(effect, -1, now)
+                    if value is Outcome.FULL:
+                        self._lot.park(p, effect, now())
+                        return
+                case Get():
+                    value = get(effect, now)
+                    if value is Taken.EMPTY:
+                        self._lot.park(p, effect, now())
+                        return
+                case Send():
+                    value = self._send(p, effect.frame)
+                    if value is None:
+                        return
+                case Spawn():
+                    (self.spawn_hook or self.spawn)(effect.process)
+                    value = None
+                case Await():
+                    task = asyncio.ensure_future(effect.awaitable, loop=self.loop)
+                    task.add_done_callback(partial(self._awaited, p))
+                    return
+                case _:
+                    value, error = None, TypeError(f"a process yielded {effect!r}, not an effect")
+        self.loop.call_soon(self._step, p, value)
+
+    def _resume_step(self, p: Proc) -> None:
+        self._step(p, None)
+
+    def _wake(self, p: Proc, value: object) -> None:
+        """The parking lot's call: ``p``'s Put/Get completed (or timed out) after a wait."""
+        p.deadline = max(p.deadline, self._now())      # time blocked is not a debt to repay
+        self._step(p, value)
+
+    def _awaited(self, p: Proc, task: asyncio.Future[Any]) -> None:
+        now = self._now()
+        if now - p.deadline > AWAIT_DEBT_NS:     # a long wait (a follower's read) is not a debt to repay in a burst
+            p.deadline = now
+        if task.cancelled():
+            self._step(p, None, asyncio.CancelledError())
+        elif task.exception() is not None:
+            self._step(p, None, task.exception())
+        else:
+            self._step(p, task.result())
+
+    # -- wires -----------------------------------------------------------------
+    def _send(self, p: Proc, frame: bytes) -> bool | None:
+        wire = p.wire
+        if wire is not None:
+            if p.resume is None:
+                p.resume = partial(self._step, p)
+            return wire.send(frame, p.resume)
+        memory = p.memory
+        if memory is None:
+            raise RuntimeError("a process without a wire yielded Send")
+        ready = memory.ready_at()
+        if ready > p.deadline:
+            p.deadline = ready                  # the reader is busy until then: wait for it
+            if ready > self._now():
+                p.frame = frame
+                self._timers.at(ready, self._delivered, p)
+                return None
+        return memory.deliver(frame, self._now())
+
+    def _deliver(self, p: Proc) -> None:
+        frame, p.frame = p.frame, b""
+        memory = p.memory
+        assert memory is not None
+        self._step(p, memory.deliver(frame, self._now()))

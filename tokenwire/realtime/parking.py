@@ -1,0 +1,111 @@
+"""The parking lot: processes waiting on a stream, retried when the stream's notifier rings.
+
+How this works: a ``Put`` on a full ``block`` channel or a ``Get`` on an
+empty one parks its process here, under the stream.  The stream's condition
+(a ``SingleThread``) is given a ``_Bell`` as its hook, so every change to
+the stream rings the lot; the lot retries that stream's parked processes
+once, on the next loop turn, however often it rang in between.  A retry is
+``tokenwire.core.exchange`` again, as the first attempt was: one that still
+must wait parks again (its wait still counted from when it first parked),
+one that completes is handed back to the driver (``wake``) with its value.
+
+A ``Get`` with a timeout (the heartbeat) has a deadline from when it first
+parked, and one loop timer per process kept across Gets: deadlines only
+move later, so a pending timer fires first and re-arms itself for what is
+left (a heartbeat costs a timer per period, not one per token).  When the
+deadline passes with the process still parked, it is woken with ``TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from ..core.effects import TIMEOUT, Get, Put
+from ..core.exchange import get, must_wait, put
+from ..core.sync import SingleThread
+from .procs import Proc
+
+__all__ = ["ParkingLot"]
+
+
+class _Bell:
+    """A stream condition's hook: rings ``lot`` for the stream ``key``."""
+
+    __slots__ = ("key", "lot")
+
+    def __init__(self, lot: ParkingLot, key: int) -> None:
+        self.lot, self.key = lot, key
+
+    def __call__(self) -> None:
+        self.lot.ring(self.key)
+
+
+class ParkingLot:
+    """Processes parked on streams; ``wake(proc, value)`` resumes one whose Put/Get completed or timed out."""
+
+    __slots__ = ("_loop", "_now", "_parked", "_ringing", "_wake")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], int],
+                 wake: Callable[[Proc, object], None]) -> None:
+        self._loop, self._now, self._wake = loop, now, wake
+        self._parked: dict[int, list[Proc]] = {}
+        self._ringing: set[int] = set()
+
+    def park(self, p: Proc, effect: Put | Get, now: int) -> None:
+        """Park ``p`` until its stream rings or its Get times out; ``TypeError`` if the cond is not a SingleThread."""
+        cond = effect.stream.cond
+        if not isinstance(cond, SingleThread):
+            raise TypeError(f"the event-loop driver needs a stream whose cond is a SingleThread, got {cond!r}")
+        key = id(effect.stream)
+        hook = cond.hook
+        if not (isinstance(hook, _Bell) and hook.lot is self and hook.key == key):   # unrung, or another driver's
+            cond.hook = _Bell(self, key)
+        if p.since < 0:
+            p.since = now
+            timeout = effect.timeout_ns if isinstance(effect, Get) else None
+            if timeout is not None:
+                p.until = now + max(0, timeout)
+                if p.timer is None:
+                    p.timer = self._loop.call_later(max(0, timeout) / 1e9, self._timed_out, p)
+        p.effect, p.key = effect, key
+        self._parked.setdefault(key, []).append(p)
+
+    def ring(self, key: int) -> None:
+        """The stream ``key`` changed: retry its parked processes on the next loop turn."""
+        if key in self._parked and key not in self._ringing:
+            self._ringing.add(key)
+            self._loop.call_soon(self._retry, key)
+
+    def _retry(self, key: int) -> None:
+        self._ringing.discard(key)
+        waiting = self._parked.pop(key, None)
+        if not waiting:
+            return
+        now = self._now
+        for p in waiting:
+            effect = p.effect
+            assert effect is not None
+            got = put(effect, p.since, now) if isinstance(effect, Put) else get(effect, now)
+            if must_wait(got):
+                self.park(p, effect, now())
+                continue
+            p.since, p.effect, p.until = -1, None, -1     # a pending timer finds nothing to time out
+            self._wake(p, got)
+
+    def _timed_out(self, p: Proc) -> None:
+        p.timer = None
+        if p.until < 0 or p.effect is None:
+            return                              # not waiting on a timed Get any more
+        left = p.until - self._now()
+        if left > 0:
+            p.timer = self._loop.call_later(left / 1e9, self._timed_out, p)
+            return
+        waiting = self._parked.get(p.key)
+        if waiting is None or p not in waiting:
+            return
+        waiting.remove(p)
+        if not waiting:
+            del self._parked[p.key]
+        p.since, p.effect, p.until = -1, None, -1
+        self._wake(p, TIMEOUT)

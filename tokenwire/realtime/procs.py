@@ -1,0 +1,37 @@
+"""One running process as the event-loop driver keeps it: its generator, wire, deadline and what it waits on.
+
+How this works: the driver makes one ``Proc`` per spawned process and hands
+it to its timers and its parking lot, which are the only other code that
+reads or writes it.  A plain slotted class, not a dataclass: its fields
+change on every step, and it is made once per process, not per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from ..core.effects import Get, Process, Put
+from .wires import LoopWire, Wire, split
+
+__all__ = ["Proc"]
+
+
+class Proc:
+    """A running process: see the field comments."""
+
+    __slots__ = ("deadline", "effect", "frame", "future", "gen", "key", "memory", "resume", "since", "timer",
+                 "until", "wire")
+
+    def __init__(self, gen: Process, wire: Wire | LoopWire | None, now: int, future: asyncio.Future[Any]) -> None:
+        self.gen, self.deadline, self.future = gen, now, future     # deadline: when its pacing says it is due
+        self.wire, self.memory = split(wire)   # the wire a Send writes to: one that calls back, or one in memory
+        self.frame = b""                       # a frame waiting for the in-memory reader to be ready
+        self.resume: Callable[[bool], None] | None = None     # what a LoopWire calls back (made once)
+        # What the parking lot keeps while the process waits on a stream:
+        self.since = -1                        # when it parked on a full or empty channel (-1: not parked)
+        self.effect: Put | Get | None = None   # the Put or Get it waits to retry
+        self.key = 0                           # the stream it is parked on
+        self.until = -1                        # the parked Get's timeout, a deadline in ns (-1: none)
+        self.timer: asyncio.TimerHandle | None = None   # pending; fires at or before ``until``
