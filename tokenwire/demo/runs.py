@@ -112,12 +112,14 @@ def _create(server: LiveServer, query: str) -> str:
 
 
 def _connect(server: LiveServer, settings: DemoSettings, stream_id: str, spec: RunSpec, name: str,
-             progress: Progress | None, **kwargs: object) -> Client:
+             progress: Progress | None, hang_up_after: int | None = None,
+             last_event_id: str | None = None) -> Client:
     def tick(n: int) -> None:
         if progress is not None:
             progress(name, n, spec.tokens)
     seen = read_stream(server, f"/streams/{stream_id}/events", reader_ms=spec.reader_ms,
-                       rcvbuf=settings.rcvbuf, on_token=tick, **kwargs)  # type: ignore[arg-type]
+                       rcvbuf=settings.rcvbuf, on_token=tick, hang_up_after=hang_up_after,
+                       last_event_id=last_event_id)
     if seen.status != 200:
         raise RuntimeError(f"GET /streams/{stream_id}/events answered {seen.status}")
     return seen

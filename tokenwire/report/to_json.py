@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import Report
 from .sections import Resume
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["report_json"]
 
@@ -25,7 +28,7 @@ def _resume_json(r: Resume) -> dict[str, Any]:
     }
 
 
-def _record(record: Any, leave_out: str = "") -> dict[str, Any]:
+def _record(record: DataclassInstance, leave_out: str = "") -> dict[str, Any]:
     """A frozen record's fields as a dict, ``leave_out`` left out."""
     return {f.name: getattr(record, f.name) for f in fields(record) if f.name != leave_out}
 
