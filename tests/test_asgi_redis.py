@@ -1,8 +1,11 @@
-"""Two uvicorn processes serving ``tokenwire.asgi:app`` on one Redis (``TOKENWIRE_LOG_URL``): a stream started
-on one is resumed on the other, to the exact text, each id once.  Redis is this test's own redis-server."""
+"""Model streams on a shared (Redis) log: two uvicorn processes serving ``tokenwire.asgi:app`` on one Redis
+(``TOKENWIRE_LOG_URL``), a stream started on one resumed on the other, to the exact text, each id once (Redis is
+this test's own redis-server); and a model stream whose lease cannot be taken (Redis down) ends its reader.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 
@@ -10,7 +13,11 @@ import httpx
 from asgi_helpers import read_stream, uvicorn
 from redis_fixture import running_redis
 
+from tokenwire.asgi.shared_model import SharedModelStream
+from tokenwire.core.clock import RealClock
 from tokenwire.core.model import ANSWER
+from tokenwire.core.tokenlog import LogUnavailable
+from tokenwire.realtime import LoopDriver
 
 
 def test_a_stream_started_on_one_process_resumes_on_the_other() -> None:
@@ -65,3 +72,57 @@ def test_your_own_model_ends_early_on_another_process_when_its_owner_dies() -> N
     assert len(rest.ids) + 5 < 400
     assert rest.last.event == "done" and rest.last_json()["stopped_early"] is True
     assert rest.last_json()["reason"] == "owner lost" and rest.last_json()["tokens"] == 5 + len(rest.ids)
+
+
+class _DownLog:
+    """A shared log whose Redis is down: every call of its asyncio twin fails."""
+
+    class aio:  # noqa: N801 - the attribute name the stream reads
+        class log:  # noqa: N801
+            lease_ms = 3000
+
+        @staticmethod
+        async def length(*args: object) -> int:
+            return 0
+
+        @staticmethod
+        async def read_after(*args: object) -> list[str]:
+            return []
+
+        @staticmethod
+        async def claim(*args: object) -> None:
+            raise LogUnavailable("redis down")
+
+        @staticmethod
+        async def set_state(*args: object) -> None:
+            raise LogUnavailable("redis down")
+
+
+class _Frames:
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+
+    def send(self, frame: bytes, resume: object) -> bool:
+        self.frames.append(frame)
+        return True
+
+
+def test_a_model_stream_whose_lease_cannot_be_taken_ends_its_reader() -> None:
+    async def model():  # type: ignore[no-untyped-def]
+        for token in ("a", "b"):
+            yield token
+
+    async def scenario() -> tuple[bool, bool, list[bytes]]:
+        driver = LoopDriver(asyncio.get_running_loop(), RealClock(), on_error=lambda exc: None)
+        stream = SharedModelStream("m", model(), _DownLog())  # type: ignore[arg-type]
+        wire = _Frames()
+        writer = driver.spawn(stream.serve(-1, stream.new_channel(), heartbeat_ns=50_000_000), wire)
+        for _ in range(100):
+            if writer.done():
+                break
+            await asyncio.sleep(0.01)
+        return writer.done(), stream.producer_running, wire.frames
+
+    done, running, frames = asyncio.run(scenario())
+    assert done and not running
+    assert b"event: done" not in b"".join(frames) and b": ping" not in b"".join(frames)

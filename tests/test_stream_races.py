@@ -1,10 +1,16 @@
-"""Regressions found in review: one producer per stream id, and a failed log call leaves no half-made state."""
+"""A stream under races: one producer per stream id, a failed log call leaves no half-made state, a heartbeat
+timeout is not restarted by other wake-ups, and a reader that arrives once all is logged replays beside one
+still draining."""
 
 import pytest
 
+from tokenwire.core.clock import VirtualClock
+from tokenwire.core.effects import Process, Sleep
 from tokenwire.core.model import ANSWER, Model, TimingModel
 from tokenwire.core.pipeline import RunSpec
-from tokenwire.core.stream import Stream
+from tokenwire.core.reader import MemoryReader
+from tokenwire.core.simulate import Simulation
+from tokenwire.core.stream import Ending, Stream
 from tokenwire.core.tokenlog import LogUnavailable, MemoryTokenLog, StreamState
 from tokenwire.endpoints.registry import Registry
 
@@ -80,3 +86,23 @@ def test_a_heartbeat_timeout_is_not_restarted_by_other_wake_ups():
     driver.spawn(notify_forever())
     driver.run()
     assert result.result() is TIMEOUT and 3 <= state["wakes"] < 1000, "the timeout fired while wake-ups kept coming"
+
+
+def test_a_reader_that_arrives_once_all_is_logged_does_not_cut_off_one_still_draining() -> None:
+    clock = VirtualClock()
+    stream = Stream("s", Model(ANSWER[:10], TimingModel(step_ns=100_000, ttft_ns=100_000, jitter=0.0)),
+                    MemoryTokenLog(clock.now), capacity=4)
+    slow, late = MemoryReader(reader_ns=5_000_000), MemoryReader()
+    endings: dict[str, Ending] = {}
+
+    def read(name: str, reader: MemoryReader, after_ns: int) -> Process:
+        yield Sleep(after_ns)
+        reader.begin_connection()
+        endings[name] = yield from stream.serve(-1, stream.new_channel())
+
+    sim = Simulation(clock)
+    sim.spawn(read("slow", slow, 0), slow)
+    sim.spawn(read("late", late, 30_000_000), late)        # all ten are logged by then; slow has read ~6
+    sim.run()
+    assert endings == {"slow": Ending.DONE, "late": Ending.DONE}
+    assert slow.ids == late.ids == list(range(10))
