@@ -1,13 +1,14 @@
 """``AsgiWire`` in this process against fake ASGI ``send``s: a write the server takes at once, one it makes
-wait (a slow reader), one it never finishes (the write timeout), a silent stream's heartbeat, and the peer
-leaving.  Every wait is bounded by ``asyncio.wait_for``."""
+wait (a slow reader), one it never finishes (the write timeout), and the peer leaving.  (The heartbeat is
+the writer's, the same for both servers: ``tests/test_endpoints.py``.)  Every wait is bounded by
+``asyncio.wait_for``."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from tokenwire.asgi.wire import PING, AsgiWire, eager_send
+from tokenwire.asgi.wire import AsgiWire, eager_send
 
 Message = dict[str, Any]
 
@@ -43,13 +44,14 @@ async def _respond(wire: AsgiWire, server: FakeServer, frames: list[bytes], resu
                 results.append(now)
                 asyncio.get_running_loop().call_soon(step, index + 1)
         asyncio.get_running_loop().call_soon(step, 0)
-    await wire.respond([], server.receive, start, on_gone=lambda: gone.append(wire.failure or ""))
+    wire.on_gone = lambda: gone.append(wire.failure or "")
+    await wire.respond([], server.receive, start)
 
 
 def _run(eager: bool, gate: bool, frames: list[bytes]) -> tuple[FakeServer, list[bool | None], AsgiWire]:
     async def main() -> tuple[FakeServer, list[bool | None], AsgiWire]:
         server, results = FakeServer(), []
-        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5, heartbeat_s=60, eager=eager)
+        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5, eager=eager)
         if gate:
             server.gate = asyncio.get_running_loop().create_future()
             asyncio.get_running_loop().call_later(0.05, server.gate.set_result, None)
@@ -71,7 +73,7 @@ def test_a_reader_that_takes_nothing_is_dropped_after_the_write_timeout() -> Non
     async def main() -> tuple[list[bool | None], list[str], AsgiWire]:
         server, results, gone = FakeServer(), [], []
         server.gate = asyncio.get_running_loop().create_future()      # never opens
-        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=0.1, heartbeat_s=60)
+        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=0.1)
         await asyncio.wait_for(_respond(wire, server, [b"data: x\n\n"], results, gone), 5)
         return results, gone, wire
     results, gone, wire = asyncio.run(main())
@@ -79,15 +81,16 @@ def test_a_reader_that_takes_nothing_is_dropped_after_the_write_timeout() -> Non
     assert gone == ["write timeout: nothing taken for 0.1 s"] and wire.failure == gone[0]
 
 
-def test_a_silent_stream_gets_pings_and_a_disconnect_lets_go_at_once() -> None:
+def test_a_disconnect_lets_go_at_once() -> None:
     async def main() -> tuple[FakeServer, list[str]]:
         server, gone = FakeServer(), []
-        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5, heartbeat_s=0.05)
+        wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5)
+        wire.on_gone = lambda: gone.append("gone")
         asyncio.get_running_loop().call_later(0.3, server.disconnect.set)
-        await asyncio.wait_for(wire.respond([], server.receive, lambda w: None, lambda: gone.append("gone")), 5)
+        await asyncio.wait_for(wire.respond([], server.receive, lambda w: None), 5)
         return server, gone
     server, gone = asyncio.run(main())
-    assert len(server.bodies) >= 3 and set(server.bodies) == {PING}    # no end of response: the peer left
+    assert server.bodies == []                  # no end of response: the peer left
     assert gone == ["gone"]
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..endpoints.params import RequestError, utf8
-from ..endpoints.rules import JSON_HEADERS, error_body
+from ..endpoints.decisions import LiveRequest
+from ..endpoints.params import utf8
+from ..endpoints.rules import body_error
 from .wire import Receive, Send
 
-__all__ = ["answer", "asgi_headers", "client", "error", "header_values", "query", "read_body", "root_path",
+__all__ = ["answer", "asgi_headers", "client", "header_values", "live_request", "query", "read_body", "root_path",
            "route_path"]
 
 Scope = Mapping[str, Any]
@@ -49,6 +50,14 @@ def header_values(scope: Scope, name: bytes) -> list[str]:
     return [bytes(value).decode("latin-1") for key, value in scope.get("headers", ()) if bytes(key).lower() == name]
 
 
+def live_request(scope: Scope) -> LiveRequest:
+    """The request the endpoints read: method, path under the mount, query, headers, client, mount point."""
+    headers = tuple((bytes(key).decode("latin-1").lower(), bytes(value).decode("latin-1"))
+                    for key, value in scope.get("headers", ()))
+    return LiveRequest(str(scope["method"]), route_path(scope), query(scope), headers, client(scope),
+                       root_path(scope))
+
+
 def client(scope: Scope) -> str:
     """The client's address ("-" when the server does not say)."""
     peer = scope.get("client")
@@ -64,7 +73,7 @@ async def read_body(receive: Receive, limit: int) -> bytes:
             return bytes(body)                     # the client left before the body was whole
         body += message.get("body", b"")
         if len(body) > limit:
-            raise RequestError(413, f"request body longer than {limit} bytes")
+            raise body_error(limit)
         if not message.get("more_body", False):
             return bytes(body)
 
@@ -81,8 +90,3 @@ async def answer(send: Send, status: int, headers: Iterable[tuple[str, str]], bo
         fields.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def error(send: Send, refused: RequestError) -> None:
-    """Send a refusal as the live endpoints do: JSON ``{"error": ...}`` with the error's own headers."""
-    await answer(send, refused.status, (*JSON_HEADERS, *refused.headers), error_body(refused.message))

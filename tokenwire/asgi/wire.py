@@ -23,9 +23,8 @@ been taken for ``write_timeout_s`` (a reader that stopped reading: the
 request task is then cancelled, which makes the server close the
 connection).  Each answers the writer False at once and calls ``on_gone``,
 which lets go of the stream (``cancel`` or ``detach``, as configured)
-without waiting for the next frame.  A stream silent for ``heartbeat_s``
-gets a ``: ping`` from the request's task: one timer per period per
-connection, not one per token.
+without waiting for the next frame.  The heartbeat is the writer's own (the
+endpoints'): this wire only writes what it is given.
 """
 
 from __future__ import annotations
@@ -34,20 +33,19 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from ..core.sse import encode_comment
+from ..core.frames import is_token_frame
 
-__all__ = ["PING", "AsgiWire", "Receive", "Send", "eager_send"]
+__all__ = ["AsgiWire", "Receive", "Send", "eager_send"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 # How often, as a share of the write timeout, a stuck frame is looked for:
 # a reader that takes nothing is dropped within 1.25 timeouts.
 _WATCH_SHARE = 0.25
-# What a silent stream sends every heartbeat (the core writer's own ping).
-PING = encode_comment("ping")
 # The servers whose `send` is a plain method of their connection, safe to step by hand.
 _EAGER_MODULES = ("uvicorn.protocols.http.httptools_impl", "uvicorn.protocols.http.h11_impl")
 _Write = Coroutine[Any, Any, None]
+
 
 
 def eager_send(send: Send) -> bool:
@@ -64,30 +62,29 @@ class AsgiWire:
     """A ``LoopWire`` over an ASGI response: frames are written at once when they can be, else by ``respond``'s task.
 
     ``failure`` names why the peer was declared gone (None while it is not);
-    ``bytes_sent``/``frames_sent`` count what ``send`` took.
+    ``bytes_sent``/``frames_sent``/``tokens_sent`` count what ``send`` took;
+    ``on_gone`` is called once when the peer is declared gone.
     """
 
     def __init__(self, send: Send, loop: asyncio.AbstractEventLoop, *, write_timeout_s: float,
-                 heartbeat_s: float, eager: bool | None = None) -> None:
-        for name, value in (("write_timeout_s", write_timeout_s), ("heartbeat_s", heartbeat_s)):
-            if not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+                 eager: bool | None = None) -> None:
+        if not write_timeout_s > 0:
+            raise ValueError(f"write_timeout_s must be a positive number of seconds, got {write_timeout_s!r}")
         self._send, self.loop = send, loop
-        self.write_timeout_s, self.heartbeat_s = write_timeout_s, heartbeat_s
+        self.write_timeout_s = write_timeout_s
         self.eager = eager_send(send) if eager is None else eager
         self.failure: str | None = None
-        self.bytes_sent = self.frames_sent = 0
+        self.bytes_sent = self.frames_sent = self.tokens_sent = 0
         self._frame: bytes | None = None               # a frame for the task to write
-        self._started: tuple[_Write, Any, int] | None = None   # a write begun by hand: coroutine, what it yielded, size
+        self._started: tuple[_Write, Any, bytes] | None = None   # a write begun by hand: coroutine, what it yielded, frame
         self._resume: Callable[[bool], None] | None = None
         self._wake: asyncio.Future[None] | None = None
         self._busy = True                              # the task is writing (or not yet waiting)
-        self._ended = self._ping = self._timed_out = False
+        self._ended = self._timed_out = False
         self._since: float | None = None               # loop time the write in progress began
-        self._last = 0.0                               # loop time the last write began
         self._task: asyncio.Task[Any] | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._on_gone: Callable[[], None] = lambda: None
+        self._watcher: asyncio.TimerHandle | None = None
+        self.on_gone: Callable[[], None] = lambda: None
 
     # -- the LoopWire side (called by the driver) ---------------------------------
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
@@ -101,25 +98,30 @@ class AsgiWire:
         return None
 
     def _send_now(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
-        self._last = self.loop.time()
         write = self._send(_body(frame))
         try:
             waits_on = write.send(None)  # type: ignore[attr-defined]
         except StopIteration:
-            return self._sent(len(frame))
+            return self._sent(frame)
         except (OSError, RuntimeError) as exc:
             self.lost(f"send failed: {type(exc).__name__}: {exc}")
             return False
-        self._started, self._resume, self._since = (write, waits_on, len(frame)), resume, self._last  # type: ignore[assignment]
+        self._started, self._resume, self._since = (write, waits_on, frame), resume, self.loop.time()
         self._poke()
         return None
 
-    def _sent(self, size: int) -> bool:
+    def _sent(self, frame: bytes) -> bool:
         if self.failure is not None:
             return False
-        self.bytes_sent += size
+        self.bytes_sent += len(frame)
         self.frames_sent += 1
+        if is_token_frame(frame):
+            self.tokens_sent += 1
         return True
+
+    def snapshot(self) -> tuple[int, int]:
+        """Return ``(bytes the server took, token frames sent)``."""
+        return self.bytes_sent, self.tokens_sent
 
     def end(self) -> None:
         """The writer has finished: the response ends once the last frame is written."""
@@ -134,7 +136,7 @@ class AsgiWire:
         self._frame = None
         resume, self._resume = self._resume, None
         self._poke()
-        self._on_gone()
+        self.on_gone()
         if resume is not None:
             resume(False)
 
@@ -145,20 +147,17 @@ class AsgiWire:
 
     # -- the response's task -----------------------------------------------------------
     async def respond(self, headers: list[tuple[bytes, bytes]], receive: Receive,
-                      start: Callable[[AsgiWire], None], on_gone: Callable[[], None]) -> None:
+                      start: Callable[[AsgiWire], None]) -> None:
         """Send the 200 with ``headers``, call ``start(self)`` (it spawns the writer), write its frames until it ends.
 
         Completes the response unless the peer went away.  If the task is
         cancelled meanwhile, the peer is treated as gone.
         """
         self._task = asyncio.current_task()
-        self._on_gone = on_gone
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
         start(self)
         listener = self.loop.create_task(self._listen(receive))
-        self._last = self.loop.time()
         self._watch()
-        self._beat()
         try:
             await self._pump()
         except asyncio.CancelledError:
@@ -168,8 +167,8 @@ class AsgiWire:
             return                      # our own watch cancelled it: the server closes the connection
         finally:
             listener.cancel()
-            for timer in self._timers.values():
-                timer.cancel()
+            if self._watcher is not None:
+                self._watcher.cancel()
         if self.failure is None:
             await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -180,10 +179,6 @@ class AsgiWire:
             elif self._frame is not None:
                 frame, self._frame = self._frame, None
                 ok = await self._write(frame)
-            elif self._ping and not self._ended:
-                self._ping = False
-                await self._write(PING)
-                continue
             elif self._ended or self.failure is not None:
                 return
             else:
@@ -196,7 +191,7 @@ class AsgiWire:
                 resume(ok)
 
     async def _write(self, frame: bytes) -> bool:
-        self._since = self._last = self.loop.time()
+        self._since = self.loop.time()
         try:
             await self._send(_body(frame))
         except (OSError, RuntimeError) as exc:       # servers that raise on a closed connection
@@ -204,9 +199,9 @@ class AsgiWire:
             return False
         finally:
             self._since = None
-        return self._sent(len(frame))
+        return self._sent(frame)
 
-    async def _finish(self, write: _Write, waits_on: Any, size: int) -> bool:
+    async def _finish(self, write: _Write, waits_on: Any, frame: bytes) -> bool:
         """Run a write begun by hand to its end in this task (it was waiting on ``waits_on``)."""
         self._started = None
         try:
@@ -220,7 +215,7 @@ class AsgiWire:
                     continue
                 waits_on = write.send(None)
         except StopIteration:
-            return self._sent(size)
+            return self._sent(frame)
         except (OSError, RuntimeError) as exc:
             self.lost(f"send failed: {type(exc).__name__}: {exc}")
             return False
@@ -242,12 +237,4 @@ class AsgiWire:
             if self._task is not None:
                 self._task.cancel()
             return
-        self._timers["watch"] = self.loop.call_later(self.write_timeout_s * _WATCH_SHARE, self._watch)
-
-    def _beat(self) -> None:
-        due = self._last + self.heartbeat_s
-        if self.loop.time() >= due and self._since is None:
-            self._ping = True
-            self._poke()
-            due = self.loop.time() + self.heartbeat_s
-        self._timers["beat"] = self.loop.call_at(due, self._beat)
+        self._watcher = self.loop.call_later(self.write_timeout_s * _WATCH_SHARE, self._watch)

@@ -39,9 +39,10 @@ from ..core.effects import Process
 from ..core.model import Model, answer
 from ..core.pipeline import RunSpec
 from ..core.stream import Stream
-from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError, MemoryTokenLog, TokenLog, UnknownStream
+from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
 
-__all__ = ["AttachStreamAsync", "DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "DEFAULT_MAX_LIVE", "STREAM_ID_BYTES", "Busy", "LiveStream",
+__all__ = ["AttachStreamAsync", "DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "DEFAULT_MAX_LIVE", "STREAM_ID_BYTES",
+           "Busy", "LiveStream",
            "OverQuota", "Registry", "UnknownStream", "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
 
 # 16 random bytes (22 URL-safe characters, 128 bits): the id is the only key
@@ -221,8 +222,17 @@ class Registry:
         return self._remember(LiveStream(stream, spec, cut_after))
 
     def adopt(self, stream: Stream, spec: RunSpec, cut_after: int | None = None) -> LiveStream:
-        """Keep a stream made elsewhere (your own model's) under its id; returns its ``LiveStream``."""
-        return self._remember(LiveStream(stream, spec, cut_after))
+        """Keep a stream made elsewhere (your own model's) under its id; returns its ``LiveStream``.
+
+        A stream that generates from its creation on (your own model on a
+        shared log: ``start_at_creation`` gives its producer) is started here.
+        """
+        live = self._remember(LiveStream(stream, spec, cut_after))
+        start = getattr(stream, "start_at_creation", None)
+        producer = start() if start is not None else None
+        if producer is not None:
+            self.spawn(producer)
+        return live
 
     def _remember(self, live: LiveStream) -> LiveStream:
         with self._lock:
@@ -238,27 +248,41 @@ class Registry:
         return live
 
     def get(self, stream_id: str) -> LiveStream:
-        """Return the stream with this id; raises ``UnknownStream`` (never made here, or evicted)."""
+        """Return the stream with this id; raises ``UnknownStream`` (never made here, or evicted).
+
+        The blocking path, for a log whose calls need no awaiting (memory) and tools; ``get_async`` is the
+        same lookup with the log's calls awaited.
+        """
+        live = self._known(stream_id)
+        if live is None:
+            stream = self._attach_stream(stream_id, self.log)   # UnknownStream if the log does not hold it
+            return self._joined(stream, spec_from_meta(self.log.meta(stream_id)))
+        return self._still_logged(live, self.log.total, stream_id)
+
+    def _known(self, stream_id: str) -> LiveStream | None:
         with self._lock:
             live = self._streams.get(stream_id)
             if live is not None:
                 self._streams.move_to_end(stream_id)
-        if live is None:
-            return self._attach(stream_id)
-        try:
-            self.log.total(stream_id)
-        except UnknownStream:
-            with self._lock:
-                _let_go(self._streams.pop(stream_id, None))
-            raise
         return live
 
-    def _attach(self, stream_id: str) -> LiveStream:
-        stream = self._attach_stream(stream_id, self.log)   # UnknownStream if the log does not hold it
-        spec = spec_from_meta(self.log.meta(stream_id))
+    def _joined(self, stream: Stream, spec: RunSpec) -> LiveStream:
         # A one-time cut belongs to the instance that made the stream; a
         # stream joined later runs to the end rather than being cut twice.
         return self._remember(LiveStream(stream, spec, -1))
+
+    def _still_logged(self, live: LiveStream, total: Callable[[str], object], stream_id: str) -> LiveStream:
+        """``live``, once the log says it still holds it (``total`` raises ``UnknownStream`` otherwise)."""
+        try:
+            total(stream_id)
+        except UnknownStream:
+            self._forget(stream_id)
+            raise
+        return live
+
+    def _forget(self, stream_id: str) -> None:
+        with self._lock:
+            self._streams.pop(stream_id, None)
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -277,17 +301,15 @@ class Registry:
         """``get``, with a shared log read by awaited calls; raises ``UnknownStream``, ``LogUnavailable``."""
         if self._attach_stream_async is None:
             return self.get(stream_id)
-        with self._lock:
-            live = self._streams.get(stream_id)
+        live = self._known(stream_id)
         if live is None:
             stream = await self._attach_stream_async(stream_id, self.log)
             spec = getattr(stream, "spec", None) or spec_from_meta(await self.aio.meta(stream_id))
-            return self._remember(LiveStream(stream, spec, -1))
+            return self._joined(stream, spec)
         try:
             await self.aio.total(stream_id)
         except UnknownStream:
-            with self._lock:
-                _let_go(self._streams.pop(stream_id, None))
+            self._forget(stream_id)
             raise
         return live
 
@@ -296,7 +318,7 @@ class Registry:
         return int(await self.aio.length(stream_id)) if self.aio is not None else self.log.length(stream_id)
 
     async def check_cursor_async(self, stream_id: str, cursor: int) -> None:
-        """Raise ``LogGap`` if the log no longer holds the token after ``cursor`` (``UnknownStream`` if not the stream)."""
+        """Raise ``LogGap`` if the log no longer holds the token after ``cursor`` (``UnknownStream``: no stream)."""
         if self.aio is not None:
             await self.aio.read_after(stream_id, cursor, 0)
         else:

@@ -1,16 +1,16 @@
-"""The live endpoints' decisions about a request, before any I/O: paths, headers, refusals, the resume cursor.
+"""The live routes' rules, each written once: paths, methods, headers, refusals and their messages, the cursor.
 
-How this works: ``tokenwire serve`` (``routes``, over h11) and the ASGI app
-(``tokenwire.asgi``) answer the same three live routes with the same status
-codes, messages and headers, so what both need is here, as pure functions of
-a request's parts: which methods a live path takes (``live_allow``), the
-``Last-Event-ID`` header (``last_event_id``), what an events request asks
-for (``events_request``: the cursor, a cut, or a 204 when the reader has
-everything), the 201 of a created stream (``created``), and the refusals of
-the registry and the token log as ``RequestError`` (``busy_error``,
-``quota_error``, ``log_error``).  Each edge turns a ``RequestError`` into its
-own response: JSON ``{"error": ...}`` with ``JSON_HEADERS`` and the error's
-own headers.
+How this works: pure functions of a request's parts, which ``decide`` runs
+in order: which methods a live path takes (``live_allow``; 405, 404 and 501
+otherwise), the ``Last-Event-ID`` header (``last_event_id``), what an events
+request asks for (``events_request``: the cursor, a cut, or a 204 when the
+reader has every token), the 201 of a created stream (``created``), and the
+refusals of the request's body, the registry and the token log as
+``RequestError`` (``chunked_error``, ``body_error``, ``busy_error``,
+``quota_error``, ``log_error``).  Both servers answer a ``RequestError`` as
+JSON ``{"error": ...}`` with ``JSON_HEADERS`` and the error's own headers;
+``tokenwire serve``'s HTTP layer refuses an oversized body with the same
+error before the request reaches a route.
 """
 
 from __future__ import annotations
@@ -26,11 +26,16 @@ from .params import RequestError, cut_range_message, echo, header_text, parse_co
 from .params import unknown_stream_message
 from .registry import Busy, OverQuota
 
-__all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "NO_CONTENT_HEADERS", "NO_STORE",
-           "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "busy_error", "created", "error_body",
-           "events_request", "last_event_id", "live_allow", "log_error", "method_error", "quota_error"]
+__all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "KNOWN_METHODS", "NO_CONTENT_HEADERS",
+           "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error",
+           "chunked_error", "created", "error_body", "events_request", "last_event_id", "live_allow", "log_error",
+           "method_error", "no_route_error", "not_implemented_error", "quota_error"]
 
 EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
+# Methods some route answers (with 405 where a path does not take one); any
+# other method is 501, as RFC 9110 asks of a method a server does not implement.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+_ROUTES = "the routes here are POST /streams, GET /streams/<id>/events and GET /stream"
 # The methods each live path takes (a 405's Allow).
 ALLOW_STREAMS, ALLOW_GET = "POST", "GET"
 
@@ -56,6 +61,28 @@ def live_allow(path: str) -> str | None:
     if path == "/stream" or EVENTS_PATH.fullmatch(path):
         return ALLOW_GET
     return None
+
+
+def not_implemented_error(method: str) -> RequestError:
+    """The 501 for a method no route here takes."""
+    return RequestError(501, f"method {method[:20]!r} is not implemented here")
+
+
+def no_route_error(path: str) -> RequestError:
+    """The 404 of a path that is none of the live routes (where they are all a server serves)."""
+    return RequestError(404, f"no such path {echo(path)}: {_ROUTES}")
+
+
+def chunked_error() -> RequestError:
+    """The 411 for a ``POST /streams`` with a chunked body."""
+    return RequestError(411, "send the parameters in the query string; chunked bodies are refused")
+
+
+def body_error(limit: int, size: int | None = None) -> RequestError:
+    """The 413 for a body past ``limit`` bytes (``size``: what ``Content-Length`` announced)."""
+    if size is None:
+        return RequestError(413, f"request body longer than {limit} bytes")
+    return RequestError(413, f"request body of {size} bytes; at most {limit} are read")
 
 
 def method_error(path: str, method: str, allow: str) -> RequestError:
@@ -112,7 +139,10 @@ def events_request(query: str, header_values: list[str], stream: Stream, generat
     requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
     if requested is not None and not 0 <= requested < stream.total:
         raise RequestError(400, cut_range_message(stream.total, params["cut_after"]))
-    return EventsRequest(cursor, requested, header, params.get("last_event_id"), cursor == stream.total - 1)
+    # 204 only to a reader that has every token: a stream that ended before
+    # index 0 (an early stop, a model that failed at once) replays its ending.
+    complete = cursor >= 0 and cursor == stream.total - 1
+    return EventsRequest(cursor, requested, header, params.get("last_event_id"), complete)
 
 
 def created(stream_id: str, root_path: str = "") -> tuple[tuple[tuple[str, str], ...], bytes]:

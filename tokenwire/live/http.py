@@ -35,17 +35,15 @@ from typing import Any, Protocol
 import h11
 
 from ..endpoints.config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
-from ..endpoints.params import utf8
-from ..endpoints.rules import JSON_HEADERS, error_body
+from ..endpoints.decide import refusal
+from ..endpoints.decisions import Answer
+from ..endpoints.params import RequestError, utf8
+from ..endpoints.rules import KNOWN_METHODS, body_error, chunked_error, not_implemented_error
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
            "text_answer"]
 
-# Methods some route of this server answers (with 405 where a path does not
-# take one); any other method is 501, as RFC 9110 asks of a method the
-# server does not implement.
-KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
 # More header lines than any browser sends (20-30); 100 is http.server's own limit.
 MAX_HEADERS = 100
 # What h11 may buffer for one event: our limits on the head, and a little slack.
@@ -78,21 +76,13 @@ class Request:
         return [value for key, value in self.headers if key == name]
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A complete response: status, headers without ``Content-Length``, body (left out for HEAD)."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes = b""
-
-
 class Host(Protocol):
     """What a connection needs of its server."""
 
     config: LiveConfig
 
     def admit(self, connection: HttpConnection) -> bool: ...
+    def requested(self, connection: HttpConnection) -> None: ...
     def forget(self, connection: HttpConnection) -> None: ...
     def dispatch(self, request: Request, connection: HttpConnection) -> Awaitable[Answer | None]: ...
     def access(self, line: str) -> None: ...
@@ -145,7 +135,7 @@ def _precheck(buf: bytes) -> Answer | None:
                                 "send HTTP/1.0 or HTTP/1.1")
     method = words[0].decode("latin-1")
     if method not in KNOWN_METHODS:
-        return text_answer(501, f"method {method[:20]!r} is not implemented here")
+        return _text_refusal(not_implemented_error(method))
     stop = buf.find(b"\r\n\r\n", end)
     fields = buf[end + 1: None if stop < 0 else stop]
     if len(fields) > MAX_HEADER_BYTES or fields.count(b"\n") >= MAX_HEADERS:
@@ -155,9 +145,9 @@ def _precheck(buf: bytes) -> Answer | None:
     return None
 
 
-def _json_answer(status: int, message: str) -> Answer:
-    """A live endpoint's refusal, JSON as its routes answer (``POST /streams`` is one)."""
-    return Answer(status, JSON_HEADERS, error_body(message))
+def _text_refusal(exc: RequestError) -> Answer:
+    """A rule's refusal for a request that never reached a route: plain text."""
+    return text_answer(exc.status, exc.message, exc.headers)
 
 
 def _body_limits(fields: bytes) -> Answer | None:
@@ -166,11 +156,11 @@ def _body_limits(fields: bytes) -> Answer | None:
         name, _, value = line.partition(b":")
         name = name.strip().lower()
         if name == b"transfer-encoding":
-            return _json_answer(411, "send the parameters in the query string; chunked bodies are refused")
+            return refusal(chunked_error())
         if name == b"content-length":
             value = value.strip()
             if value.isdigit() and len(value) <= 9 and int(value) > MAX_BODY_BYTES:
-                return _json_answer(413, f"request body of {int(value)} bytes; at most {MAX_BODY_BYTES} are read")
+                return refusal(body_error(MAX_BODY_BYTES, int(value)))
     return None
 
 
@@ -183,6 +173,7 @@ class HttpConnection(asyncio.Protocol):
         self.client = "-"
         self.wire: TransportWire | None = None        # set while an event stream is written
         self.busy = False                             # a request was read: answering it
+        self.line_sent = False                        # its request line is complete: it is never shed
         self.closed = False
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=_H11_BUFFER)
         self._head = b""
@@ -207,6 +198,9 @@ class HttpConnection(asyncio.Protocol):
             return                          # nothing is read after the request (an SSE client says nothing)
         if self._request is None:
             self._head += data
+            if not self.line_sent and b"\n" in data:   # the first LF ends the request line
+                self.line_sent = True
+                self.host.requested(self)
             refused = _precheck(self._head)
             if refused is not None:
                 self.answer(refused)
@@ -253,7 +247,7 @@ class HttpConnection(asyncio.Protocol):
             elif isinstance(event, h11.Data):
                 self._body += event.data
                 if len(self._body) > MAX_BODY_BYTES:
-                    self.answer(_json_answer(413, f"request body longer than {MAX_BODY_BYTES} bytes"))
+                    self.answer(refusal(body_error(MAX_BODY_BYTES)))
                     return
             elif isinstance(event, h11.EndOfMessage):
                 self._dispatch()
@@ -310,6 +304,10 @@ class HttpConnection(asyncio.Protocol):
         self._deadline = None
         if not self.busy:      # slowloris, or an idle connection: its time is up
             self._close(abort=True)
+
+    def shed(self) -> None:
+        """Close this connection, which has not sent its request line, to give its slot to a new one."""
+        self._close(abort=True)
 
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:

@@ -1,61 +1,40 @@
-"""The live server's routes: what each parsed request gets, an ``Answer`` or an event stream.
+"""The live server's routes: the report pages, and the live routes adapted to the endpoints.
 
 How this works: ``Routes.dispatch`` is called by a connection with its
-``Request``.  The report pages (``/``, ``/api/report``) are rendered by the
-serverless edge's pure ``respond`` in a bounded thread pool, so a 10 ms
-render never stalls the streams; ``clock=real`` pages (seconds of real-time
-runs, each on a private event loop in its pool thread) have their own small
-pool, and past it answer 503 with ``Retry-After`` at once.  The live routes
-parse their request with ``params`` (a refusal is a ``RequestError``,
-answered as JSON ``{"error": ...}``); an event stream is written by the
-stream's writer process (``Stream.serve``) stepped by the server's
-event-loop driver, with the connection's ``TransportWire`` as its wire.
+``Request``.  A live path (``POST /streams``, ``GET /streams/<id>/events``,
+``GET /stream``) is handed to the endpoints (``tokenwire.endpoints``) as a
+``LiveRequest``; their ``Answer`` is written as it is, and an ``OpenStream``
+gets the connection's ``TransportWire`` after the ``200`` head.  The report
+pages (``/``, ``/api/report``) are rendered by the serverless edge's pure
+``respond`` in worker processes, so a 10 ms render never stalls the
+streams; ``clock=real`` pages (seconds of real-time runs) have their own
+small pool, and past it answer 503 with ``Retry-After`` at once.
 
 Every method on every path has one answer: a path that is not served is a
 404 whatever the method, a served path asked with the wrong method a 405
-with ``Allow``.  Nothing is created for a refused request: the open-stream
-slot (503) and the client's creation quota (429) are taken before a stream
-is made.
+with ``Allow``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from functools import partial
-from collections import deque
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from importlib import resources
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..core.stream import Stream
-from ..core.tokenlog import LogError, UnknownStream
-from ..handler import REPORT_PATHS, respond
 from ..core.frames import DEFAULT_RETRY_MS
+from ..endpoints.config import JOURNAL_SIZE, RETRY_AFTER_S, LiveConfig
+from ..endpoints.decide import Endpoints, refusal
+from ..endpoints.decisions import Answer, LiveRequest, OpenStream
+from ..endpoints.params import LIVE_PARAMS, RequestError
+from ..endpoints.rules import NO_STORE, SECURITY_HEADERS, SSE_HEADERS, live_allow, method_error
+from ..handler import REPORT_PATHS, respond
 from ..report.params import ParamError, parse_query
 from ..report.templating import ENV, live_stylesheet
-from ..endpoints.config import JOURNAL_SIZE, RETRY_AFTER_S, ConnectionLog, LiveConfig
-from .http import Answer, HttpConnection, Request, head_bytes
-from ..endpoints.params import LIVE_PARAMS, RequestError, spec_from_query, unknown_stream_message
-from ..endpoints.registry import Busy, LiveStream, OverQuota, Registry
-from ..endpoints.rules import (
-    EVENTS_PATH,
-    JSON_HEADERS,
-    NO_CONTENT_HEADERS,
-    NO_STORE,
-    SECURITY_HEADERS,
-    SSE_HEADERS,
-    busy_error,
-    created,
-    error_body,
-    events_request,
-    last_event_id,
-    live_allow,
-    log_error,
-    method_error,
-    quota_error,
-)
+from .http import HttpConnection, Request, head_bytes
 from .sockets import TransportWire, shrink_buffers
 
 __all__ = ["LIVE_CSP", "Routes", "allowed_methods"]
@@ -79,12 +58,9 @@ LIVE_PACE_MS = 25
 class ServerState(Protocol):
     """What the routes read of their server (``LiveServer`` is one)."""
 
-    registry: Registry
+    endpoints: Endpoints
     config: LiveConfig
-    journal: deque[ConnectionLog]
     wires: dict[str, TransportWire]
-    clock: Any
-    driver: Any
 
 
 def allowed_methods(path: str) -> str | None:
@@ -95,11 +71,6 @@ def allowed_methods(path: str) -> str | None:
     if path == "/live" or path in REPORT_PATHS or (path.startswith("/static/") and path[8:] in _STATIC):
         return _ALLOW_PAGE
     return None
-
-
-def json_error(status: int, message: str, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
-    """A live endpoint's error: JSON ``{"error": message}``."""
-    return Answer(status, (*JSON_HEADERS, *headers), error_body(message))
 
 
 class Routes:
@@ -129,14 +100,14 @@ class Routes:
 
     async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
         """The answer to ``request``, or None once an event stream has taken the connection."""
+        if live_allow(request.path) is not None:
+            return await self._live(request, connection)
         try:
-            return await self._route(request, connection)
+            return await self._page_route(request)
         except RequestError as exc:
-            return json_error(exc.status, exc.message, exc.headers)
-        except LogError as exc:
-            return self._log_failure(exc)
+            return refusal(exc)
 
-    async def _route(self, request: Request, connection: HttpConnection) -> Answer | None:
+    async def _page_route(self, request: Request) -> Answer:
         path, method = request.path, request.method
         allow = allowed_methods(path)
         if allow is None:
@@ -149,15 +120,7 @@ class Routes:
             return await self._page(request.target)
         if path == "/live":
             return self._live_page()
-        if path.startswith("/static/"):
-            return _static(path[len("/static/"):])
-        if path == "/streams":
-            return await self._create(request)
-        if path == "/stream":
-            return await self._stream(request, connection)
-        match = EVENTS_PATH.fullmatch(path)
-        assert match is not None
-        return await self._events(request, connection, await self._lookup(match.group(1)), created=False)
+        return _static(path[len("/static/"):])
 
     # -- pages -----------------------------------------------------------------------
     async def _page(self, target: str) -> Answer:
@@ -189,98 +152,48 @@ class Routes:
         return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *SECURITY_HEADERS,
                             ("Content-Security-Policy", LIVE_CSP), *NO_STORE), body)
 
-    # -- streams ---------------------------------------------------------------------
-    async def _create(self, request: Request) -> Answer:
-        values = request.header_values("transfer-encoding")
-        if values:
-            raise RequestError(411, "send the parameters in the query string; chunked bodies are refused")
-        spec, cut = spec_from_query(request.query)
-        registry = self.server.registry
-        self._admit_creation(request)
-        live = await registry.create_async(spec, cut_after=cut)
-        return Answer(201, *created(live.stream_id))
+    # -- the live routes -------------------------------------------------------------
+    async def _live(self, request: Request, connection: HttpConnection) -> Answer | None:
+        live_request = LiveRequest(request.method, request.path, request.query, request.headers, request.client)
 
-    def _admit_creation(self, request: Request) -> None:
-        try:
-            self.server.registry.admit_creation(request.client)
-        except OverQuota as exc:
-            raise quota_error(exc) from None
+        async def body() -> bytes:
+            return request.body                          # read whole, and held to its limit, by the HTTP layer
 
-    async def _stream(self, request: Request, connection: HttpConnection) -> Answer | None:
-        spec, cut = spec_from_query(request.query)
-        last_event_id(request.header_values("last-event-id"), created=True)   # refused before a stream is made
-        registry = self.server.registry
-        if registry.live >= registry.max_live:       # nor is one made for a 503
-            raise busy_error(Busy(registry.max_live))
-        self._admit_creation(request)
-        live = await registry.create_async(spec, cut_after=cut)
-        return await self._events(request, connection, live, created=True)
-
-    async def _lookup(self, stream_id: str) -> LiveStream:
-        try:
-            return await self.server.registry.get_async(stream_id)
-        except UnknownStream:
-            raise RequestError(404, unknown_stream_message(stream_id)) from None
-
-    async def _events(self, request: Request, connection: HttpConnection, live: LiveStream, *,
-                      created: bool) -> Answer | None:
-        registry, stream_id = self.server.registry, live.stream_id
-        asked = events_request(request.query, request.header_values("last-event-id"), live.stream,
-                               await registry.length_async(stream_id), created=created)
-        await registry.check_cursor_async(stream_id, asked.cursor)    # a 410 now, while a status can say so
+        decision = await self.server.endpoints.decide(live_request, body)
+        assert decision is not None
+        if isinstance(decision, Answer):
+            return decision
         if connection.closed:
-            return None                      # the client left while the log was asked
-        if asked.complete:
-            return Answer(204, NO_CONTENT_HEADERS)
+            self.server.endpoints.release(decision)      # the client left while the log was asked
+            return None
         try:
-            self.server.registry.open_slot()
-        except Busy as exc:
-            raise busy_error(exc) from None
-        try:
-            self._write_stream(connection, request, live, asked.cursor, live.take_cut(asked.cut), asked.header,
-                               asked.query_id)
+            self._write_stream(connection, request, decision)
         except BaseException:
-            self.server.registry.close_slot()     # the writer never started: its slot goes back
             connection.close_after(0)
             raise
         return None
 
-    def _write_stream(self, connection: HttpConnection, request: Request, live: LiveStream, cursor: int,
-                      cut: int | None, header: str | None, query_id: str | None) -> None:
-        server, stream, transport = self.server, live.stream, connection.transport
+    def _write_stream(self, connection: HttpConnection, request: Request, decision: OpenStream) -> None:
+        server, transport = self.server, connection.transport
         assert transport is not None
         config = server.config
         if config.sndbuf is not None:
             shrink_buffers(transport.get_extra_info("socket"), sndbuf=config.sndbuf)
         transport.write(head_bytes(200, SSE_HEADERS))
-        connection.log(request, 200, 0)
         wire = TransportWire(transport, connection.loop, write_timeout_s=config.write_timeout_s,
                              sample=config.sample_queues)
+
+        def ended() -> None:
+            connection.log(request, 200, wire.bytes_sent)
+            connection.close_after(config.write_timeout_s)
+
+        wire.on_end = ended
         connection.wire = wire
         if config.sample_queues:
-            server.wires[stream.stream_id] = wire
+            server.wires[decision.live.stream_id] = wire
             while len(server.wires) > JOURNAL_SIZE:      # bounded like the journal
                 server.wires.pop(next(iter(server.wires)))
-        channel = stream.new_channel()
-        writer = stream.serve(cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9))
-        done = server.driver.spawn(writer, wire)
-
-        def finished(future: asyncio.Future[Any]) -> None:
-            server.registry.close_slot()
-            ending = future.result() if not future.cancelled() and future.exception() is None else None
-            generated = _generated(server.registry, stream)
-            if ending is not None:
-                server.journal.append(ConnectionLog(
-                    stream.stream_id, header, query_id, cursor, cut, ending, wire.snapshot()[1], wire.bytes_sent,
-                    generated, wire.failure, channel.stats()))
-            else:
-                stream.disconnect(channel)       # the writer failed (the log lost the stream): let go of it
-            connection.close_after(config.write_timeout_s)
-        done.add_done_callback(finished)
-
-    def _log_failure(self, exc: LogError) -> Answer:
-        refused = log_error(exc)
-        return json_error(refused.status, refused.message, refused.headers)
+        server.endpoints.write(decision, wire)
 
 
 # How much lower a page process's CPU priority is than the server's: when the
@@ -296,16 +209,6 @@ def _yield_to_streams() -> None:
 def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:
     status, headers, body = respond(method, target, served_live=served_live)
     return Answer(status, tuple(headers), body)
-
-
-def _generated(registry: Registry, stream: Stream) -> int:
-    """Tokens logged when a connection ended (-1: the log lost the stream), without a blocking call."""
-    if registry.aio is not None:           # a shared log is not read here (it would block the loop)
-        return max(getattr(stream, "offered", -2) + 1, -1)
-    try:
-        return registry.log.length(stream.stream_id)
-    except LogError:
-        return -1
 
 
 def _static(name: str) -> Answer:

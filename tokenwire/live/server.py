@@ -41,7 +41,7 @@ import socket
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any
 
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError
@@ -62,6 +62,7 @@ from ..endpoints.config import (
 from .http import Answer, HttpConnection, Request
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from ..cli import FlagParser, usage_error
+from ..endpoints.decide import Endpoints, process_error
 from .routes import Routes
 from .sockets import TransportWire
 
@@ -88,11 +89,14 @@ class LiveServer:
                  config: LiveConfig | None = None) -> None:
         self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
         self.config = config if config is not None else LiveConfig()
-        self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
+        self.endpoints = Endpoints(self.registry, self.config)
         self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
         self.clock = self.registry.clock
         self.driver: Any = None
         self.connections: set[HttpConnection] = set()
+        # Connections that have not sent a complete request line, oldest first: when the server is
+        # full, a new connection takes the slot of the first of them (O(1) to add, find and remove).
+        self.idle: OrderedDict[HttpConnection, None] = OrderedDict()
         self.fd_cap = 1 << 30                   # set when serving starts (_descriptor_cap)
         self._last_accept_error = 0.0
         host, port = address
@@ -104,6 +108,11 @@ class LiveServer:
         self._stop: asyncio.Future[float] | None = None
         self._finished = threading.Event()      # set when serve_forever has returned
         self._shutdown_asked: float | None = None
+
+    @property
+    def journal(self) -> deque[ConnectionLog]:
+        """The last finished event-stream connections (``JOURNAL_SIZE``), oldest first."""
+        return self.endpoints.journal
 
     @property
     def address(self) -> tuple[str, int]:
@@ -145,7 +154,7 @@ class LiveServer:
     async def _serve(self, loop: asyncio.AbstractEventLoop, signals: bool) -> None:
         self._loop = loop
         loop.set_exception_handler(self._loop_error)
-        self.driver = LoopDriver(loop, self.clock, on_error=self._process_error, spawn_hook=self.registry.spawn)
+        self.driver = LoopDriver(loop, self.clock, on_error=process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
         self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
         # asyncio accepts up to `backlog` connections per wake-up and, when accept fails
@@ -225,16 +234,39 @@ class LiveServer:
 
     # -- what connections call ---------------------------------------------------------
     def admit(self, connection: HttpConnection) -> bool:
-        """Count ``connection``; False past ``max_connections`` or past what the descriptor limit leaves.
+        """Count ``connection``; when the server is full it takes an idle one's slot, or False if none is idle.
 
-        Refusing (503, then close) before the process runs out of file
+        When the server is full, the oldest connection that has not sent a
+        complete request line is closed and ``connection`` takes its slot (the
+        slowloris defence: a client holding idle connections cannot keep out
+        one that sends its request at once); a connection that has sent its
+        request is never closed for this.  With no idle connection, False
+        (503, then close): refusing before the process runs out of file
         descriptors means ``accept`` never fails with EMFILE in the first place.
         """
         self.connections.add(connection)
-        return len(self.connections) <= min(self.config.max_connections, self.fd_cap)
+        if len(self.connections) > min(self.config.max_connections, self.fd_cap) and not self._shed_idle():
+            return False
+        self.idle[connection] = None
+        return True
+
+    def _shed_idle(self) -> bool:
+        """Close the oldest connection that has not sent its request line; False if there is none."""
+        while self.idle:
+            oldest, _ = self.idle.popitem(last=False)
+            if not oldest.closed:                # one already closing frees its slot by itself
+                self.connections.discard(oldest)
+                oldest.shed()
+                return True
+        return False
+
+    def requested(self, connection: HttpConnection) -> None:
+        """``connection`` has sent a complete request line: it is never shed."""
+        self.idle.pop(connection, None)
 
     def forget(self, connection: HttpConnection) -> None:
         self.connections.discard(connection)
+        self.idle.pop(connection, None)
 
     async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
         assert self.routes is not None
@@ -245,11 +277,6 @@ class LiveServer:
             print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
     # -- errors: one line each, never a traceback --------------------------------------------
-    def _process_error(self, exc: BaseException) -> None:
-        if not isinstance(exc, LogError):
-            print(f"tokenwire serve: a stream process failed: {type(exc).__name__}: {exc}", file=sys.stderr,
-                  flush=True)
-
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):

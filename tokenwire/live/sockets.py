@@ -30,6 +30,7 @@ import termios
 from collections.abc import Callable
 from typing import Protocol
 
+from ..core.frames import is_token_frame
 from ..endpoints.config import DEFAULT_WRITE_TIMEOUT_S
 
 __all__ = [
@@ -94,10 +95,7 @@ def buffer_sizes(sock: SocketLike) -> tuple[int, int]:
             sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
 
 
-# How a token frame is told from the others (the field order may change;
-# a data line always starts with "data:", so this line cannot be forged).
-_TOKEN_LINE = b"event: token\n"
-_INNER_TOKEN_LINE = b"\n" + _TOKEN_LINE
+
 
 
 class TransportWire:
@@ -131,6 +129,7 @@ class TransportWire:
         self._token_ends: list[int] = []      # byte offset where each token frame ends
         self._waiter: Callable[[bool], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self.on_end: Callable[[], None] = lambda: None      # what ``end`` does: the connection closes
         transport.set_write_buffer_limits(high=0, low=0)
         self.paused = transport.get_write_buffer_size() > 0     # what a pause during the call above said
 
@@ -142,7 +141,7 @@ class TransportWire:
         self.transport.write(frame)
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if _INNER_TOKEN_LINE in frame or frame.startswith(_TOKEN_LINE):
+        if is_token_frame(frame):
             self.tokens_sent += 1
             if self.sample:             # where each token frame ends, for the demo's kernel figures
                 self._token_ends.append(self.bytes_sent)
@@ -153,6 +152,10 @@ class TransportWire:
         self._waiter = resume
         self._timer = self.loop.call_later(self.write_timeout_s, self._timed_out)
         return None
+
+    def end(self) -> None:
+        """The writer has ended: the connection closes once what was written has drained."""
+        self.on_end()
 
     def pause(self) -> None:
         self.paused = True

@@ -1,0 +1,90 @@
+"""Your model as the endpoints' ``StreamSource``: a create query read as the model's parameters, a stream made per call.
+
+How this works: ``parse`` keeps the live parameters tokenwire reads
+(``cut_after``; ``last_event_id`` is refused on a new stream) and hands
+every other query parameter to the model as given, once each.  ``make``
+calls the factory with a ``StreamRequest`` (the new id, those parameters,
+the body, the client) and wraps its iterator in a ``ModelStream``, or, on a
+shared log, a ``SharedModelStream`` created there first, so that this
+process owns it.  A ``ValueError`` from the factory is the client's 400; any
+other exception a 500 naming its type (its message and traceback go to the
+log only: they may hold secrets).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import weakref
+from urllib.parse import parse_qsl
+
+from ..core.channel import Policy
+from ..core.pipeline import RunSpec
+from ..core.stream import OnDisconnect, Stream
+from ..core.tokenlog import TokenLog
+from ..endpoints.decisions import Asked, LiveRequest
+from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
+from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
+from ..redislog.streams import attach_stream_async
+from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest, open_source
+from .shared_model import META, SharedModelStream, attach_model_stream, is_model_meta
+
+__all__ = ["ModelSource", "attach"]
+
+logger = logging.getLogger("tokenwire.asgi")
+
+
+class ModelSource:
+    """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``."""
+
+    def __init__(self, factory: ModelFactory, registry: Registry, *, policy: Policy, buffer: int,
+                 on_disconnect: OnDisconnect) -> None:
+        self.factory, self.registry = factory, registry
+        self.policy, self.buffer, self.on_disconnect = policy, buffer, on_disconnect
+        self.streams: weakref.WeakSet[ModelStream] = weakref.WeakSet()
+
+    def parse(self, query: str) -> Asked:
+        rest, live = split_query(query)
+        if "last_event_id" in live:
+            raise RequestError(400, "last_event_id applies to /streams/<id>/events, not to a new stream")
+        cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
+        if cut is not None and not 0 <= cut < MAX_MODEL_TOKENS:
+            raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, live["cut_after"]))
+        params: dict[str, str] = {}
+        for name, value in parse_qsl(rest, keep_blank_values=True):
+            if name in params:
+                raise RequestError(400, f"parameter {name!r} given more than once; give it once")
+            params[name] = value
+        return Asked(None, params, cut)
+
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+        stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
+        try:
+            source = await open_source(self.factory, StreamRequest(stream_id, asked.params, body, request.client))
+        except ValueError as exc:
+            raise RequestError(400, str(exc)) from None
+        except Exception as exc:
+            logger.error("tokenwire: the model factory raised %s", type(exc).__name__, exc_info=exc)
+            raise RequestError(500, f"the model factory raised {type(exc).__name__}") from None
+        stream: ModelStream
+        policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
+        if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
+            meta = {**META, "policy": policy.value, "capacity": capacity}
+            await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
+            stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
+                                       on_disconnect=on_disconnect)
+        else:
+            stream = ModelStream(stream_id, source, self.registry.log, meta=META, policy=policy, capacity=capacity,
+                                 on_disconnect=on_disconnect)
+        self.streams.add(stream)
+        spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=self.on_disconnect)
+        return self.registry.adopt(stream, spec, asked.cut)
+
+
+
+async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: Policy, buffer: int,
+                 on_disconnect: OnDisconnect) -> Stream:
+    """A stream another process made in the shared log: a model's is followed, a canned one rebuilt."""
+    if is_model_meta(await registry.aio.meta(stream_id)):
+        return await attach_model_stream(stream_id, log, policy=policy, capacity=buffer, on_disconnect=on_disconnect)
+    return await attach_stream_async(stream_id, log)

@@ -1,0 +1,176 @@
+"""The live endpoints' decisions: create, open and resume, written once for both adapters.
+
+How this works: ``Endpoints.decide`` takes a ``LiveRequest`` and answers
+with an ``Answer`` or an ``OpenStream`` (``decisions``).  The sequence is the
+one both servers follow, in this order, so the same request gets the same
+refusal from either: the path and method (404, 405, 501), a chunked body
+(411), the query (400), the body (413, read only now, by the adapter's
+``read_body``), the open-stream slots (503, before anything is made), the
+client's creation quota (429), then the stream is made; an events request
+reads its cursor (400), the log (404, 410), says 204 to a reader that has
+everything, and takes a slot (503).  A ``RequestError`` or a token-log
+failure anywhere is the refusal it names (``rules``).
+
+What a new stream is differs: the canned answer (``CannedSource``, the
+report's parameters) or a user's model (``tokenwire.asgi``); a
+``StreamSource`` parses a create query and makes the stream.  Writing an
+open stream is ``Endpoints.write`` (``writing``), against the adapter's wire.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from ..core.tokenlog import LogError
+from . import rules
+from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
+from .decisions import Answer, Asked, LiveRequest, OpenStream
+from .params import RequestError, spec_from_query
+from .registry import Busy, LiveStream, OverQuota, Registry
+from .writing import EventWire, write_events
+
+__all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "logger"]
+
+# The one logger: ``tokenwire serve`` (and ``--quiet``) configures it; an
+# ASGI server's logging configuration reaches it as any library's.
+logger = logging.getLogger("tokenwire")
+
+ReadBody = Callable[[], Awaitable[bytes]]
+
+
+class StreamSource(Protocol):
+    """What makes a new stream: the canned answer or a user's model."""
+
+    def parse(self, query: str) -> Asked:
+        """Read a create query; raises ``RequestError`` (400)."""
+
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+        """Make the stream ``asked`` describes (admitted already); raises ``RequestError``, ``LogError``."""
+
+
+class CannedSource:
+    """The canned 277-token answer, shaped by the report's parameters."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    def parse(self, query: str) -> Asked:
+        spec, cut = spec_from_query(query)
+        return Asked(spec, {}, cut)
+
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+        assert asked.spec is not None
+        return await self.registry.create_async(asked.spec, cut_after=asked.cut)
+
+
+class Endpoints:
+    """``POST /streams``, ``GET /streams/<id>/events`` and ``GET /stream`` over ``registry``.
+
+    ``source`` makes new streams (the canned answer by default).  ``alone``:
+    these routes are all the server serves, so any other path is their 404
+    and an unknown method their 501; otherwise ``decide`` answers None for a
+    path that is not theirs.  ``journal`` keeps the last finished
+    connections (``ConnectionLog``) for tests and the demo.
+    """
+
+    def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
+                 alone: bool = False) -> None:
+        self.registry, self.config, self.alone = registry, config, alone
+        self.source: StreamSource = source if source is not None else CannedSource(registry)
+        self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
+
+    async def decide(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
+        """The answer to ``request``: a whole ``Answer``, an ``OpenStream`` to write, or None (not a live path)."""
+        try:
+            return await self._route(request, read_body)
+        except RequestError as exc:
+            return refusal(exc)
+        except LogError as exc:
+            return refusal(rules.log_error(exc))
+
+    async def _route(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
+        path, method = request.path, request.method
+        if self.alone and method not in rules.KNOWN_METHODS:
+            raise rules.not_implemented_error(method)
+        allow = rules.live_allow(path)
+        if allow is None:
+            if self.alone:
+                raise rules.no_route_error(path)
+            return None
+        if method not in allow.split(", "):
+            raise rules.method_error(path, method, allow)
+        if path == "/streams":
+            return await self._create(request, read_body)
+        if path == "/stream":
+            return await self._create_and_open(request)
+        match = rules.EVENTS_PATH.fullmatch(path)
+        assert match is not None
+        live = await self.registry.get_async(match.group(1))
+        return await self._open(request, live, created=False)
+
+    async def _create(self, request: LiveRequest, read_body: ReadBody) -> Answer:
+        if request.header_values("transfer-encoding"):
+            raise rules.chunked_error()
+        asked = self.source.parse(request.query)
+        body = await read_body()
+        live = await self._make(asked, request, body)
+        return Answer(201, *rules.created(live.stream_id, request.root_path))
+
+    async def _create_and_open(self, request: LiveRequest) -> OpenStream | Answer:
+        asked = self.source.parse(request.query)
+        rules.last_event_id(request.header_values("last-event-id"), created=True)  # refused before a stream is made
+        if self.registry.live >= self.registry.max_live:      # nor is one made for a 503
+            raise rules.busy_error(Busy(self.registry.max_live))
+        live = await self._make(asked, request, b"")
+        return await self._open(request, live, created=True)
+
+    async def _make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+        try:
+            self.registry.admit_creation(request.client)
+        except OverQuota as exc:
+            raise rules.quota_error(exc) from None
+        return await self.source.make(asked, request, body)
+
+    async def _open(self, request: LiveRequest, live: LiveStream, *, created: bool) -> OpenStream | Answer:
+        registry, stream_id = self.registry, live.stream_id
+        asked = rules.events_request(request.query, request.header_values("last-event-id"), live.stream,
+                                     await registry.length_async(stream_id), created=created)
+        await registry.check_cursor_async(stream_id, asked.cursor)     # a 410 now, while a status can say so
+        if asked.complete:
+            return Answer(204, rules.NO_CONTENT_HEADERS)
+        try:
+            registry.open_slot()
+        except Busy as exc:
+            raise rules.busy_error(exc) from None
+        return OpenStream(live, asked.cursor, asked.cut, asked.header, asked.query_id)
+
+    # -- writing ---------------------------------------------------------------------
+    def write(self, decision: OpenStream, wire: EventWire) -> Callable[[], None]:
+        """Start writing ``decision``'s stream to ``wire`` (its slot goes back when the writer ends).
+
+        Returns what to call if the peer is known to be gone before the writer notices.
+        """
+        try:
+            return write_events(decision, wire, self.registry, self.config, self.journal.append)
+        except BaseException:
+            self.release(decision)             # the writer never started: its slot goes back
+            raise
+
+    def release(self, decision: OpenStream) -> None:
+        """Give back ``decision``'s slot without writing it (the client left first)."""
+        del decision
+        self.registry.close_slot()
+
+
+def refusal(exc: RequestError) -> Answer:
+    """A live endpoint's refusal as an answer: JSON ``{"error": message}`` with the error's own headers."""
+    return Answer(exc.status, (*rules.JSON_HEADERS, *exc.headers), rules.error_body(exc.message))
+
+
+def process_error(exc: BaseException) -> None:
+    """A stream process failed: one line on the logger (a token-log failure is expected, and said elsewhere)."""
+    if not isinstance(exc, LogError):
+        logger.error("a stream process failed: %s: %s", type(exc).__name__, exc)

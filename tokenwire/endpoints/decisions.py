@@ -1,0 +1,80 @@
+"""What goes into the endpoint layer and what comes out: a parsed request in, a plain decision out.
+
+How this works: an adapter (``tokenwire.live`` over h11, ``tokenwire.asgi``
+over ASGI) turns what its server hands it into a ``LiveRequest`` and gives it
+to ``Endpoints.decide``, which answers with an ``Answer`` (a whole response:
+a refusal, the ``201`` of a new stream, a ``204``) for the adapter to write
+as it is, or an ``OpenStream`` (a stream to write from a cursor) for the
+adapter to hand a wire to.  Neither side looks inside the other: the
+adapters never decide a status, the endpoints never touch a socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..core.pipeline import RunSpec
+from .registry import LiveStream
+
+__all__ = ["Answer", "Asked", "Headers", "LiveRequest", "OpenStream"]
+
+Headers = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRequest:
+    """One request as the endpoints read it.
+
+    path: the path under the mount point; query: the query string as UTF-8
+    text (bad bytes as U+FFFD); headers: lower-case names with their values
+    as Latin-1 text, in order; client: the peer's address ("-" if unknown);
+    root_path: where the routes are mounted ("" at the top).
+    """
+
+    method: str
+    path: str
+    query: str
+    headers: Headers
+    client: str
+    root_path: str = ""
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of header ``name`` (lower-case)."""
+        return [value for key, value in self.headers if key == name]
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """A create request, read: the canned answer's ``spec`` or a model's ``params``, and its ``cut_after``."""
+
+    spec: RunSpec | None
+    params: Mapping[str, str]
+    cut: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A complete response: status, headers without ``Content-Length``, body."""
+
+    status: int
+    headers: Headers
+    body: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStream:
+    """An event stream to write: ``live`` from after ``cursor`` (-1: from the start).
+
+    cut: the ``cut_after`` the request asked for (None: the stream's own, if
+    any); header / query_id: the ``Last-Event-ID`` header and
+    ``?last_event_id=`` as sent.  One open-stream slot is held for it: the
+    adapter passes it to ``Endpoints.write`` or gives it back with
+    ``Endpoints.release``, exactly once.
+    """
+
+    live: LiveStream
+    cursor: int
+    cut: int | None
+    header: str | None
+    query_id: str | None

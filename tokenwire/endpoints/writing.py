@@ -1,0 +1,83 @@
+"""Writing an open event stream to a wire: one writer process, one heartbeat, one record of how it ended.
+
+How this works: the adapter has sent the ``200`` and its headers and hands
+over a wire (``EventWire``: the ``LoopWire`` a ``Send`` effect writes to,
+with flow control, plus what it counts and how it ends).  ``write_events``
+makes the connection's channel, spawns the stream's writer (``Stream.serve``)
+on the registry's event-loop driver with the heartbeat (a ``: ping`` after
+``heartbeat_s`` of silence: the writer's own, whatever the server), and when
+the writer ends gives the open-stream slot back, records a ``ConnectionLog``,
+lets go of the stream if the writer failed (the log lost it), and ends the
+wire.  It returns what to call if the server learns the peer is gone before
+the writer does (an ASGI ``http.disconnect``), so the stream is let go at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..core.channel import BoundedChannel
+from ..core.frames import TokenItem
+from ..core.stream import Ending, Stream
+from ..core.tokenlog import LogError
+from .config import ConnectionLog, LiveConfig
+from .decisions import OpenStream
+from .registry import Registry
+
+__all__ = ["EventWire", "write_events"]
+
+
+class EventWire(Protocol):
+    """What the endpoints write an event stream to.
+
+    ``send`` is the ``LoopWire`` call (True: taken; False: the peer is gone;
+    None: ``resume`` comes later); ``failure`` says why the peer was declared
+    gone (None while it is not); ``bytes_sent`` counts what was written;
+    ``snapshot`` is ``(bytes delivered, token frames sent)``; ``end`` finishes
+    the response once what was written has gone out.
+    """
+
+    failure: str | None
+    bytes_sent: int
+
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None: ...
+    def snapshot(self) -> tuple[int, int]: ...
+    def end(self) -> None: ...
+
+
+def write_events(decision: OpenStream, wire: EventWire, registry: Registry, config: LiveConfig,
+                 record: Callable[[ConnectionLog], None]) -> Callable[[], None]:
+    """Spawn the writer of ``decision`` on ``wire``; returns what to call when the peer is known to be gone."""
+    live, stream = decision.live, decision.live.stream
+    channel: BoundedChannel[TokenItem] = stream.new_channel()
+    cut = live.take_cut(decision.cut)
+    writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9))
+    done = registry.driver.spawn(writer, wire)
+
+    def finished(future: asyncio.Future[Any]) -> None:
+        registry.close_slot()
+        ending: Ending | None = None
+        if not future.cancelled() and future.exception() is None:
+            ending = future.result()
+        if ending is None:
+            stream.disconnect(channel)           # the writer failed (the log lost the stream): let go of it
+        else:
+            record(ConnectionLog(stream.stream_id, decision.header, decision.query_id, decision.cursor, cut,
+                                 ending, wire.snapshot()[1], wire.bytes_sent, _generated(registry, stream),
+                                 wire.failure, channel.stats()))
+        wire.end()
+
+    done.add_done_callback(finished)
+    return lambda: stream.disconnect(channel)
+
+
+def _generated(registry: Registry, stream: Stream) -> int:
+    """Tokens logged when a connection ended (-1: the log lost the stream), without a blocking call."""
+    if registry.aio is not None:           # a shared log is not read here (it would block the loop)
+        return max(getattr(stream, "offered", -2) + 1, -1)
+    try:
+        return registry.log.length(stream.stream_id)
+    except LogError:
+        return -1
