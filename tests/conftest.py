@@ -16,6 +16,8 @@ import shutil
 
 import pytest
 
+from tokenwire.realtime import LOOP_ENV
+
 # The Redis fixtures (redis_session, redis_server, own_redis), for every test module that names one.
 pytest_plugins = ["redis_fixture"]
 
@@ -37,3 +39,12 @@ def require_binary(name: str) -> str:
         pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes a missing program a failure, not a skip",
                     pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on the stdlib's loop and on uvloop (the ``fast`` extra)."""
+    if request.param == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
+    monkeypatch.setenv(LOOP_ENV, request.param)
+    return str(request.param)

@@ -1,4 +1,5 @@
-"""Load and the limits that keep one machine alive: slowloris, abandoned streams, max_live, bounded memory.
+"""Load and the limits that keep one machine alive: slowloris, abandoned streams, max_live, bounded memory
+(one request trickled a byte at a time is ``test_http``'s).
 
 The figures are module constants (the README's "Limits and errors" section
 quotes them).  Each test measures this process's threads
@@ -81,32 +82,6 @@ def test_500_slowloris_connections_are_timed_out_and_others_are_served_meanwhile
     assert answers == [b""] * SLOWLORIS_CONNECTIONS
     wait_until(lambda: _settled(threads0), "threads back to the baseline")
     wait_until(lambda: open_fds() <= fds0 + SLACK, "descriptors back to the baseline")
-
-
-TRICKLE_TIMEOUT_S = 0.5
-TRICKLE_EVERY_S = 0.05          # a byte every 50 ms: a per-read timeout of 0.5 s would never fire
-TRICKLE_BYTES = 100             # ten times the timeout's worth of bytes; the head is longer still
-
-
-def test_a_request_trickled_one_byte_at_a_time_is_cut_at_the_request_timeout() -> None:
-    head = b"GET /live HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 1000
-    with serving(request_timeout_s=TRICKLE_TIMEOUT_S) as server:
-        sock = socket.create_connection(server.address, timeout=TIMEOUT_S)
-        sent, cut = 0, False
-        try:
-            while sent < TRICKLE_BYTES and not cut:
-                try:
-                    sock.sendall(head[sent:sent + 1])
-                    sent += 1
-                except OSError:
-                    cut = True
-                time.sleep(TRICKLE_EVERY_S)
-                cut = cut or not still_open(sock)
-        finally:
-            sock.close()
-        served = request(server, "GET", "/live")
-    assert cut, f"the server still waited for the request after {sent} bytes over {sent * TRICKLE_EVERY_S:g} s"
-    assert served[0] == 200
 
 
 # -- abandoned streams ------------------------------------------------------------------------------

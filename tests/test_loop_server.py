@@ -1,8 +1,10 @@
-"""The live server on one event loop, in this process: threads, idle connections, several readers, floods, strict HTTP.
+"""The live server on one event loop, in this process: threads, idle connections, several readers, floods.
 
 Every server binds loopback port 0 (IPv6 ``::1`` for that test) and runs in
 this process, so its threads and connections can be counted.  Assertions
-are about states and counts, never durations; every wait is bounded.
+are about states and counts, never durations; every wait is bounded.  The
+``loop_kind`` fixture (conftest) runs a test on both loops; strict HTTP is
+``test_http``'s.
 """
 
 from __future__ import annotations
@@ -19,13 +21,10 @@ from live_helpers import (
     in_thread,
     open_events,
     raise_nofile,
-    raw,
     read_head,
-    read_to_end,
     read_until_tokens,
     request,
     serving,
-    split_response,
     token_ids,
     token_text,
     wait_until,
@@ -37,20 +36,10 @@ from tokenwire.core.tokenlog import MemoryTokenLog
 from tokenwire.endpoints.config import LiveConfig
 from tokenwire.endpoints.registry import Registry
 from tokenwire.live.server import make_server
-from tokenwire.realtime import LOOP_ENV
 
 # Threads the server may have beyond the one running its loop: the page pool's
 # (made on demand, at most PAGE_THREADS), never one per connection or producer.
 THREAD_SLACK = 4
-
-
-@pytest.fixture(params=["asyncio", "uvloop"])
-def loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test on the stdlib's loop and on uvloop (the ``fast`` extra)."""
-    if request.param == "uvloop":
-        pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
-    monkeypatch.setenv(LOOP_ENV, request.param)
-    return str(request.param)
 
 
 def test_both_loops_stream_resume_and_answer_pages(loop_kind: str) -> None:
@@ -102,14 +91,6 @@ def test_1000_idle_connections_and_a_page_and_a_stream_answered_meanwhile() -> N
                 sock.close()
     assert page[0] == 200 and report[0] == 200 and token_ids(stream[2]) == list(range(20))
     assert threads <= 2 + THREAD_SLACK
-
-
-def test_idle_connections_end_at_the_request_deadline() -> None:
-    with serving(request_timeout_s=0.3) as server:
-        sock = socket.create_connection(server.address, timeout=TIMEOUT_S)
-        assert read_to_end(sock) == b""          # closed, nothing said
-        sock.close()
-        assert request(server, "GET", "/live")[0] == 200
 
 
 def test_two_readers_of_one_stream_each_get_every_index_once(loop_kind: str) -> None:
@@ -174,24 +155,6 @@ def test_the_creation_quota_answers_429_and_a_refused_request_creates_nothing() 
         finally:
             held.close()
     assert refused[0] == 503 and refused[1]["retry-after"] == "1" and after == before
-
-
-STRICT = {
-    "a bare CR in a header": b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",
-    "a NUL in a header": b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
-    "two different Content-Lengths": b"POST /streams HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
-                                     b"Content-Length: 2\r\n\r\nab",
-    "an HTTP/0.9 request line": b"GET /\r\n",
-    "no Host on HTTP/1.1": b"GET / HTTP/1.1\r\n\r\n",
-    "a space before the colon": b"GET / HTTP/1.1\r\nHost : x\r\n\r\n",
-}
-
-
-@pytest.mark.parametrize("case", STRICT)
-def test_strict_http_is_a_400_at_once(case: str, loop_kind: str) -> None:
-    with serving(request_timeout_s=30) as server:      # an answer must not wait for a deadline
-        status, headers, body = split_response(raw(server, STRICT[case], timeout_s=5))
-    assert status == 400 and headers["connection"] == "close", (case, body)
 
 
 def test_ipv6_loopback_binds_and_serves() -> None:
