@@ -5,8 +5,8 @@ request target to the report (``/`` and ``/api/report``, Vercel's path for
 ``api/report.py``), a plain-text 404 for any other path, or a 405 for any
 method but GET and HEAD, and returns ``(status, headers, body)``.  The
 handler's ``do_*`` methods only call it and write the answer, so the same
-class serves Vercel, ``ThreadingHTTPServer`` locally, and the live server's
-subclass, which routes its own paths and falls back to ``super().do_GET()``.
+class serves Vercel and ``ThreadingHTTPServer`` locally; the live server
+(``tokenwire.live``) calls ``respond`` for the same pages from its own routes.
 
 Every answer carries ``Content-Length`` (HEAD: the length GET would send,
 no body) and no ``Server`` version banner.

@@ -1,4 +1,4 @@
-"""The live server's settings: its limits, each a named default, ``LiveConfig``, and the journal's record.
+"""The live endpoints' settings: their limits, each a named default, ``LiveConfig``, and the journal's record.
 
 How this works: ``LiveConfig`` holds what a ``tokenwire serve`` flag can
 change (every time in seconds); the other limits are constants, each with
@@ -35,7 +35,7 @@ __all__ = [
 # A reader that has not taken a single byte for this long is treated as gone
 # (a half-open connection, a suspended laptop, a client that stopped
 # reading): long enough for a browser tab in the background to catch up,
-# short enough that a dead reader does not pin a producer .
+# short enough that a dead reader does not pin a producer.
 DEFAULT_WRITE_TIMEOUT_S = 10.0
 # A silent stream sends ": ping" this often.  Proxies and load balancers
 # commonly close a connection idle for 30-60 s; 15 s stays well inside that
@@ -51,7 +51,7 @@ DEFAULT_REQUEST_TIMEOUT_S = 10.0
 # proxies accept by default.
 MAX_REQUEST_LINE = 8 * 1024
 # All header lines together.  Browsers send 1-2 KiB; 16 KiB is generous and
-# still bounds what each connection thread parses and holds.
+# still bounds what each connection parses and holds.
 MAX_HEADER_BYTES = 16 * 1024
 # A POST /streams carries its parameters in the query; a body is not needed
 # and is read and discarded up to this size (a form post), refused above.

@@ -109,7 +109,7 @@ class ReportParams:
     """What the visitor asked for; validated, canonical (``drop`` is ``drop-newest``).
 
     scenario: the part of the page given a detail block; format: text, json
-    or html; clock: virtual (deterministic) or real (threads, measured);
+    or html; clock: virtual (deterministic) or real (an event loop, measured);
     tokens: answer length; buffer: channel slots; reader_ms/producer_ms: time
     per token of each side; cut_after: tokens before the resume demo hangs
     up; seed: drives the model's timing jitter.
