@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -127,14 +128,20 @@ def test_entries_are_keyed_by_index_and_redis_refuses_a_second_xadd(url):
     assert [(i, t) for i, t, _ in log.entries("s")] == [(0, "a"), (1, "b")]
 
 
-def test_ttl_is_rearmed_on_every_write(url):
-    log = _redis_log(url, ttl_ms=5_000)
+def test_ttl_is_armed_by_the_first_append_and_rearmed_by_the_lease_renewal(url):
+    log = _redis_log(url, ttl_ms=5_000, lease_ms=300)
     log.create("s", {}, total=3)
     log.append("s", 0, "a")
     time.sleep(0.3)
     before = log.key_ttls_ms("s")
     assert all(0 < t <= 4_800 for t in before)
-    log.append("s", 1, "b")
+
+    async def own_for_a_while():
+        await log.aio.claim("s")                        # owned: the writer renews the lease on its timer
+        await asyncio.sleep(0.25)                       # past a third of the lease: one renewal at least
+        log.aio.disown("s")
+        await log.aio.close()
+    asyncio.run(own_for_a_while())
     after = log.key_ttls_ms("s")
     assert all(t > b for t, b in zip(after, before, strict=True)) and all(t <= 5_000 for t in after)
 

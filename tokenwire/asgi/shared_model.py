@@ -1,34 +1,39 @@
 """Your own model's streams on a shared log (Redis): one process generates, the others follow the log.
 
 How this works: the process whose request created the stream owns its model
-(an async iterator that lives only there).  ``SharedModelStream`` with a
-source is that owner: it takes the stream's lease when it starts and keeps
-renewing it while the model thinks (a task, every third of the lease), logs
-each token with an awaited, fenced append before it is sent, and records
+(an async iterator that lives only there), and starts it at once, at
+creation, whoever reads it and wherever: the model is stepped there, every
+token is logged (through the process's group commit, fenced by the lease)
+before it is sent, and every reader anywhere follows the log.  So a first
+read that lands on another process (half the POST-then-GET pairs behind a
+load balancer) finds a stream whose owner is alive and generating, never one
+that looks abandoned because nobody started it.  ``SharedModelStream`` with
+a source is that owner: it takes the stream's lease as it starts (the
+process's log writer renews all its leases together on a timer) and records
 how the model ended (``done``, or ``cancelled`` for an early stop or an
 error).  Built without a source (``attach``: a reconnect, or a second
-reader, landed on another process), it follows: it waits on the log for new
-tokens (``XREAD BLOCK``) and passes them on; when the log stops growing it
-reads the stream's state: ``done`` ends the stream with the plain ``done``,
-``cancelled`` with the early-stop ``done``, and a stream still marked
-generating whose lease nobody holds lost its owner (the process died): the
-follower marks it cancelled and ends it with the early-stop ``done``
-(reason ``owner lost``) instead of waiting forever.  A model cannot be
-restarted elsewhere, so no process ever takes over generation.  Every log
-call is awaited (``Await``): nothing blocks the loop.
+reader, landed on another process), it follows: it waits on the process's
+shared ``XREAD`` for new tokens and passes them on; when the log stops
+growing it reads the stream's state: ``done`` ends the stream with the
+plain ``done``, ``cancelled`` with the early-stop ``done``, and a stream
+still marked generating whose lease nobody has held for a whole lease
+period lost its owner (the process died): the follower marks it cancelled
+and ends it with the early-stop ``done`` (reason ``owner lost``) instead of
+waiting forever.  A model cannot be restarted elsewhere, so no process ever
+takes over generation.  Every log call is awaited (``Await``): nothing
+blocks the loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import time
 from collections.abc import AsyncIterator, Generator
 from typing import Any
 
 from ..core.effects import Await, Effect, Process, Put, TokenItem
+from ..core.pipeline import RunSpec
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
 from ..redislog.streams import AwaitedReads
-from ..core.pipeline import RunSpec
 from .model_stream import OWNER_LOST, Ending, ModelStream
 
 __all__ = ["META", "SharedModelStream", "attach_model_stream", "is_model_meta"]
@@ -52,19 +57,25 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self.spec = RunSpec(policy=self.policy, capacity=self.capacity, on_disconnect=self.on_disconnect)
         self.aio: Any = log.aio  # type: ignore[attr-defined]
         self.offered = -1
-        self._renewal: asyncio.Task[None] | None = None
+        self._orphaned_at: float | None = None     # when a follower first saw no owner holding the lease
+
+    def start_at_creation(self) -> Process | None:
+        """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
+        if self.source is None or self.producer_running:
+            return None
+        self.producer_running = True
+        return self.produce(0)
 
     # -- the owner's log calls, awaited -----------------------------------------------------
     def _logged(self, index: int, token: str) -> Generator[Effect, Any, TokenItem]:
-        yield Await(self.aio.append(self.stream_id, index, token))
+        yield Await(self.aio.append_future(self.stream_id, index, token))
         self.offered = index
         return self._made(index, token)
 
     def _ending(self, total: int, ending: Ending | None) -> Process:
-        self._stop_renewing()
         state = StreamState.DONE if ending is None else StreamState.CANCELLED
         try:
-            yield Await(self.aio.set_state(self.stream_id, state))
+            yield Await(self.aio.set_state(self.stream_id, state))      # stops the lease's renewal too
         finally:
             self._close(total, ending)
 
@@ -75,7 +86,6 @@ class SharedModelStream(AwaitedReads, ModelStream):
         try:
             if start == self.position:
                 yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
-                self._renewal = asyncio.ensure_future(self._renew())
         except LogError:
             self._lost()                      # the reader ends without `done`; it resumes once the log is back
             yield from self._close_source()
@@ -83,19 +93,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
         try:
             yield from super().produce(start)
         finally:
-            self._stop_renewing()
-
-    async def _renew(self) -> None:
-        period = self.aio.log.lease_ms / 3000
-        with contextlib.suppress(LogError):
-            while True:
-                await asyncio.sleep(period)
-                await self.aio.claim(self.stream_id)
-
-    def _stop_renewing(self) -> None:
-        if self._renewal is not None:
-            self._renewal.cancel()
-            self._renewal = None
+            self.aio.disown(self.stream_id)
 
     # -- a follower on another process --------------------------------------------------------
     def _follow(self, start: int) -> Process:
@@ -103,6 +101,8 @@ class SharedModelStream(AwaitedReads, ModelStream):
         try:
             while True:
                 got = yield Await(self.aio.wait_after(self.stream_id, cursor))
+                if got:
+                    self._orphaned_at = None
                 for index, text in got:
                     item = self._made(index, text)
                     self.offered = index
@@ -112,7 +112,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
                     continue
                 ending = yield from self._ended_elsewhere()
                 if ending is not False:
-                    length = yield Await(self.aio.length(self.stream_id))
+                    length = yield Await(self.aio.length(self.stream_id, patient=True))
                     if length - 1 > cursor:
                         continue              # the last tokens landed as the owner ended: pass them on first
                     self._close(length, ending)   # type: ignore[arg-type]
@@ -123,12 +123,17 @@ class SharedModelStream(AwaitedReads, ModelStream):
 
     def _ended_elsewhere(self) -> Generator[Effect, Any, Ending | None | bool]:
         """How the owner ended the stream, or False while it is still generating."""
-        state = yield Await(self.aio.state(self.stream_id))
+        state = yield Await(self.aio.state(self.stream_id, patient=True))
         if state is StreamState.DONE:
             return None
         if state is StreamState.CANCELLED:
             return STOPPED
-        if (yield Await(self.aio.owner(self.stream_id))) is not None:
+        if (yield Await(self.aio.owner(self.stream_id, patient=True))) is not None:
+            self._orphaned_at = None
+            return False
+        now = time.monotonic()
+        if self._orphaned_at is None or now - self._orphaned_at < self.aio.log.lease_ms / 1000:
+            self._orphaned_at = self._orphaned_at or now     # no owner now: dead only if none for a whole lease
             return False
         yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))    # its owner died
         return OWNER_LOST

@@ -282,7 +282,7 @@ class Registry:
 
     def _forget(self, stream_id: str) -> None:
         with self._lock:
-            self._streams.pop(stream_id, None)
+            _let_go(self._streams.pop(stream_id, None))
 
     def __len__(self) -> int:
         return len(self._streams)

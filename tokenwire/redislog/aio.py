@@ -1,168 +1,209 @@
-"""The Redis token log for the event loop: the same keys, scripts and answers as ``RedisTokenLog``, on redis.asyncio.
+"""The Redis token log, on redis.asyncio: the one implementation (``RedisTokenLog`` is its blocking face).
 
-How this works: ``AsyncRedisLog`` is the asyncio twin of one ``RedisTokenLog``
-(it shares its URL, settings and owner id, so both speak as one instance)
-and nothing in it blocks the loop: every call is a coroutine that a process
-awaits (the ``Await`` effect) or a route awaits.  A follower's ``XREAD BLOCK``
-holds only its own connection of the pool.  Clients are made per event loop,
-on first use there: a redis.asyncio connection belongs to the loop that
-opened it.  Every Redis error, a timeout included, is ``LogUnavailable``
-(answered 503 with ``Retry-After``).
+How this works: each event loop that uses the log gets one ``LogWriter``
+(every command, appends batched into one script call per round: the group
+commit, and the owner's lease renewal on a timer) and one ``LogReader`` (one
+``XREAD BLOCK`` over every stream followed on that loop): two connections
+to Redis per loop, whatever the number of streams.  A redis.asyncio
+connection belongs to the loop that opened it, hence one pair per loop; a
+closed loop's pair is dropped.
+
+Every method is a coroutine (``append_future`` returns a bare future, the
+cheap thing for a process's ``Await`` on the per-token path).  Calls made
+for a request (``patient=False``, the default of the reads) give up after
+``OP_TIMEOUT_S`` with ``LogUnavailable`` (answered 503 with Retry-After);
+the producers' calls are patient (a stall shorter than the writer's socket
+timeout pauses a stream rather than ending it).  Every Redis error is
+``LogUnavailable``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
-from typing import Any, Protocol
-
-import redis
-import redis.asyncio
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 
 from ..core.tokenlog import LogUnavailable, StreamState, UnknownStream
-from .scripts import (
-    APPEND,
-    CLAIM,
-    CREATE,
-    RELEASE,
-    SET_STATE,
-    Claim,
-    appended,
-    claimed,
-    create_args,
-    created,
-    followed,
-    tokens_read,
-)
+from .reader import LogReader
+from .scripts import Claim, claimed, create_args, created, tokens_read
+from .writer import OP_TIMEOUT_S, LogWriter, Settings
+
+__all__ = ["AsyncRedisLog", "Settings"]
+
+T = TypeVar("T")
+_FIELDS = ("params", "total", "length", "state")
 
 
-
-class LogSettings(Protocol):
-    """What the twin reads of its ``RedisTokenLog``: where Redis is, the settings, who this instance is."""
-
-    url: str
-    where: str
-    owner_id: str
-    lease_ms: int
-    ttl_ms: int
-    maxlen: int
-    block_ms: int
-
-    def _keys(self, stream_id: str) -> tuple[str, str, str]: ...
-
-__all__ = ["AsyncRedisLog"]
-
-# The timeout of ordinary commands, as the blocking log's (OP_TIMEOUT_S).
-_OP_TIMEOUT_S = 1.0
-
-
-class _Clients:
-    """One loop's connections: ordinary commands, blocking reads, and the registered scripts."""
-
-    def __init__(self, url: str, block_ms: int) -> None:
-        retry = Retry(NoBackoff(), 1)          # as the blocking log: one immediate retry
-        self.redis: Any = redis.asyncio.Redis.from_url(url, decode_responses=True, socket_timeout=_OP_TIMEOUT_S,
-                                                       socket_connect_timeout=_OP_TIMEOUT_S, retry=retry)
-        self.blocking: Any = redis.asyncio.Redis.from_url(url, decode_responses=True,
-                                                          socket_timeout=_OP_TIMEOUT_S + block_ms / 1000,
-                                                          socket_connect_timeout=_OP_TIMEOUT_S, retry=retry)
-        self.scripts = {name: self.redis.register_script(text) for name, text in
-                        (("create", CREATE), ("claim", CLAIM), ("append", APPEND), ("set_state", SET_STATE),
-                         ("release", RELEASE))}
+class _Engine:
+    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.writer = LogWriter(settings, loop)
+        self.reader = LogReader(settings, loop, self.writer)
 
 
 class AsyncRedisLog:
-    """The coroutine face of ``log`` (a ``RedisTokenLog``); each method raises what the blocking one does."""
+    """The token log on Redis for code on an event loop; see the module.  ``log`` gives the settings and keys."""
 
-    def __init__(self, log: LogSettings) -> None:
+    def __init__(self, log: Settings) -> None:
         self.log = log
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, _Clients]] = {}
+        self._engines: dict[int, _Engine] = {}
 
-    def _here(self) -> _Clients:
+    def _here(self) -> _Engine:
         loop = asyncio.get_running_loop()
-        known = self._clients.get(id(loop))
-        if known is None or known[0] is not loop:
-            for key, (old, _) in list(self._clients.items()):
-                if old.is_closed():
-                    del self._clients[key]          # its connections went with it
-            known = (loop, _Clients(self.log.url, self.log.block_ms))
-            self._clients[id(loop)] = known
-        return known[1]
+        engine = self._engines.get(id(loop))
+        if engine is None or engine.loop is not loop:
+            for key, old in list(self._engines.items()):
+                if old.loop.is_closed():
+                    del self._engines[key]          # its connections went with it
+            engine = self._engines[id(loop)] = _Engine(self.log, loop)
+        return engine
 
-    async def _run(self, coro: Any) -> Any:
+    @property
+    def writer(self) -> LogWriter:
+        """This loop's writer (for tests and the bench: ``rounds``, ``owned``)."""
+        return self._here().writer
+
+    @property
+    def reader(self) -> LogReader:
+        return self._here().reader
+
+    async def _ask(self, future: Awaitable[T], patient: bool) -> T:
+        if patient:
+            return await future
         try:
-            return await coro
-        except redis.RedisError as exc:
-            raise LogUnavailable(f"redis at {self.log.where}: {type(exc).__name__}: {exc}") from exc
+            return await asyncio.wait_for(future, OP_TIMEOUT_S)
+        except TimeoutError:
+            raise LogUnavailable(f"redis at {self.log.where}: no answer within {OP_TIMEOUT_S:g} s") from None
 
-    async def _script(self, name: str, keys: Any, args: list[Any]) -> Any:
-        return await self._run(self._here().scripts[name](keys=keys, args=args))
+    def _command(self, *args: Any, parse: Any = None) -> asyncio.Future[Any]:
+        return self._here().writer.command(*args, parse=parse)
 
     # -- the TokenLog protocol, as coroutines -------------------------------------------
     async def create(self, stream_id: str, meta: Mapping[str, Any], total: int) -> None:
-        made = await self._script("create", self.log._keys(stream_id),
-                                  create_args(meta, total, self.log.ttl_ms, self.log.owner_id))
+        """Make the stream; raises ``ValueError`` if the id exists, ``LogUnavailable``."""
+        args = create_args(meta, total, self.log.ttl_ms, self.log.owner_id)
+        made = await self._ask(self._here().writer.script("create", self.log._keys(stream_id), args), False)
         created(stream_id, made)
 
-    async def _field(self, stream_id: str, name: str) -> str:
-        value = await self._run(self._here().redis.hget(self.log._keys(stream_id)[0], name))
-        if value is None:
-            raise UnknownStream(stream_id)
-        return str(value)
+    async def info(self, stream_id: str, *, patient: bool = False) -> tuple[Mapping[str, Any], int, int, StreamState]:
+        """The stream's meta, total, length and state in one call; raises ``UnknownStream``, ``LogUnavailable``."""
+        def parse(reply: list[Any]) -> tuple[Mapping[str, Any], int, int, StreamState]:
+            if reply[0] is None:
+                raise UnknownStream(stream_id)
+            return json.loads(reply[0]), int(reply[1]), int(reply[2]), StreamState(reply[3])
+        return await self._ask(self._command("HMGET", self.log._keys(stream_id)[0], *_FIELDS, parse=parse), patient)
 
-    async def meta(self, stream_id: str) -> Mapping[str, Any]:
-        meta: dict[str, Any] = json.loads(await self._field(stream_id, "params"))
+    async def _field(self, stream_id: str, name: str, patient: bool) -> str:
+        def parse(reply: Any) -> str:
+            if reply is None:
+                raise UnknownStream(stream_id)
+            return str(reply)
+        return await self._ask(self._command("HGET", self.log._keys(stream_id)[0], name, parse=parse), patient)
+
+    async def meta(self, stream_id: str, *, patient: bool = False) -> Mapping[str, Any]:
+        meta: dict[str, Any] = json.loads(await self._field(stream_id, "params", patient))
         return meta
 
-    async def total(self, stream_id: str) -> int:
-        return int(await self._field(stream_id, "total"))
+    async def total(self, stream_id: str, *, patient: bool = False) -> int:
+        return int(await self._field(stream_id, "total", patient))
 
-    async def length(self, stream_id: str) -> int:
-        return int(await self._field(stream_id, "length"))
+    async def length(self, stream_id: str, *, patient: bool = False) -> int:
+        return int(await self._field(stream_id, "length", patient))
 
-    async def state(self, stream_id: str) -> StreamState:
-        return StreamState(await self._field(stream_id, "state"))
+    async def state(self, stream_id: str, *, patient: bool = False) -> StreamState:
+        return StreamState(await self._field(stream_id, "state", patient))
 
-    async def owner(self, stream_id: str) -> str | None:
+    async def owner(self, stream_id: str, *, patient: bool = False) -> str | None:
         """The owner id holding the stream's lease, or None (nobody: free, or its holder died)."""
-        value = await self._run(self._here().redis.get(self.log._keys(stream_id)[2]))
+        value = await self._ask(self._command("GET", self.log._keys(stream_id)[2]), patient)
         return None if value is None else str(value)
 
     async def set_state(self, stream_id: str, state: StreamState) -> None:
-        stored = await self._script("set_state", self.log._keys(stream_id),
-                                    [self.log.owner_id, StreamState(state).value, self.log.ttl_ms])
+        """Record ``state`` (``done`` is final; ``done``/``cancelled`` release this instance's lease)."""
+        writer = self._here().writer
+        if state is not StreamState.GENERATING:
+            writer.disown(stream_id)
+        stored = await writer.script("set_state", self.log._keys(stream_id),
+                                     [self.log.owner_id, StreamState(state).value, self.log.ttl_ms])
         if not stored:
             raise UnknownStream(stream_id)
 
-    async def append(self, stream_id: str, index: int, token: str) -> None:
-        status, value = await self._script("append", self.log._keys(stream_id), [
-            self.log.owner_id, index, token, self.log.maxlen, self.log.ttl_ms, self.log.lease_ms])
-        appended(stream_id, index, status, value)
+    def append_future(self, stream_id: str, index: int, token: str) -> asyncio.Future[None]:
+        """Queue ``token`` at ``index`` for the next round; the future is done once Redis has logged it.
 
-    async def read_after(self, stream_id: str, cursor: int, limit: int | None = None) -> list[str]:
+        It raises ``LeaseLost``, ``IndexConflict``, ``UnknownStream`` or ``LogUnavailable`` for this stream
+        alone.
+        """
+        return self._here().writer.append(stream_id, index, token)
+
+    async def append(self, stream_id: str, index: int, token: str) -> None:
+        await self.append_future(stream_id, index, token)
+
+    async def snapshot(self, stream_id: str, cursor: int, *, patient: bool = False) -> tuple[int, list[str]]:
+        """The log's length and every token after ``cursor``, read at one instant (one script call).
+
+        Raises ``LogGap`` if index ``cursor+1`` was trimmed, ``UnknownStream``, ``LogUnavailable``.
+        """
+        reply = await self._read(stream_id, cursor, None, patient)
+        tokens = tokens_read(stream_id, cursor, reply)          # UnknownStream first, if it is gone
+        return int(reply[0]), tokens
+
+    async def read_after(self, stream_id: str, cursor: int, limit: int | None = None, *,
+                         patient: bool = False) -> list[str]:
+        """The tokens after ``cursor`` (at most ``limit``); raises ``LogGap``, ``UnknownStream``, ``LogUnavailable``."""
+        return tokens_read(stream_id, cursor, await self._read(stream_id, cursor, limit, patient))
+
+    async def _read(self, stream_id: str, cursor: int, limit: int | None, patient: bool) -> list[Any]:
         if cursor < -1:
             raise ValueError(f"cursor must be -1 or a token index, got {cursor!r}")
         meta, tokens, _ = self.log._keys(stream_id)
-        pipe = self._here().redis.pipeline(transaction=True)
-        pipe.hget(meta, "length").xrange(tokens, "-", "+", count=1)
-        if limit != 0:
-            pipe.xrange(tokens, f"(0-{cursor + 1}", "+", count=limit)
-        return tokens_read(stream_id, cursor, await self._run(pipe.execute()))
+        future = self._here().writer.script("read", (meta, tokens), [cursor, -1 if limit is None else limit])
+        reply: list[Any] = await self._ask(future, patient)
+        return reply
 
     # -- sharing: lease and following ------------------------------------------------------
     async def claim(self, stream_id: str, hold_ms: int | None = None) -> Claim:
+        """Take the lease if free, or extend it if held here; an owned stream's lease is renewed on the timer."""
         meta, _, lease = self.log._keys(stream_id)
-        reply = await self._script("claim", (meta, lease), [self.log.owner_id, hold_ms or self.log.lease_ms])
-        return claimed(stream_id, reply)
+        writer = self._here().writer
+        claim: Claim = await writer.script("claim", (meta, lease), [self.log.owner_id, hold_ms or self.log.lease_ms],
+                                           parse=lambda reply: claimed(stream_id, reply))
+        if claim.owned:
+            writer.own(stream_id)
+        return claim
 
     async def release(self, stream_id: str) -> bool:
-        return bool(await self._script("release", [self.log._keys(stream_id)[2]], [self.log.owner_id]))
+        writer = self._here().writer
+        writer.disown(stream_id)
+        return bool(await writer.script("release", [self.log._keys(stream_id)[2]], [self.log.owner_id]))
+
+    def disown(self, stream_id: str) -> None:
+        """Stop renewing ``stream_id``'s lease here (fenced off, or its producer ended); needs no running loop."""
+        for engine in list(self._engines.values()):
+            engine.writer.disown(stream_id)
 
     async def wait_after(self, stream_id: str, cursor: int, block_ms: int | None = None) -> list[tuple[int, str]]:
-        tokens = self.log._keys(stream_id)[1]
-        reply = await self._run(self._here().blocking.xread({tokens: f"0-{cursor + 1}"},
-                                                            block=block_ms or self.log.block_ms))
-        return followed(reply, tokens)
+        """The tokens after ``cursor`` as soon as there are some, or [] after the log's ``block_ms``.
+
+        Served by this loop's one shared ``XREAD BLOCK`` (``block_ms`` other than the log's is ignored).
+        """
+        return await self._here().reader.wait(self.log._keys(stream_id)[1], cursor)
+
+    async def ping(self) -> bool:
+        """True if Redis answers within the op timeout; never raises."""
+        try:
+            return bool(await self._ask(self._command("PING"), False))
+        except LogUnavailable:
+            return False
+
+    async def command(self, *args: Any) -> Any:
+        """Any command, through this loop's writer (diagnostics and tests); raises ``LogUnavailable``."""
+        return await self._ask(self._command(*args), False)
+
+    async def close(self) -> None:
+        """Close this loop's connections (they are made again if the log is used again)."""
+        engine = self._engines.pop(id(asyncio.get_running_loop()), None)
+        if engine is not None:
+            await engine.writer.close()
+            await engine.reader.close()

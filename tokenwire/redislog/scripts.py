@@ -18,8 +18,8 @@ from typing import Any
 
 from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
 
-__all__ = ["APPEND", "CLAIM", "CREATE", "RELEASE", "SET_STATE", "Claim", "appended", "claimed", "create_args",
-           "created", "entry_index", "followed", "tokens_read"]
+__all__ = ["APPEND", "APPEND_MANY", "CLAIM", "CREATE", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE", "Claim",
+           "appended", "claimed", "create_args", "created", "entry_index", "followed", "tokens_read"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +103,95 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return ARGV[2]
 """
 
+# The group commit: one call carries a round's appends, each fenced by its own stream's lease and next index.
+# KEYS meta, tokens, lease per append; ARGV owner, maxlen, lease_ms, ttl_ms, then index, token per append
+# -> one reply per append: {'ok', length} | {'lease', owner} | {'conflict', length} | {'unknown', 0}.
+# The TTLs are re-armed by the lease renewal (RENEW_MANY), not here (the per-token path); the tokens key
+# gets its first TTL with its first entry.
+APPEND_MANY = """
+local out = {}
+local owner = ARGV[1]
+for i = 0, #KEYS / 3 - 1 do
+  local meta, tokens, lease = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local index, token = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  local len = redis.call('HGET', meta, 'length')
+  local o = redis.call('GET', lease)
+  if not len then
+    out[i + 1] = {'unknown', 0}
+  elseif o and o ~= owner then
+    out[i + 1] = {'lease', o}
+  else
+    len = tonumber(len)
+    if index == len and index < tonumber(redis.call('HGET', meta, 'total')) then
+      if not o then redis.call('SET', lease, owner, 'PX', ARGV[3]) end
+      redis.call('XADD', tokens, 'MAXLEN', ARGV[2], '0-' .. (index + 1), 't', token, 'by', owner)
+      if index == 0 then redis.call('PEXPIRE', tokens, ARGV[4]) end
+      redis.call('HSET', meta, 'length', index + 1)
+      out[i + 1] = {'ok', index + 1}
+    else
+      local e = {}
+      if index < len then e = redis.call('XRANGE', tokens, '0-' .. (index + 1), '0-' .. (index + 1)) end
+      if #e == 1 and e[1][2][2] == token and e[1][2][4] == owner then
+        out[i + 1] = {'ok', len}              -- a retried round that already landed
+      else
+        out[i + 1] = {'conflict', len}
+      end
+    end
+  end
+end
+return out
+"""
+
+# The owner's leases, renewed together on a timer; each stream's keys get their TTL back too.
+# KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms -> 1 (held) or 0 (lost) per stream.
+# A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates.
+RENEW_MANY = """
+local out = {}
+for i = 0, #KEYS / 3 - 1 do
+  local meta, tokens, lease = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local o = redis.call('GET', lease)
+  local held = 0
+  if o == ARGV[1] then
+    redis.call('PEXPIRE', lease, ARGV[2])
+    held = 1
+  elseif not o and redis.call('HGET', meta, 'state') == 'generating' then
+    redis.call('SET', lease, ARGV[1], 'PX', ARGV[2])
+    held = 1
+  end
+  if held == 1 then
+    redis.call('PEXPIRE', meta, ARGV[3])
+    redis.call('PEXPIRE', tokens, ARGV[3])
+  end
+  out[i + 1] = held
+end
+return out
+"""
+
+# A resume read in one atomic call. KEYS meta, tokens; ARGV cursor, limit (-1: all)
+# -> {length or false, first kept entry (or {}), entries after the cursor}.
+READ = """
+local len = redis.call('HGET', KEYS[1], 'length')
+if not len then return {false, {}, {}} end
+local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+local rest = {}
+local limit = tonumber(ARGV[2])
+if limit ~= 0 then
+  local start = '(0-' .. (tonumber(ARGV[1]) + 1)
+  if limit < 0 then rest = redis.call('XRANGE', KEYS[2], start, '+')
+  else rest = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', limit) end
+end
+return {len, first, rest}
+"""
+
 RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+
+# Every script by name: the log loads them once per connection and calls them by their SHA1.
+SCRIPTS = {"create": CREATE, "claim": CLAIM, "append": APPEND, "append_many": APPEND_MANY, "set_state": SET_STATE,
+           "release": RELEASE, "renew_many": RENEW_MANY, "read": READ}
 
 
 def create_args(meta: Mapping[str, Any], total: int, ttl_ms: int, owner_id: str) -> list[Any]:
@@ -132,14 +217,19 @@ def appended(stream_id: str, index: int, status: str, value: Any) -> None:
 
 
 def tokens_read(stream_id: str, cursor: int, replies: list[Any]) -> list[str]:
-    """The tokens of a read pipeline's replies (length, first kept entry, the range asked for)."""
+    """The tokens of a read's replies (length, first kept entry, the range asked for; ``READ``'s reply)."""
     length, first, *rest = replies
     if length is None:
         raise UnknownStream(stream_id)
     first_kept = entry_index(first[0][0]) if first else int(length)
     if cursor + 1 < first_kept:
         raise LogGap(stream_id, cursor, first_kept)
-    return [fields["t"] for _, fields in rest[0]] if rest else []
+    return [_text(fields) for _, fields in rest[0]] if rest else []
+
+
+def _text(fields: Any) -> str:
+    """An entry's token: its ``t`` field (a dict from redis-py, a flat list from a script: ``t`` comes first)."""
+    return str(fields["t"] if isinstance(fields, dict) else fields[1])
 
 
 def claimed(stream_id: str, reply: Any) -> Claim:

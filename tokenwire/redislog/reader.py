@@ -1,0 +1,174 @@
+"""Followers share one read: one task per event loop blocks on one ``XREAD`` over every stream followed here.
+
+How this works: a follower asks ``wait(key, cursor)`` for the tokens after
+``cursor`` and gets a future.  The reader keeps one ``_Follow`` per stream
+key (the position its next ``XREAD`` reads from, what it read that no
+follower has taken yet, and the followers waiting), and one task issues
+``XREAD BLOCK`` over all of them on the reader's one connection.  What comes
+back is handed to each waiting follower from its own cursor on (a follower
+whose cursor is behind what was read has the position moved back, so the
+next read fetches it again: nobody sees a gap).  A follower not served
+within ``block_ms`` gets an empty list: its heartbeat, after which it checks
+the owner's lease, as a blocking read of its own did.  A key joining while
+the read is blocked interrupts it (``CLIENT UNBLOCK``, sent through the
+writer) so that the new key is read at once.  A key nobody waited on for a
+while is dropped, and the task ends when no key is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..core.tokenlog import LogError
+from .scripts import entry_index
+from .writer import STALL_TIMEOUT_S, LogWriter, Settings, client, unavailable
+
+__all__ = ["FOLLOW_COUNT", "LogReader"]
+
+# Entries one XREAD returns per key: a follower far behind catches up in
+# steps of this many (the rest comes with the next read, at once).
+FOLLOW_COUNT = 512
+# Entries kept for a key no follower is waiting on; past it the key is dropped
+# (its follower, if it comes back, reads from its own cursor again).
+_BUFFER_MAX = 4 * FOLLOW_COUNT
+# A key is dropped this many heartbeats after its last follower stopped waiting.
+_IDLE_BEATS = 4
+
+Entries = list[tuple[int, str]]
+
+
+class _Follow:
+    __slots__ = ("buffer", "idle_since", "pos", "waiters")
+
+    def __init__(self, pos: int) -> None:
+        self.pos = pos
+        self.buffer: Entries = []
+        self.waiters: list[tuple[int, asyncio.Future[Entries], float]] = []
+        self.idle_since = 0.0
+
+    def take(self, cursor: int) -> Entries:
+        """What was read right after ``cursor``, or nothing (then the next read starts after ``cursor``)."""
+        got = [entry for entry in self.buffer if entry[0] > cursor]
+        if got and got[0][0] == cursor + 1:
+            self.buffer = []
+            return got
+        if cursor != self.pos:
+            self.pos, self.buffer = cursor, []
+        return []
+
+
+class LogReader:
+    """One event loop's shared blocking read; ``wait`` is a follower's ``XREAD BLOCK`` of its own."""
+
+    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, writer: LogWriter) -> None:
+        self.settings, self.loop, self.writer = settings, loop, writer
+        self.redis = client(settings, STALL_TIMEOUT_S + settings.block_ms / 1000)
+        self.follows: dict[str, _Follow] = {}
+        self.reads = 0                        # XREAD calls made (for tests and the bench)
+        self._task: asyncio.Task[None] | None = None
+        self._client_id: int | None = None
+        self._blocked = False
+        self._unblocking = False
+
+    def wait(self, key: str, cursor: int) -> asyncio.Future[Entries]:
+        """The entries after ``cursor`` of stream ``key`` as soon as there are some, or [] after ``block_ms``."""
+        future: asyncio.Future[Entries] = self.loop.create_future()
+        follow = self.follows.get(key)
+        if follow is None:
+            follow = self.follows[key] = _Follow(cursor)
+            self._interrupt()
+        ready = follow.take(cursor)
+        if ready:
+            future.set_result(ready)
+            return future
+        follow.waiters.append((cursor, future, self.loop.time() + self.settings.block_ms / 1000))
+        if self._task is None:
+            self._task = self.loop.create_task(self._run())
+        return future
+
+    def _interrupt(self) -> None:
+        """A new key while the read blocks: end the block now, so the next read includes it."""
+        if self._blocked and not self._unblocking and self._client_id is not None:
+            self._unblocking = True
+            done = self.writer.command("CLIENT", "UNBLOCK", self._client_id)
+            done.add_done_callback(lambda f: f.cancelled() or f.exception())     # best effort
+
+    async def _run(self) -> None:
+        try:
+            while self.follows:
+                if self._client_id is None:
+                    self._client_id = int(await self.redis.client_id())
+                streams = {key: f"0-{follow.pos + 1}" for key, follow in self.follows.items()}
+                self._blocked, self._unblocking = True, False
+                try:
+                    reply = await self.redis.xread(streams, count=FOLLOW_COUNT, block=self.settings.block_ms)
+                finally:
+                    self._blocked = False
+                self.reads += 1
+                self._hand_out(streams, reply)
+                self._expire()
+        except Exception as exc:            # Redis down or stalled past the timeout: every follower is told
+            self._client_id = None
+            self._fail(unavailable(self.settings, exc))
+        finally:
+            self._task = None
+
+    def _hand_out(self, asked: dict[str, str], reply: Any) -> None:
+        items = reply.items() if isinstance(reply, dict) else (reply or [])
+        for key, raw in items:
+            follow = self.follows.get(key)
+            if follow is None or not raw or asked.get(key) != f"0-{follow.pos + 1}":
+                continue                    # dropped, or moved while the read was out: read again
+            follow.buffer.extend((entry_index(entry_id), fields["t"]) for entry_id, fields in raw)
+            follow.pos = follow.buffer[-1][0]
+            waiters, follow.waiters = follow.waiters, []
+            served = False
+            for cursor, future, deadline in waiters:
+                if future.done():
+                    continue
+                got = [entry for entry in follow.buffer if entry[0] > cursor]
+                if got and got[0][0] == cursor + 1:
+                    future.set_result(got)
+                    served = True
+                else:
+                    follow.waiters.append((cursor, future, deadline))
+            if served:
+                follow.buffer = []
+            behind = [cursor for cursor, _, _ in follow.waiters if cursor < follow.pos]
+            if behind:                      # a follower behind what was read: read again from its cursor
+                follow.pos, follow.buffer = min(behind), []
+            if len(follow.buffer) > _BUFFER_MAX:
+                del self.follows[key]
+
+    def _expire(self) -> None:
+        now = self.loop.time()
+        slack = self.settings.block_ms / 2000
+        for key, follow in list(self.follows.items()):
+            waiting = []
+            for cursor, future, deadline in follow.waiters:
+                if future.done():
+                    continue
+                if deadline - slack <= now:
+                    future.set_result([])           # the heartbeat: nothing new within block_ms
+                else:
+                    waiting.append((cursor, future, deadline))
+            follow.waiters = waiting
+            if waiting:
+                follow.idle_since = 0.0
+            elif not follow.idle_since:
+                follow.idle_since = now
+            elif now - follow.idle_since > _IDLE_BEATS * self.settings.block_ms / 1000:
+                del self.follows[key]
+
+    def _fail(self, error: LogError) -> None:
+        follows, self.follows = self.follows, {}
+        for follow in follows.values():
+            for _, future, _ in follow.waiters:
+                if not future.done():
+                    future.set_exception(error)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        await self.redis.aclose()

@@ -1,0 +1,292 @@
+"""The group commit: one log writer per event loop, one round trip per round, whatever the number of streams.
+
+How this works: every command a process or a route sends to Redis is queued
+here and answered through a future.  While no round is in flight the next
+loop turn starts one; while one is in flight, what arrives meanwhile waits
+for it to be answered and goes in the next round (at most one round trip of
+waiting).  A round is one pipeline on the writer's one connection: a single
+``APPEND_MANY`` script call carrying every queued append (each fenced by its
+own stream's lease and next index, so a refused append fails that stream's
+future alone), then the other queued commands (creations, resume reads,
+state changes, lease claims, the renewal).  Scripts are called by SHA1; a
+Redis that lost its script cache (restarted) has them loaded again and the
+refused calls go in the next round.  Any error of the round itself (Redis
+down, a stall longer than the socket timeout) fails every future in it with
+``LogUnavailable``.
+
+The owner's leases are renewed here too: ``own`` adds a stream to the set a
+timer renews, a third of a lease apart, in one ``RENEW_MANY`` call (which
+also re-arms the streams' TTLs), so neither the per-token path nor a long
+model step claims anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError
+from redis.retry import Retry
+
+from ..core.tokenlog import LogError, LogUnavailable
+from .scripts import SCRIPTS, appended
+
+__all__ = ["MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND", "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter",
+           "Settings"]
+
+# A request's wait for Redis before it is answered 503: Redis answers in well
+# under a millisecond on a LAN, so a second means it is down or wedged.
+OP_TIMEOUT_S = 1.0
+# The writer's socket timeout: a Redis that stalls for less (a fork, a slow
+# disk, SIGSTOP in the tests) pauses the streams, which then go on; past it
+# the round fails and the streams end without `done` (their readers resume).
+STALL_TIMEOUT_S = 10.0
+# Appends in one round: 1,024 covers a process's 1,000 streams each with a
+# token waiting; more wait one round (a script call's arguments stay ~100 KB).
+MAX_APPENDS_PER_ROUND = 1024
+# Other commands in one round (creations, reads, state changes).
+MAX_COMMANDS_PER_ROUND = 512
+# A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
+_NOSCRIPT_RETRIES = 2
+
+Parse = Callable[[Any], Any]
+
+
+class Settings(Protocol):
+    """What the writer and reader read of the log: where Redis is, who this instance is, its settings."""
+
+    url: str
+    where: str
+    owner_id: str
+    lease_ms: int
+    ttl_ms: int
+    maxlen: int
+    block_ms: int
+
+    def _keys(self, stream_id: str) -> tuple[str, str, str]: ...
+
+
+def client(settings: Settings, socket_timeout_s: float) -> Any:
+    """A redis.asyncio client of one connection (its user never runs two commands at once).
+
+    Any: redis-py types every reply as a union of bytes/str/None whatever decode_responses says.
+    """
+    return redis.asyncio.Redis.from_url(settings.url, decode_responses=True, max_connections=1,
+                                        socket_timeout=socket_timeout_s, socket_connect_timeout=OP_TIMEOUT_S,
+                                        retry=Retry(NoBackoff(), 1))   # one immediate retry: a reconnect
+
+
+def unavailable(settings: Settings, exc: BaseException) -> LogUnavailable:
+    return LogUnavailable(f"redis at {settings.where}: {type(exc).__name__}: {exc}")
+
+
+class _Command:
+    __slots__ = ("args", "future", "parse", "tries")
+
+    def __init__(self, args: tuple[Any, ...], future: asyncio.Future[Any], parse: Parse | None) -> None:
+        self.args, self.future, self.parse, self.tries = args, future, parse, 0
+
+
+class _Append:
+    __slots__ = ("future", "index", "keys", "stream_id", "token", "tries")
+
+    def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
+                 future: asyncio.Future[None]) -> None:
+        self.stream_id, self.keys, self.index, self.token, self.future = stream_id, keys, index, token, future
+        self.tries = 0
+
+
+def _settle(future: asyncio.Future[Any], value: Any = None, error: BaseException | None = None) -> None:
+    if future.done():
+        return                      # its asker gave up (a request's timeout): the answer goes nowhere
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
+class LogWriter:
+    """One event loop's queue of Redis commands, flushed a round at a time on one connection."""
+
+    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
+        self.settings, self.loop = settings, loop
+        self.redis = client(settings, STALL_TIMEOUT_S)
+        self.shas = {name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()}
+        self._appends: list[_Append] = []
+        self._commands: list[_Command] = []
+        self._flushing = False
+        self.rounds = 0                       # rounds sent (for tests and the bench)
+        self.owned: set[str] = set()          # streams whose lease this instance renews
+        self._renewing: asyncio.Task[None] | None = None
+
+    # -- queueing ----------------------------------------------------------------------------------
+    def command(self, *args: Any, parse: Parse | None = None) -> asyncio.Future[Any]:
+        """Queue one command; returns the future of its (parsed) reply."""
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self._commands.append(_Command(args, future, parse))
+        self._kick()
+        return future
+
+    def script(self, name: str, keys: Iterable[str], args: Iterable[Any], parse: Parse | None = None
+               ) -> asyncio.Future[Any]:
+        keys = tuple(keys)
+        return self.command("EVALSHA", self.shas[name], len(keys), *keys, *args, parse=parse)
+
+    def append(self, stream_id: str, index: int, token: str) -> asyncio.Future[None]:
+        """Queue a fenced append; the future is done once Redis has it (or raises the core's ``LogError``)."""
+        future: asyncio.Future[None] = self.loop.create_future()
+        self._appends.append(_Append(stream_id, self.settings._keys(stream_id), index, token, future))
+        self._kick()
+        return future
+
+    def _kick(self) -> None:
+        if not self._flushing:
+            self._flushing = True
+            self.loop.create_task(self._flush())     # next loop turn: what this turn queues joins the round
+
+    # -- rounds ----------------------------------------------------------------------------------------
+    async def _flush(self) -> None:
+        try:
+            while self._appends or self._commands:
+                appends, self._appends = self._appends[:MAX_APPENDS_PER_ROUND], self._appends[MAX_APPENDS_PER_ROUND:]
+                commands = self._commands[:MAX_COMMANDS_PER_ROUND]
+                del self._commands[:MAX_COMMANDS_PER_ROUND]
+                await self._round(appends, commands)
+        finally:
+            self._flushing = False
+
+    def _append_call(self, appends: list[_Append]) -> tuple[Any, ...]:
+        s = self.settings
+        keys: list[str] = []
+        args: list[Any] = [s.owner_id, s.maxlen, s.lease_ms, s.ttl_ms]
+        for a in appends:
+            keys.extend(a.keys)
+            args.append(a.index)
+            args.append(a.token)
+        return ("EVALSHA", self.shas["append_many"], len(keys), *keys, *args)
+
+    async def _round(self, appends: list[_Append], commands: list[_Command]) -> None:
+        self.rounds += 1
+        try:
+            replies = await self._send(appends, commands)
+        except Exception as exc:        # Redis down or stalled past the timeout: every asker is told
+            error = unavailable(self.settings, exc)
+            for a in appends:
+                _settle(a.future, error=error)
+            for command in commands:
+                _settle(command.future, error=error)
+            return
+        noscript = False
+        if appends:
+            noscript = self._appended(appends, replies[0])
+            replies = replies[1:]
+        for command, reply in zip(commands, replies, strict=True):
+            noscript = self._answered(command, reply) or noscript
+        if noscript:
+            await self._load_scripts()
+
+    async def _send(self, appends: list[_Append], commands: list[_Command]) -> list[Any]:
+        """One pipeline; sent again once on a fresh connection if the old one was closed (Redis restarted).
+
+        Sending a round twice is safe: a landed append is recognised, a create
+        carries its creator token, the rest are reads or idempotent.
+        """
+        for attempt in (1, 2):
+            pipe = self.redis.pipeline(transaction=False)
+            if appends:
+                pipe.execute_command(*self._append_call(appends))
+            for command in commands:
+                pipe.execute_command(*command.args)
+            try:
+                replies: list[Any] = await pipe.execute(raise_on_error=False)
+                return replies
+            except redis.ConnectionError:
+                if attempt == 2:
+                    raise
+                await self.redis.connection_pool.disconnect()
+        raise AssertionError("unreachable")
+
+    def _appended(self, appends: list[_Append], reply: Any) -> bool:
+        """Settle each append by its own status; True if the scripts must be loaded again."""
+        if isinstance(reply, NoScriptError):
+            self._again(appends, self._appends, reply)
+            return True
+        if isinstance(reply, Exception):
+            for a in appends:
+                _settle(a.future, error=unavailable(self.settings, reply))
+            return False
+        for a, (status, value) in zip(appends, reply, strict=True):
+            if status == "ok":
+                _settle(a.future)
+                continue
+            try:
+                appended(a.stream_id, a.index, status, value)
+            except LogError as exc:
+                _settle(a.future, error=exc)
+        return False
+
+    def _answered(self, command: _Command, reply: Any) -> bool:
+        if isinstance(reply, NoScriptError):
+            self._again([command], self._commands, reply)
+            return True
+        if isinstance(reply, Exception):
+            _settle(command.future, error=unavailable(self.settings, reply))
+            return False
+        try:
+            _settle(command.future, command.parse(reply) if command.parse is not None else reply)
+        except LogError as exc:
+            _settle(command.future, error=exc)
+        return False
+
+    def _again(self, items: list[Any], queue: list[Any], reply: Exception) -> None:
+        for item in items:
+            item.tries += 1
+            if item.tries > _NOSCRIPT_RETRIES:
+                _settle(item.future, error=unavailable(self.settings, reply))
+        queue[:0] = [item for item in items if item.tries <= _NOSCRIPT_RETRIES]
+
+    async def _load_scripts(self) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for text in SCRIPTS.values():
+            pipe.script_load(text)
+        try:
+            await pipe.execute()
+        except (redis.RedisError, OSError):
+            pass                            # the next round fails (and says why) or loads them again
+
+    # -- leases -------------------------------------------------------------------------------------------
+    def own(self, stream_id: str) -> None:
+        """Renew ``stream_id``'s lease on the timer from now on (this instance generates it)."""
+        self.owned.add(stream_id)
+        if self._renewing is None:
+            self._renewing = self.loop.create_task(self._renew())
+
+    def disown(self, stream_id: str) -> None:
+        self.owned.discard(stream_id)
+
+    async def _renew(self) -> None:
+        s = self.settings
+        try:
+            while self.owned:
+                await asyncio.sleep(s.lease_ms / 3000)
+                ids = list(self.owned)
+                keys = [key for sid in ids for key in s._keys(sid)]
+                try:
+                    held = await self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms])
+                except LogError:
+                    continue                # Redis is away: the appends say so; try again next period
+                for sid, kept in zip(ids, held, strict=True):
+                    if not kept:
+                        self.owned.discard(sid)     # taken over: the next append is refused
+        finally:
+            self._renewing = None
+
+    async def close(self) -> None:
+        if self._renewing is not None:
+            self._renewing.cancel()
+        await self.redis.aclose()
