@@ -70,12 +70,16 @@ __all__ = ["LiveServer", "cli_main", "make_server"]
 
 # Connections asyncio accepts per wake-up of the listening socket (its `backlog`
 # argument, which is also how often it retries a failing accept in a row).
-# Half the descriptor margin: a burst is counted (and refused past the cap)
-# before the next batch is accepted, so accept does not run out of descriptors.
+# A quarter of the descriptor margin, so accept does not run out of descriptors.
 ACCEPT_BATCH = 16
 # Descriptors kept free beyond the connections: page workers' pipes, Redis
-# connections, files, and the 503 a refused connection is answered with.
-FD_MARGIN = 32
+# connections, files, the 503 a refused connection is answered with, and the
+# stdlib loop's accept pipeline: a batch is counted (admitted, refused, or
+# given an idle connection's slot) an iteration or two after it was accepted,
+# and a connection shed or refused is closed an iteration after that, so
+# about three batches are open and not counted.  Under a slowloris churn at
+# the limit (ulimit -n 1024) 32 ran out of descriptors; 64 does not.
+FD_MARGIN = 64
 # How often a graceful shutdown looks whether everything has ended.
 _DRAIN_POLL_S = 0.02
 # What a connection closed at the end of the grace gets to flush its last frame.
