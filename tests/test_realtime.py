@@ -1,0 +1,310 @@
+"""The event-loop driver (``tokenwire.realtime``) and its parts: timers, the parking lot, wires, the private loop.
+
+The same processes are also run on the simulation here, to check that a
+``Put``/``Get`` (``tokenwire.core.exchange``) decides the same under both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from tokenwire.core.channel import Outcome, Taken
+from tokenwire.core.clock import RealClock
+from tokenwire.core.effects import TIMEOUT, Await, Get, Process, Put, Sleep
+from tokenwire.core.frames import TokenItem
+from tokenwire.core.model import ANSWER, Model, TimingModel
+from tokenwire.core.pipeline import RunSpec, run
+from tokenwire.core.reader import MemoryReader
+from tokenwire.core.simulate import Simulation
+from tokenwire.core.stream import Stream
+from tokenwire.core.tokenlog import MemoryTokenLog
+from tokenwire.realtime import LOOP_ENV, LoopDriver, LoopWire, loop_name
+from tokenwire.realtime.parking import ParkingLot
+from tokenwire.realtime.procs import Proc
+from tokenwire.realtime.timers import TICK_NS, Timers
+from tokenwire.realtime.wires import split
+
+
+def _stream(policy: str = "block", capacity: int = 3, tokens: int = 10) -> Stream:
+    return Stream("s", Model(ANSWER[:tokens], TimingModel()), MemoryTokenLog(lambda: 0), policy=policy,
+                  capacity=capacity)
+
+
+def _turns(loop: asyncio.AbstractEventLoop, n: int = 1) -> None:
+    """Let ``loop`` run what is scheduled now, ``n`` turns."""
+    for _ in range(n):
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+def _idle_proc(loop: asyncio.AbstractEventLoop) -> Proc:
+    def never() -> Process:
+        yield Sleep(0)
+    return Proc(never(), None, 0, loop.create_future())
+
+
+# -- moved here: the driver's pacing and heartbeat ------------------------------------------------
+def test_a_long_await_is_not_a_pacing_debt_repaid_in_a_burst() -> None:
+    driver = LoopDriver.private()
+    stamps: list[int] = []
+
+    def proc() -> Process:
+        yield Await(asyncio.sleep(0.3))
+        stamps.append(driver.clock.now())
+        for _ in range(3):
+            yield Sleep(50_000_000)
+        stamps.append(driver.clock.now())
+
+    driver.spawn(proc())
+    driver.run()
+    assert stamps[1] - stamps[0] >= 140_000_000           # three 50 ms steps after the wait, not at once
+
+
+def test_a_heartbeat_timeout_is_not_restarted_by_other_wake_ups():
+    stream = Stream("h", Model(ANSWER[:3], TimingModel()), MemoryTokenLog(lambda: 0))
+    channel = stream.new_channel()
+    stream.connect(-1, channel)          # nothing is produced: the channel stays empty
+    state = {"stop": False, "wakes": 0}
+
+    def notify_forever():                # wake-ups meant for someone else, every 5 ms, for up to 5 s
+        for _ in range(1000):
+            if state["stop"]:
+                return
+            yield Sleep(5_000_000)
+            with stream.cond:
+                stream.cond.notify_all()
+            state["wakes"] += 1
+
+    def waiter():
+        got = yield Get(stream, channel, timeout_ns=50_000_000)
+        state["stop"] = True
+        return got
+
+    driver = LoopDriver.private()
+    result = driver.spawn(waiter())
+    driver.spawn(notify_forever())
+    driver.run()
+    assert result.result() is TIMEOUT and 3 <= state["wakes"] < 1000, "the timeout fired while wake-ups kept coming"
+
+
+# -- timers ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("precise", [False, True])
+def test_timers_fire_in_deadline_order_whatever_the_order_asked(precise: bool) -> None:
+    loop, clock = asyncio.new_event_loop(), RealClock()
+    try:
+        timers: Timers[str] = Timers(loop, clock.now, precise)
+        fired: list[tuple[str, int]] = []
+        start = clock.now()
+        deadlines = {"c": start + 9 * TICK_NS, "a": start + 3 * TICK_NS, "past": start - TICK_NS,
+                     "b": start + 6 * TICK_NS}
+        for name, deadline in deadlines.items():
+            timers.at(deadline, lambda name: fired.append((name, clock.now())), name)
+        loop.run_until_complete(asyncio.sleep(0.03))
+    finally:
+        loop.close()
+    assert [name for name, _ in fired] == ["past", "a", "b", "c"]
+    if precise:                          # the last stretch is spun: never early
+        assert all(t >= deadlines[name] for name, t in fired)
+
+
+def test_a_servers_deadlines_in_one_millisecond_share_a_loop_timer_and_keep_their_order() -> None:
+    loop, clock = asyncio.new_event_loop(), RealClock()
+    try:
+        loop_timers: list[float] = []
+        call_later = loop.call_later
+
+        def counted(delay: float, *args: object) -> asyncio.TimerHandle:
+            loop_timers.append(delay)
+            return call_later(delay, *args)  # type: ignore[arg-type]
+
+        loop.call_later = counted  # type: ignore[method-assign]
+        timers: Timers[int] = Timers(loop, clock.now, precise=False)
+        fired: list[int] = []
+        due = (clock.now() // TICK_NS + 5) * TICK_NS        # the start of a tick 4-5 ms away
+        for i in range(10):
+            timers.at(due - i * 1000, fired.append, i)      # ten deadlines within one tick, latest first
+        assert len(loop_timers) == 1
+        loop.run_until_complete(asyncio.sleep(0.02))
+    finally:
+        loop.close()
+    assert fired == list(range(10))
+
+
+# -- the parking lot ------------------------------------------------------------------------------
+def test_a_parked_get_is_woken_with_the_item_once_its_stream_rings() -> None:
+    loop, clock = asyncio.new_event_loop(), RealClock()
+    try:
+        woken: list[tuple[Proc, object]] = []
+        lot = ParkingLot(loop, clock.now, lambda p, value: woken.append((p, value)))
+        stream = _stream()
+        channel = stream.new_channel()
+        stream.connect(-1, channel)
+        p = _idle_proc(loop)
+        lot.park(p, Get(stream, channel), clock.now())
+        _turns(loop, 2)
+        assert woken == [] and p.since >= 0, "nothing rang: still parked"
+        item = TokenItem(0, ANSWER[0])
+        assert stream.offer(item) is Outcome.ACCEPTED          # notifies the stream's cond, which rings the lot
+        assert stream.offer(TokenItem(1, ANSWER[1])) is Outcome.ACCEPTED   # rings again before the loop turns
+        _turns(loop)
+        assert woken == [(p, item)], "woken once, with what it was waiting for"
+        assert (p.since, p.effect, p.until) == (-1, None, -1)
+    finally:
+        loop.close()
+
+
+def test_a_parked_put_waits_for_the_reader_and_its_pause_is_counted() -> None:
+    loop, clock = asyncio.new_event_loop(), RealClock()
+    try:
+        woken: list[object] = []
+        lot = ParkingLot(loop, clock.now, lambda p, value: woken.append(value))
+        stream = _stream(capacity=1)
+        channel = stream.new_channel()
+        stream.connect(-1, channel)
+        assert stream.offer(TokenItem(0, ANSWER[0])) is Outcome.ACCEPTED
+        put = Put(stream, TokenItem(1, ANSWER[1]))
+        assert stream.offer(put.item) is Outcome.FULL
+        p = _idle_proc(loop)
+        lot.park(p, put, clock.now())
+        _turns(loop)
+        assert woken == []
+        assert stream.take(channel) == TokenItem(0, ANSWER[0])     # the reader makes room and rings
+        _turns(loop)
+        assert woken == [Outcome.ACCEPTED]
+        stats = channel.stats()
+        assert stats.pauses == 1 and stats.waited_ns > 0 and len(channel) == 1
+    finally:
+        loop.close()
+
+
+def test_a_stream_whose_cond_is_not_single_threaded_cannot_park() -> None:
+    import threading
+
+    loop = asyncio.new_event_loop()
+    try:
+        lot = ParkingLot(loop, RealClock().now, lambda p, value: None)
+        stream = _stream()
+        channel = stream.new_channel()
+        stream.cond = threading.Condition()  # type: ignore[assignment]
+        with pytest.raises(TypeError, match="needs a stream whose cond is a SingleThread"):
+            lot.park(_idle_proc(loop), Get(stream, channel), 0)
+    finally:
+        loop.close()
+
+
+# -- wires, loops, the private run ----------------------------------------------------------------
+class _Frames:
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
+        return True
+
+
+def test_wires_are_told_apart_by_the_loop_wire_protocol() -> None:
+    frames, memory = _Frames(), MemoryReader()
+    assert isinstance(frames, LoopWire) and not isinstance(memory, LoopWire)
+    assert split(frames) == (frames, None)
+    assert split(memory) == (None, memory)
+    assert split(None) == (None, None)
+
+
+def test_loop_name_refuses_an_unknown_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LOOP_ENV, "trio")
+    with pytest.raises(ValueError, match="TOKENWIRE_LOOP must be 'uvloop' or 'asyncio', got 'trio'"):
+        loop_name()
+    monkeypatch.setenv(LOOP_ENV, "asyncio")
+    assert loop_name() == "asyncio"
+
+
+def test_run_is_for_a_private_driver_and_raises_a_processs_error() -> None:
+    async def on_a_running_loop() -> None:
+        with pytest.raises(RuntimeError, match="run\\(\\) is for a driver made by LoopDriver.private\\(\\)"):
+            LoopDriver().run()
+    asyncio.run(on_a_running_loop())
+
+    def fails() -> Process:
+        yield Sleep(1000)
+        raise KeyError("boom")
+
+    driver = LoopDriver.private()
+    assert driver.precise
+    driver.spawn(fails())
+    with pytest.raises(KeyError, match="boom"):
+        driver.run()
+
+
+def test_a_yield_that_is_no_effect_is_a_type_error_in_the_process() -> None:
+    def confused() -> Process:
+        try:
+            yield 42  # type: ignore[misc]
+        except TypeError as exc:
+            return str(exc)
+        return "no error"
+
+    driver = LoopDriver.private()
+    result = driver.spawn(confused())
+    driver.run()
+    assert result.result() == "a process yielded 42, not an effect"
+    sim = Simulation()
+    sim.spawn(confused())
+    with pytest.raises(TypeError, match="a process yielded 42, not an effect"):
+        sim.run()
+
+
+# -- the same exchange under both drivers ---------------------------------------------------------
+def _exchange(driver: Simulation | LoopDriver, policy: str) -> tuple[object, ...]:
+    """Ten Puts while the reader sleeps, then the reader drains; what each side saw and the channel decided."""
+    stream = _stream(policy)
+    channel = stream.new_channel()
+    stream.connect(-1, channel)
+    outcomes: list[Outcome] = []
+    taken: list[TokenItem | Taken] = []
+
+    def producer() -> Process:
+        for i in range(10):
+            outcomes.append((yield Put(stream, TokenItem(i, ANSWER[i]))))
+        channel.close()
+        stream.cond.notify_all()
+
+    def reader() -> Process:
+        yield Sleep(20_000_000)
+        while True:
+            got = yield Get(stream, channel)
+            taken.append(got)
+            if isinstance(got, Taken):
+                return
+
+    driver.spawn(producer())
+    driver.spawn(reader())
+    driver.run()
+    s = channel.stats()
+    decisions = [(e.index, e.decision, e.depth) for e in stream.trace]
+    return outcomes, taken, (s.delivered, s.dropped, s.gap_runs, s.high_water, s.cuts), decisions, s.pauses
+
+
+@pytest.mark.parametrize("policy", ["drop-newest", "drop-oldest", "disconnect"])
+def test_a_put_and_a_get_decide_the_same_on_both_drivers(policy: str) -> None:
+    virtual, real = _exchange(Simulation(), policy), _exchange(LoopDriver.private(), policy)
+    assert virtual == real
+    assert virtual[0] != [Outcome.ACCEPTED] * 10, "the channel was full: the policy decided"
+
+
+def test_a_blocked_put_delivers_the_same_tokens_on_both_drivers() -> None:
+    virtual, real = _exchange(Simulation(), "block"), _exchange(LoopDriver.private(), "block")
+    assert virtual[0] == real[0] == [Outcome.ACCEPTED] * 10
+    assert virtual[1] == real[1] == [TokenItem(i, ANSWER[i]) for i in range(10)] + [Taken.END]
+    assert virtual[2] == real[2] == (10, 0, 0, 3, 0)
+    assert virtual[4] >= 1 and real[4] >= 1, "the producer waited on both"
+
+
+def test_one_pipeline_delivers_the_same_tokens_on_both_drivers() -> None:
+    # The reader's 3 ms is more than a precise driver spins (SPIN_NS): a shorter wait holds the loop, the
+    # producer cannot run meanwhile, and the channel never fills on the real clock.
+    spec = {"tokens": 20, "policy": "block", "capacity": 3, "reader_ms": 3.0, "producer_ms": 0.2, "retry_ms": 5}
+    virtual = run(RunSpec(**spec))
+    real = run(RunSpec(**spec, clock="real"), LoopDriver.private())
+    assert virtual.ids == real.ids == tuple(range(20))
+    assert virtual.text == real.text
+    assert (virtual.stats.delivered, virtual.stats.dropped, virtual.stats.high_water) == \
+        (real.stats.delivered, real.stats.dropped, real.stats.high_water)
+    assert virtual.stats.pauses > 0 and real.stats.pauses > 0
