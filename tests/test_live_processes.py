@@ -127,3 +127,55 @@ def test_quiet_sigterm_says_nothing(loop: str) -> None:
         code = server.wait()
         sock.close()
     assert code == 0 and server.err_lines == []
+
+
+# -- 6: SIGKILL leaves no helper process ----------------------------------------------------
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """``(state, ppid, start time)`` of ``pid`` from ``/proc``, None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """Every process below ``root`` (the ppid walk of ``/proc``), each with its start time."""
+    children: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            children.setdefault(stat[1], []).append(int(entry.name))
+            starts[int(entry.name)] = stat[2]
+    found, todo = {}, [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found[child] = starts[child]
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int, start: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[2] == start and stat[0] not in ("Z", "X")     # a zombie has exited
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+@pytest.mark.parametrize("loop", LOOPS)
+def test_sigkill_leaves_no_helper_process(loop: str) -> None:
+    with serve(loop, "--quiet") as server:
+        pages = [threading.Thread(target=server.get, args=("/?format=html",)),      # the page workers start
+                 threading.Thread(target=server.get, args=("/?clock=real&format=json&tokens=5",))]
+        for page in pages:
+            page.start()
+        for page in pages:
+            page.join(IO_TIMEOUT_S)
+        helpers = _descendants(server.proc.pid)
+        server.proc.send_signal(signal.SIGKILL)
+        server.wait()
+        deadline = time.monotonic() + 5.0
+        while (left := [pid for pid, start in helpers.items() if _alive(pid, start)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert len(helpers) >= 3, helpers            # the fork server, the resource tracker, page workers
+    described = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120] for pid in left}
+    assert left == [], f"still running 5 s after SIGKILL: {described}"

@@ -17,11 +17,6 @@ with ``Allow``.
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
-from functools import partial
 from importlib import resources
 from typing import Protocol
 
@@ -32,9 +27,9 @@ from ..endpoints.decisions import Answer, LiveRequest, OpenStream
 from ..endpoints.params import LIVE_PARAMS, RequestError
 from ..endpoints.rules import NO_STORE, SECURITY_HEADERS, SSE_HEADERS, live_allow, method_error
 from ..handler import REPORT_PATHS, respond
-from ..report.params import ParamError, parse_query
 from ..report.templating import ENV, live_stylesheet
 from .http import HttpConnection, Request, head_bytes
+from .pages import Pages
 from .sockets import TransportWire, shrink_buffers
 
 __all__ = ["LIVE_CSP", "Routes", "allowed_methods"]
@@ -76,27 +71,22 @@ def allowed_methods(path: str) -> str | None:
 class Routes:
     """Answer requests for ``server``; pages render in ``pages`` processes, ``clock=real`` pages in ``real_pages``.
 
-    The page processes come from a fork server (a clean process started
-    once), not from a fork of the server: they hold none of its sockets, so
-    a connection the server closes is closed.  They start on the first page.
+    The page processes (``Pages``) come from a fork server, start on the
+    first page, and die with the server however it dies.
     """
 
     def __init__(self, server: ServerState, *, pages: int, real_pages: int) -> None:
         self.server = server
-        context = multiprocessing.get_context("forkserver")
-        self.pages = ProcessPoolExecutor(pages, mp_context=context, initializer=_yield_to_streams)
-        self.real_pages = ProcessPoolExecutor(real_pages, mp_context=context)
-        self.real_limit, self.real_running = real_pages, 0
-        self.in_flight = 0                 # pages being rendered (a graceful shutdown waits for them)
+        self.pages = Pages(pages, real_pages)
+
+    @property
+    def in_flight(self) -> int:
+        """Pages being rendered (a graceful shutdown waits for them)."""
+        return self.pages.in_flight
 
     def close(self) -> None:
-        """Stop the page processes (pages in flight were waited for by the shutdown).
-
-        Waited for: a pool left to stop by itself races the interpreter's exit,
-        whose hook then writes to the pool's closed wake-up pipe (a traceback).
-        """
-        self.pages.shutdown(wait=True, cancel_futures=True)
-        self.real_pages.shutdown(wait=True, cancel_futures=True)
+        """Stop the page processes (pages in flight were waited for by the shutdown)."""
+        self.pages.close()
 
     async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
         """The answer to ``request``, or None once an event stream has taken the connection."""
@@ -124,25 +114,7 @@ class Routes:
 
     # -- pages -----------------------------------------------------------------------
     async def _page(self, target: str) -> Answer:
-        loop = asyncio.get_running_loop()
-        pool = self.pages
-        try:
-            real = parse_query(target.partition("?")[2].partition("#")[0]).clock == "real"
-        except ParamError:
-            real = False            # respond() answers the 400 itself
-        if real:
-            if self.real_running >= self.real_limit:
-                raise RequestError(503, f"{self.real_limit} clock=real pages are already running; try again "
-                                        f"in {RETRY_AFTER_S} s or use clock=virtual", (("Retry-After", str(RETRY_AFTER_S)),))
-            pool = self.real_pages
-            self.real_running += 1
-        self.in_flight += 1
-        try:
-            return await loop.run_in_executor(pool, partial(_respond, "GET", target, served_live=True))
-        finally:
-            self.in_flight -= 1
-            if real:
-                self.real_running -= 1
+        return await self.pages.render(target)
 
     def _live_page(self) -> Answer:
         config = self.server.config
@@ -194,16 +166,6 @@ class Routes:
             while len(server.wires) > JOURNAL_SIZE:      # bounded like the journal
                 server.wires.pop(next(iter(server.wires)))
         server.endpoints.write(decision, wire)
-
-
-# How much lower a page process's CPU priority is than the server's: when the
-# cores are busy, the streams' loop runs first and a page waits a little.
-PAGE_NICENESS = 10
-
-
-def _yield_to_streams() -> None:
-    """A page process's first act: give the streams' loop the CPU first."""
-    os.nice(PAGE_NICENESS)
 
 
 def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:

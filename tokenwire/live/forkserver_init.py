@@ -1,0 +1,18 @@
+"""The page processes' fork server imports this first (``Pages`` sets it as the preload): it dies with the server.
+
+Importing this module asks Linux to SIGKILL the importing process when its
+parent dies (``pages.die_with_parent``), so only the fork server, whose parent
+is the server, may import it.  Its workers ask the same of it in turn.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .pages import SERVER_PID_ENV, die_with_parent
+
+__all__: list[str] = []
+
+_server = os.environ.get(SERVER_PID_ENV, "")
+if _server.isdigit():
+    die_with_parent(int(_server))
