@@ -9,7 +9,10 @@ by one ``LoopDriver`` (``tokenwire.realtime``).  The server holds what the
 connections share: the registry of streams (and through it the token log),
 the ``LiveConfig`` and a bounded journal of finished connections.
 
-A cap on open connections (``max_connections``) answers 503 past it.  When
+A cap on open connections (``max_connections``, and what the descriptor limit
+leaves) gives a new connection the slot of the oldest one that has not sent a
+complete request line (``idle``, oldest first: a slowloris cannot keep the
+server full) and answers 503 only when none is idle.  When
 ``accept`` fails for lack of file descriptors (``EMFILE``/``ENFILE``), the
 loop stops accepting for a second and tries again (asyncio's own rule), one
 line is logged, and nothing spins.  ``shutdown(grace_s)`` stops accepting,
