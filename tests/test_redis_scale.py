@@ -1,0 +1,214 @@
+"""The Redis log at scale (issue 17): a stream made on one process and first read on another, more than 100
+streams on one process (redis-py's pool limit was 100), a Redis stall mid-stream, a stale owner's pending
+flush.  Every server is a real process on a real ``redis-server``; the serve tests run on both event loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+from asgi_helpers import read_stream, uvicorn
+from redis_fixture import running_redis
+from test_redis_instances import LEASE_MS, Instance, create, owners, request
+
+from tokenwire.core.model import ANSWER
+from tokenwire.core.sse import Decoder
+from tokenwire.core.tokenlog import LeaseLost
+
+LOOPS = ["asyncio", "uvloop"]
+IO_TIMEOUT_S = 30.0
+
+
+class LoopInstance(Instance):
+    """``tokenwire serve`` on Redis with the event loop ``loop`` (``TOKENWIRE_LOOP``)."""
+
+    def __init__(self, log_url: str, name: str, loop: str) -> None:
+        old = os.environ.get("TOKENWIRE_LOOP")
+        os.environ["TOKENWIRE_LOOP"] = loop           # Instance copies the environment when it starts
+        try:
+            super().__init__(log_url, name)
+        finally:
+            if old is None:
+                os.environ.pop("TOKENWIRE_LOOP", None)
+            else:
+                os.environ["TOKENWIRE_LOOP"] = old
+
+
+def _clients(port: int) -> int:
+    """Connections Redis holds now, less the one asking."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"CLIENT LIST\r\n")
+        data = b""
+        while True:
+            data += sock.recv(1 << 20)
+            head, _, rest = data.partition(b"\r\n")
+            if head.startswith(b"$") and len(rest) >= int(head[1:]):
+                break
+    return rest.decode().count("addr=") - 1
+
+
+async def _read(port: int, path: str) -> tuple[list[int], list[str], bool]:
+    """One event stream read to its end: (ids, texts, done)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    decoder, ids, texts, done, head = Decoder(), [], [], False, b""
+    try:
+        while b"\r\n\r\n" not in head:
+            chunk = await reader.read(65536)
+            if not chunk:
+                return ids, texts, done
+            head += chunk
+        rest = head.partition(b"\r\n\r\n")[2]
+        while True:
+            for event in decoder.feed(rest):
+                if event.event == "token":
+                    ids.append(int(event.id))
+                    texts.append(event.data)
+                elif event.event == "done":
+                    done = True
+            rest = await reader.read(65536)
+            if not rest:
+                return ids, texts, done
+    finally:
+        writer.close()
+
+
+def _many(port: int, paths: list[str], redis_port: int, during: object = None) -> tuple[list, int]:
+    """Read every path at once; returns the results and the most Redis connections seen meanwhile."""
+    seen = [0]
+
+    async def main() -> list:
+        tasks = [asyncio.ensure_future(_read(port, path)) for path in paths]
+        while not all(task.done() for task in tasks):
+            seen[0] = max(seen[0], await asyncio.to_thread(_clients, redis_port))
+            await asyncio.sleep(0.2)
+        return [task.result() for task in tasks]
+    if during is not None:
+        threading.Thread(target=during, daemon=True).start()
+    return asyncio.run(asyncio.wait_for(main(), IO_TIMEOUT_S * 2)), seen[0]
+
+
+# -- 0. made on one process, first read on another ---------------------------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_canned_stream_made_on_a_and_first_read_on_b_is_whole_on_both(redis_server, loop):
+    a, b = LoopInstance(redis_server.url, "A", loop), LoopInstance(redis_server.url, "B", loop)
+    try:
+        n = 40
+        events = create(a, f"tokens={n}&producer_ms=2&scenario=block")
+        on_b = request(b.port, "GET", events)
+        on_a = request(a.port, "GET", events)
+        again_b = request(b.port, "GET", events, last_event_id=n - 1)
+        made = owners(redis_server.url, events.split("/")[2], a, b)      # asserts each index logged once
+    finally:
+        a.kill()
+        b.kill()
+    for reply in (on_b, on_a):
+        assert reply.status == 200 and reply.done and reply.ids == list(range(n))
+        assert "".join(reply.texts) == "".join(ANSWER[:n])
+    assert again_b.status == 204
+    assert made == ["B"] * n                         # generated once, by the process its first reader reached
+
+
+def test_your_own_model_made_on_one_process_and_first_read_on_the_other_is_whole(redis_server):
+    env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms={LEASE_MS}&block_ms=50"}
+    with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+        made = httpx.post(f"{one.url}/tokens/streams?n=30&delay_ms=10")
+        assert made.status_code == 201
+        url = made.json()["events_url"]
+        on_other = read_stream(other.url + url, timeout_s=20)            # the first reader: on the other process
+        on_one = read_stream(one.url + url, timeout_s=20)
+        stats = httpx.get(f"{one.url}/model/{made.json()['stream_id']}").json()
+        resumed = httpx.get(other.url + url, headers={"Last-Event-ID": "29"})
+    expected = "".join(f" t{i}" for i in range(30))
+    for reply in (on_other, on_one):
+        assert reply.status == 200 and reply.ids == list(range(30)) and reply.text == expected
+        assert reply.last.event == "done" and "stopped_early" not in reply.last_json()
+    assert stats == {"steps": 30, "yielded": 30, "finished": True, "closed": True}   # stepped once an index
+    assert resumed.status_code == 204
+
+
+# -- 4. more streams than redis-py's pool, a handful of connections -------------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_more_than_100_streams_on_one_process_all_complete_on_a_few_connections(loop):
+    with running_redis() as server:
+        inst = LoopInstance(server.url, "A", loop)
+        try:
+            n, streams = 50, 150
+            paths = [create(inst, f"tokens={n}&producer_ms=10&scenario=block") for _ in range(streams)]
+            results, most = _many(inst.port, paths, server.port)
+        finally:
+            inst.kill()
+    for ids, texts, done in results:
+        assert done and ids == list(range(n)) and "".join(texts) == "".join(ANSWER[:n])
+    print(f"\nmost Redis connections at once: {most}")
+    assert 0 < most <= 8, most
+
+
+# -- 7. failures at scale -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_redis_stall_pauses_every_stream_and_refuses_new_ones_with_503(loop):
+    with running_redis() as server:
+        inst = LoopInstance(server.url, "A", loop)
+        try:
+            n, streams = 120, 150
+            paths = [create(inst, f"tokens={n}&producer_ms=10&scenario=block") for _ in range(streams)]
+            refused: list[tuple[int, str, float]] = []
+
+            def stall() -> None:
+                time.sleep(0.5)
+                os.kill(server.proc.pid, signal.SIGSTOP)
+                try:
+                    started = time.monotonic()
+                    reply = request(inst.port, "POST", "/streams?tokens=5")
+                    refused.append((reply.status, reply.headers.get("retry-after", ""), time.monotonic() - started))
+                    time.sleep(max(0.0, 1.5 - (time.monotonic() - started)))
+                finally:
+                    os.kill(server.proc.pid, signal.SIGCONT)
+            results, _ = _many(inst.port, paths, server.port, during=stall)
+        finally:
+            inst.kill()
+    for ids, texts, done in results:
+        assert done and ids == list(range(n)) and "".join(texts) == "".join(ANSWER[:n])   # none lost or repeated
+    print(f"\nduring the stall: {refused}")
+    assert len(refused) == 1 and refused[0][:2] == (503, "1"), refused
+
+
+def test_a_stale_owners_pending_flush_is_refused_whole(redis_server):
+    from tokenwire.redislog.blocking import RedisTokenLog
+    a = RedisTokenLog(redis_server.url, name="A", lease_ms=200)
+    b = RedisTokenLog(redis_server.url, name="B", lease_ms=200)
+    ids = ["s1", "s2", "s3"]
+
+    async def scene() -> list[object]:
+        for sid in ids:
+            await a.aio.create(sid, {}, 5)
+            assert (await a.aio.claim(sid)).owned
+            await a.aio.append(sid, 0, "a0")
+            a.aio.disown(sid)                 # A pauses: nothing renews its leases
+        await asyncio.sleep(0.3)              # past the lease
+        for sid in ids[:2]:                   # B takes two of them over and logs their next index
+            assert (await b.aio.claim(sid)).owned
+            await b.aio.append(sid, 1, "b1")
+        rounds = a.aio.writer.rounds
+        futures = [a.aio.append_future(sid, 1, "a1") for sid in ids]    # A wakes up: one pending flush
+        got = await asyncio.gather(*futures, return_exceptions=True)
+        assert a.aio.writer.rounds == rounds + 1
+        for sid in ids:
+            a.aio.disown(sid)
+            b.aio.disown(sid)
+        await a.aio.close()
+        await b.aio.close()
+        return got
+    got = asyncio.run(scene())
+    assert [type(r) for r in got] == [LeaseLost, LeaseLost, type(None)]   # refused where taken, never elsewhere
+    assert [(i, t, by.split("/")[0]) for i, t, by in a.entries("s1")] == [(0, "a0", "A"), (1, "b1", "B")]
+    assert [(i, t) for i, t, _ in a.entries("s3")] == [(0, "a0"), (1, "a1")]
+    a.close()
+    b.close()
