@@ -55,6 +55,10 @@ VIRTUAL_CACHE = "public, max-age=3600"
 BOUNDS = {"tokens": (MIN_TOKENS, MAX_TOKENS), "buffer": (1, MAX_BUFFER), "reader_ms": (0, MAX_READER_MS),
           "producer_ms": (MIN_PRODUCER_MS, MAX_PRODUCER_MS)}
 
+# Where the controls of a page saved by ``tokenwire report --format html`` point: ``tokenwire serve`` at its
+# default address (a page opened from a file would only reload the file for ``?scenario=...``).
+SERVE_URL = "http://127.0.0.1:8000/"
+
 CONTENT_TYPES = {"text": "text/plain; charset=utf-8", "json": "application/json; charset=utf-8",
                  "html": "text/html; charset=utf-8"}
 
@@ -68,8 +72,9 @@ def report_json(report: Report) -> dict[str, Any]:
 # ------------------------------------------------------------ pages
 
 
-def _links(params: ReportParams) -> list[tuple[str, str, bool]]:
-    return [(name, "?" + params.query(scenario=name, format="html"), name == params.scenario) for name in SCENARIOS]
+def _links(params: ReportParams, base: str) -> list[tuple[str, str, bool]]:
+    return [(name, base + "?" + params.query(scenario=name, format="html"), name == params.scenario)
+            for name in SCENARIOS]
 
 
 def live_query(params: ReportParams) -> str:
@@ -86,10 +91,12 @@ def _html(report: Report, voice: Voice) -> str:
     from .charts import charts
     from .templating import ENV, css
     p = report.params
+    base = SERVE_URL if voice.command else ""       # a saved page's controls ask tokenwire serve, not the file
     return ENV.get_template("report.html").render(
-        r=report, via=voice, css=css(), charts=charts(report), links=_links(p), bounds=BOUNDS,
+        r=report, via=voice, css=css(), charts=charts(report), links=_links(p, base), bounds=BOUNDS,
         default_cut=default_cut_after(p.tokens), live_href="/live?" + live_query(p) if voice.served_live else None,
-        other_formats=[(f, "?" + p.query(format=f)) for f in ("text", "json")])
+        other_formats=[(f, base + "?" + p.query(format=f)) for f in ("text", "json")], serve_url=SERVE_URL,
+        form_action=base)
 
 
 def render_report(report: Report, voice: Voice = PAGE) -> bytes:

@@ -11,7 +11,9 @@ def root(context, missing=missing):
     l_0_css = resolve('css')
     l_0_via = resolve('via')
     l_0_live_href = resolve('live_href')
+    l_0_serve_url = resolve('serve_url')
     l_0_links = resolve('links')
+    l_0_form_action = resolve('form_action')
     l_0_bounds = resolve('bounds')
     l_0_default_cut = resolve('default_cut')
     l_0_other_formats = resolve('other_formats')
@@ -466,7 +468,15 @@ def root(context, missing=missing):
         yield '">Watch this stream live</a>: the same answer over a real socket, cut after '
         yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'cut_after'))
         yield ' tokens and resumed with <code>Last-Event-ID</code>.</p>\n'
-    yield '</header>\n<nav aria-label="scenario and parameters">\n<ul>\n'
+    yield '</header>\n<nav aria-label="scenario and parameters">\n'
+    if environment.getattr((undefined(name='via') if l_0_via is missing else l_0_via), 'command'):
+        pass
+        yield '<p class="help">Saved by <code>tokenwire report</code>: opened from a file, the scenario links and the form below go to <code>tokenwire serve</code> at <a href="'
+        yield escape((undefined(name='serve_url') if l_0_serve_url is missing else l_0_serve_url))
+        yield '?format=html">'
+        yield escape((undefined(name='serve_url') if l_0_serve_url is missing else l_0_serve_url))
+        yield '</a> (its default address), so start <code>tokenwire serve</code> to use them.</p>\n'
+    yield '<ul>\n'
     for (l_1_name, l_1_href, l_1_current) in (undefined(name='links') if l_0_links is missing else l_0_links):
         _loop_vars = {}
         pass
@@ -480,7 +490,9 @@ def root(context, missing=missing):
         yield escape(l_1_name)
         yield '</a></li>\n'
     l_1_name = l_1_href = l_1_current = missing
-    yield '</ul>\n<form method="get" action="">\n<label>scenario <select name="scenario">'
+    yield '</ul>\n<form method="get" action="'
+    yield escape((undefined(name='form_action') if l_0_form_action is missing else l_0_form_action))
+    yield '">\n<label>scenario <select name="scenario">'
     for (l_1_name, l_1_href, l_1_current) in (undefined(name='links') if l_0_links is missing else l_0_links):
         _loop_vars = {}
         pass
@@ -912,4 +924,4 @@ def root(context, missing=missing):
     yield '</footer>\n</main>\n</body>\n</html>\n'
 
 blocks = {}
-debug_info = '1=69&2=71&3=74&4=77&5=80&6=83&7=88&8=97&11=104&12=111&14=113&15=116&17=129&18=136&24=164&26=173&27=177&28=179&29=181&30=186&31=191&33=197&34=200&37=222&38=225&44=250&45=255&47=261&48=266&50=276&51=281&53=293&55=298&56=303&58=319&60=329&64=335&66=342&69=351&70=356&77=365&78=368&81=377&87=394&88=398&92=415&94=422&95=429&103=456&105=458&112=460&114=462&115=465&120=470&121=474&125=484&126=496&127=508&128=514&129=518&130=522&131=528&132=536&136=538&137=541&140=554&141=556&142=558&143=560&144=562&145=566&147=574&149=605&154=612&157=623&158=625&159=628&161=631&162=639&168=641&169=643&170=645&171=647&172=660&174=662&175=664&176=666&177=668&179=670&183=674&188=678&189=682&195=706&196=709&197=712&198=727&199=730&200=745&201=748&203=763&207=776&208=779&210=781&211=783&213=785&216=787&217=790&220=794&221=801&223=804&227=808&229=810&230=816&231=819&233=826&235=829&236=831&237=837&238=841&239=847&240=851&241=855&245=864&246=880&248=898&249=900&250=902&254=906&255=910'
+debug_info = '1=71&2=73&3=76&4=79&5=82&6=85&7=90&8=99&11=106&12=113&14=115&15=118&17=131&18=138&24=166&26=175&27=179&28=181&29=183&30=188&31=193&33=199&34=202&37=224&38=227&44=252&45=257&47=263&48=268&50=278&51=283&53=295&55=300&56=305&58=321&60=331&64=337&66=344&69=353&70=358&77=367&78=370&81=379&87=396&88=400&92=417&94=424&95=431&103=458&105=460&112=462&114=464&115=467&119=472&120=475&123=480&124=484&127=494&128=496&129=508&130=520&131=526&132=530&133=534&134=540&135=548&139=550&140=553&143=566&144=568&145=570&146=572&147=574&148=578&150=586&152=617&157=624&160=635&161=637&162=640&164=643&165=651&171=653&172=655&173=657&174=659&175=672&177=674&178=676&179=678&180=680&182=682&186=686&191=690&192=694&198=718&199=721&200=724&201=739&202=742&203=757&204=760&206=775&210=788&211=791&213=793&214=795&216=797&219=799&220=802&223=806&224=813&226=816&230=820&232=822&233=828&234=831&236=838&238=841&239=843&240=849&241=853&242=859&243=863&244=867&248=876&249=892&251=910&252=912&253=914&257=918&258=922'
