@@ -179,3 +179,23 @@ def test_sigkill_leaves_no_helper_process(loop: str) -> None:
     assert len(helpers) >= 3, helpers            # the fork server, the resource tracker, page workers
     described = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120] for pid in left}
     assert left == [], f"still running 5 s after SIGKILL: {described}"
+
+
+def test_a_page_pool_whose_worker_was_killed_is_replaced() -> None:
+    """A worker killed from outside (the OOM killer, or its fork server's death) costs one retry, not a broken pool."""
+    import asyncio
+
+    from tokenwire.live.pages import Pages
+
+    async def run() -> tuple[int, int, int]:
+        pages = Pages(1, 1)
+        try:
+            first = (await pages.render("/?format=json&tokens=5")).status
+            for process in list(pages.pages._processes.values()):     # type: ignore[union-attr]
+                os.kill(process.pid, signal.SIGKILL)
+                process.join(5)
+            second = (await pages.render("/?format=json&tokens=5")).status
+            return first, second, pages.in_flight
+        finally:
+            pages.close()
+    assert asyncio.run(run()) == (200, 200, 0)
