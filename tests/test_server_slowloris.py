@@ -78,13 +78,20 @@ def test_a_full_server_sheds_the_oldest_idle_connection_and_serves_a_request(loo
         stream = socket.create_connection(("127.0.0.1", server.port), timeout=10)   # it has sent its request
         stream.sendall(b"GET /stream?tokens=30&producer_ms=60&scenario=block HTTP/1.1\r\nHost: x\r\n\r\n")
         assert stream.recv(12) == b"HTTP/1.1 200"
+        line_only = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        line_only.sendall(b"GET /static/live.css HTTP/1.1\r\n")     # its request line, not yet its headers
         before = _fds(server)
-        idle = _idle(server.port, 49)                 # the server is full: 50 connections
+        idle = _idle(server.port, 48)                 # the server is full: 50 connections
         deadline = time.monotonic() + 10
-        while _fds(server) < before + 49 and time.monotonic() < deadline:
+        while _fds(server) < before + 48 and time.monotonic() < deadline:
             time.sleep(0.01)                          # every idle one accepted (and admitted)
         statuses = [_probe(server.port) for _ in range(PROBES)]
         shed = [sock for sock in idle if _closed_by_server(sock)]
+        kept = not _closed_by_server(line_only)
+        line_only.setblocking(True)
+        line_only.sendall(b"Host: x\r\n\r\n")
+        finished = line_only.recv(12)
+        line_only.close()
         body = b""
         stream.settimeout(10)
         while chunk := stream.recv(65536):
@@ -97,6 +104,7 @@ def test_a_full_server_sheds_the_oldest_idle_connection_and_serves_a_request(loo
     # connection was shed, the oldest first, and none more than the probes needed.
     assert 1 <= len(shed) <= PROBES and set(shed) == set(idle[:len(shed)])
     assert token_ids(body.partition(b"\r\n\r\n")[2]) == list(range(30)) and b"event: done" in body
+    assert kept and finished == b"HTTP/1.1 200"         # a complete request line is never shed either
 
 
 @pytest.mark.parametrize("loop", LOOPS)
