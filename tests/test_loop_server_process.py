@@ -3,7 +3,9 @@
 Each test starts ``python -m tokenwire serve --port 0`` and reads its port
 from the banner.  What is asserted: statuses, complete frames, exit codes,
 what the server printed, and its CPU time (read from ``/proc``) as a bound
-on spinning, never a duration of our own.
+on spinning, never a duration of our own.  A test waits for what it needs
+(a token on a stream, the server having read a request, the server holding
+no connection), seen on the socket or in ``/proc``, each wait bounded.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +29,33 @@ from live_helpers import events, token_ids
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0
 IO_TIMEOUT_S = 10.0
+# The TCP states of /proc/net/tcp that matter here.
+_LISTEN = "0A"
+
+
+def _tcp_table() -> list[tuple[int, int, str, int, int, int]]:
+    """Every TCP socket of this host: (local port, remote port, state, send queue, receive queue, inode)."""
+    rows = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            tx, rx = (int(n, 16) for n in f[4].split(":"))
+            rows.append((int(f[1].rsplit(":", 1)[1], 16), int(f[2].rsplit(":", 1)[1], 16), f[3], tx, rx, int(f[9])))
+    return rows
+
+
+def _wait_for(condition: Callable[[], object], timeout_s: float = IO_TIMEOUT_S) -> bool:
+    """Poll ``condition`` until true or ``timeout_s`` has passed; returns whether it came true."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 class Served:
@@ -61,14 +90,41 @@ class Served:
         reader.join(START_TIMEOUT_S)
         return box[0] if box else ""
 
-    def get(self, target: str, method: str = "GET", timeout_s: float = IO_TIMEOUT_S) -> tuple[int, bytes]:
+    def get(self, target: str, method: str = "GET", timeout_s: float = IO_TIMEOUT_S,
+            sent: list[int] | None = None) -> tuple[int, bytes]:
+        """One request; with ``sent``, the connection's local port is appended to it once the request is sent."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout_s)
         try:
             conn.request(method, target)
+            if sent is not None and conn.sock is not None:
+                sent.append(conn.sock.getsockname()[1])
             response = conn.getresponse()
             return response.status, response.read()
         finally:
             conn.close()
+
+    def has_read(self, client_port: int) -> bool:
+        """True once the server has read all that the connection from ``client_port`` sent (or it is closed)."""
+        for local, remote, _, send_queue, receive_queue, _ in _tcp_table():
+            if (local, remote) == (client_port, self.port) and send_queue:     # not yet acknowledged
+                return False
+            if (local, remote) == (self.port, client_port) and receive_queue:  # acknowledged, not yet read
+                return False
+        return True
+
+    def connections(self) -> int:
+        """Connections the server process holds: its sockets that are neither Unix sockets nor listening."""
+        unix = {int(line.split()[6]) for line in Path("/proc/net/unix").read_text().splitlines()[1:]}
+        listening = {inode for *_, state, _, _, inode in _tcp_table() if state == _LISTEN}
+        held = 0
+        for fd in Path(f"/proc/{self.proc.pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:                       # closed while we looked
+                continue
+            if target.startswith("socket:[") and int(target[8:-1]) not in unix | listening:
+                held += 1
+        return held
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -95,12 +151,16 @@ def served(*flags: str, **kwargs: object) -> Iterator[Served]:
         server.stop()
 
 
-def _stream(port: int, target: str, out: list[bytes], headers: str = "") -> None:
+def _stream(port: int, target: str, out: list[bytes], headers: str = "",
+            first_token: threading.Event | None = None) -> None:
+    """Read the answer to ``GET target`` to its end into ``out``; ``first_token`` is set when a token arrives."""
     with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S) as sock:
         sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
+            if first_token is not None and b"event: token" in data:
+                first_token.set()
         out.append(data)
 
 
@@ -122,7 +182,7 @@ def test_a_low_descriptor_limit_does_not_spin_and_the_server_recovers(loop: str)
             for _ in range(120):                 # far past what the server may open
                 held.append(socket.create_connection(("127.0.0.1", server.port), timeout=IO_TIMEOUT_S))
             cpu0 = server.cpu_s()
-            time.sleep(2.0)                      # the server is out of descriptors all this while
+            time.sleep(2.0)                      # the window CPU is measured over (out of descriptors all of it)
             spent = server.cpu_s() - cpu0
         finally:
             for sock in held:
@@ -147,13 +207,17 @@ def test_sigterm_finishes_open_streams_and_an_in_flight_page_then_exits_0(loop: 
     with served("--quiet", "--grace-s", "10", env={"TOKENWIRE_LOOP": loop}) as server:
         bodies: list[bytes] = []
         pages: list[tuple[int, bytes]] = []
-        readers = [threading.Thread(target=_stream, args=(server.port, "/stream?tokens=60&producer_ms=20", bodies))
-                   for _ in range(3)]
+        tokens = [threading.Event() for _ in range(3)]
+        page_port: list[int] = []
+        readers = [threading.Thread(target=_stream, args=(server.port, "/stream?tokens=60&producer_ms=20", bodies),
+                                    kwargs={"first_token": token}) for token in tokens]
         page = threading.Thread(target=lambda: pages.append(
-            server.get("/?clock=real&format=json&tokens=40&reader_ms=1", timeout_s=30)))
+            server.get("/?clock=real&format=json&tokens=40&reader_ms=1", timeout_s=30, sent=page_port)))
         for thread in (*readers, page):
             thread.start()
-        time.sleep(0.3)                           # the streams and the page are under way
+        # The streams and the page are under way: a token on each stream, the page's request read by the server.
+        assert all(token.wait(IO_TIMEOUT_S) for token in tokens), "a stream sent no token"
+        assert _wait_for(lambda: page_port and server.has_read(page_port[0])), "the server did not read the page"
         server.send(signal.SIGTERM)
         for thread in (*readers, page):
             thread.join(30)
@@ -174,9 +238,11 @@ def test_sigterm_finishes_open_streams_and_an_in_flight_page_then_exits_0(loop: 
 def test_past_the_grace_a_stream_is_closed_after_a_whole_frame() -> None:
     with served("--quiet", "--grace-s", "0.5") as server:
         bodies: list[bytes] = []
-        reader = threading.Thread(target=_stream, args=(server.port, "/stream?tokens=200&producer_ms=50", bodies))
+        token = threading.Event()
+        reader = threading.Thread(target=_stream, args=(server.port, "/stream?tokens=200&producer_ms=50", bodies),
+                                  kwargs={"first_token": token})
         reader.start()
-        time.sleep(0.5)
+        assert token.wait(IO_TIMEOUT_S), "the stream sent no token"
         server.send(signal.SIGTERM)
         reader.join(30)
         code, _, err = server.stop(signal.SIGTERM)
@@ -196,7 +262,8 @@ def test_client_aborts_are_not_errors_and_quiet_means_quiet() -> None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             sock.close()
         status = server.get("/stream?tokens=5")[0]
-        time.sleep(0.3)
+        # Every aborted connection has been dealt with (and anything it would print, printed).
+        assert _wait_for(lambda: server.connections() == 0), f"the server still holds {server.connections()}"
         code, _, err = server.stop(signal.SIGTERM)
     assert status == 200 and code == 0 and err == ""
 
@@ -206,10 +273,11 @@ def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own
     with served("--quiet", "--log", redis_server.url) as server:
         assert server.get("/streams?tokens=5", "POST")[0] == 201
         answers: list[object] = []
+        sent: list[int] = []                         # the creates' local ports, once each is sent
 
         def create() -> None:
             try:
-                answers.append(server.get("/streams?tokens=5", "POST", timeout_s=15)[0])
+                answers.append(server.get("/streams?tokens=5", "POST", timeout_s=15, sent=sent)[0])
             except (OSError, http.client.HTTPException) as exc:
                 answers.append(f"{type(exc).__name__}: {exc}")
         clients = [threading.Thread(target=create) for _ in range(10)]
@@ -218,7 +286,8 @@ def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own
             for thread in clients:
                 thread.start()
             page = server.get("/live")[0]            # the loop is not blocked by the stall
-            time.sleep(1.3)
+            # Every create is in the stall: sent and read by the server (or already answered).
+            _wait_for(lambda: len(sent) == 10 and all(server.has_read(port) for port in sent))
         finally:
             os.kill(redis_server.proc.pid, signal.SIGCONT)
         for thread in clients:
@@ -234,9 +303,11 @@ def test_a_stream_cut_by_a_shutdown_resumes_on_another_instance(redis_server) ->
     url = f"{redis_server.url}?lease_ms=400&block_ms=50"
     with served("--quiet", "--grace-s", "0.3", "--log", url) as first, served("--quiet", "--log", url) as second:
         bodies: list[bytes] = []
-        reader = threading.Thread(target=_stream, args=(first.port, "/stream?tokens=80&producer_ms=25", bodies))
+        token = threading.Event()
+        reader = threading.Thread(target=_stream, args=(first.port, "/stream?tokens=80&producer_ms=25", bodies),
+                                  kwargs={"first_token": token})
         reader.start()
-        time.sleep(0.6)
+        assert token.wait(IO_TIMEOUT_S), "the stream sent no token"
         first.send(signal.SIGTERM)
         reader.join(30)
         code, _, _ = first.stop(signal.SIGTERM)
