@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from .model import Report, build_report
 from .params import (
@@ -63,7 +62,7 @@ CONTENT_TYPES = {"text": "text/plain; charset=utf-8", "json": "application/json;
                  "html": "text/html; charset=utf-8"}
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report) -> dict[str, object]:
     """Return the report as a JSON-ready dict (``to_json.report_json``, imported when first used)."""
     from .to_json import report_json as to_json
     return to_json(report)

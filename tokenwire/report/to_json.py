@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .model import Report
 from .sections import Resume
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["report_json"]
 
 
-def _resume_json(r: Resume) -> dict[str, Any]:
+def _resume_json(r: Resume) -> dict[str, object]:
     return {
         "on_disconnect": r.mode, "first_tokens": r.first_tokens, "last_event_id": r.last_event_id,
         "first_completed": r.first_completed, "generated_at_hang_up": r.generated_at_hang_up,
@@ -28,12 +28,12 @@ def _resume_json(r: Resume) -> dict[str, Any]:
     }
 
 
-def _record(record: DataclassInstance, leave_out: str = "") -> dict[str, Any]:
+def _record(record: DataclassInstance, leave_out: str = "") -> dict[str, object]:
     """A frozen record's fields as a dict, ``leave_out`` left out."""
     return {f.name: getattr(record, f.name) for f in fields(record) if f.name != leave_out}
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report) -> dict[str, object]:
     """Return the report as a JSON-ready dict; the same figures as the text and HTML.
 
     Over sockets ``scenario`` and ``detail`` are None (no scenario was
@@ -51,10 +51,10 @@ def report_json(report: Report) -> dict[str, Any]:
     resume = _resume_json(report.resume)
     if report.detach is not None:
         resume["detach"] = _resume_json(report.detach)
-    head: dict[str, Any] = {"scenario": None if d is None else p.scenario, "clock": p.clock}
+    head: dict[str, object] = {"scenario": None if d is None else p.scenario, "clock": p.clock}
     if s is not None:
         head["transport"] = report.transport
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         **head, "params": _record(p, "scenario" if d is None else ""),
         "wire": {"first_frames": w.first_frames, "closing_frame": w.closing, "frames_skipped": w.skipped,
                  "frames_read": w.frames_read, "token_frames": w.token_frames, "round_trip": w.round_trip},
