@@ -19,12 +19,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from live_helpers import events, token_ids
+from live_helpers import events, token_ids, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0
@@ -46,16 +46,6 @@ def _tcp_table() -> list[tuple[int, int, str, int, int, int]]:
             tx, rx = (int(n, 16) for n in f[4].split(":"))
             rows.append((int(f[1].rsplit(":", 1)[1], 16), int(f[2].rsplit(":", 1)[1], 16), f[3], tx, rx, int(f[9])))
     return rows
-
-
-def _wait_for(condition: Callable[[], object], timeout_s: float = IO_TIMEOUT_S) -> bool:
-    """Poll ``condition`` until true or ``timeout_s`` has passed; returns whether it came true."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 class Served:
@@ -217,7 +207,7 @@ def test_sigterm_finishes_open_streams_and_an_in_flight_page_then_exits_0(loop: 
             thread.start()
         # The streams and the page are under way: a token on each stream, the page's request read by the server.
         assert all(token.wait(IO_TIMEOUT_S) for token in tokens), "a stream sent no token"
-        assert _wait_for(lambda: page_port and server.has_read(page_port[0])), "the server did not read the page"
+        wait_until(lambda: page_port and server.has_read(page_port[0]), "the server to read the page's request")
         server.send(signal.SIGTERM)
         for thread in (*readers, page):
             thread.join(30)
@@ -263,7 +253,7 @@ def test_client_aborts_are_not_errors_and_quiet_means_quiet() -> None:
             sock.close()
         status = server.get("/stream?tokens=5")[0]
         # Every aborted connection has been dealt with (and anything it would print, printed).
-        assert _wait_for(lambda: server.connections() == 0), f"the server still holds {server.connections()}"
+        wait_until(lambda: server.connections() == 0, "the server to let go of every connection")
         code, _, err = server.stop(signal.SIGTERM)
     assert status == 200 and code == 0 and err == ""
 
@@ -287,7 +277,8 @@ def test_a_redis_stalled_during_create_gives_201_or_503_never_an_empty_reply(own
                 thread.start()
             page = server.get("/live")[0]            # the loop is not blocked by the stall
             # Every create is in the stall: sent and read by the server (or already answered).
-            _wait_for(lambda: len(sent) == 10 and all(server.has_read(port) for port in sent))
+            wait_until(lambda: len(sent) == 10 and all(server.has_read(port) for port in sent),
+                       "the server to read every create")
         finally:
             os.kill(redis_server.proc.pid, signal.SIGCONT)
         for thread in clients:
