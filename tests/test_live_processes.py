@@ -199,3 +199,22 @@ def test_a_page_pool_whose_worker_was_killed_is_replaced() -> None:
         finally:
             pages.close()
     assert asyncio.run(run()) == (200, 200, 0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_helper_whose_parent_died_before_it_asked_exits_at_once() -> None:
+    """The race ``PR_SET_PDEATHSIG`` leaves open: the parent died before the request; ``getppid`` tells."""
+    code = (
+        "import os, sys, time\n"
+        "from tokenwire.live.pages import die_with_parent\n"
+        "parent = os.getpid()\n"
+        "if os.fork() == 0:\n"
+        "    time.sleep(0.5)\n"                       # the parent has exited by now: re-parented
+        "    die_with_parent(parent, os.getppid())\n"
+        "    print('survived', flush=True)\n"
+        "    os._exit(0)\n"
+        "os._exit(0)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=env,
+                          check=False)                # returns when the grandchild has closed the pipe too
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""

@@ -1,7 +1,7 @@
 """The page processes' fork server imports this first (``Pages`` sets it as the preload): it dies with the server.
 
 Importing this module asks Linux to SIGKILL the importing process when its
-parent dies (``pages.die_with_parent``), so only the fork server, whose parent
+parent dies (``pages.preload_fork_server``), so only the fork server, whose parent
 is the server, may import it.  Its workers ask the same of it in turn.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
-from .pages import SERVER_PID_ENV, die_with_parent
+from .pages import SERVER_PID_ENV, preload_fork_server
 
 __all__: list[str] = []
 
 _server = os.environ.get(SERVER_PID_ENV, "")
 if _server.isdigit():
-    die_with_parent(int(_server))
+    preload_fork_server(int(_server))

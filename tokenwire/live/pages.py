@@ -36,7 +36,7 @@ from ..endpoints.params import RequestError
 from ..handler import respond
 from ..report.params import ParamError, parse_query
 
-__all__ = ["PAGE_NICENESS", "SERVER_PID_ENV", "Pages", "die_with_parent"]
+__all__ = ["PAGE_NICENESS", "SERVER_PID_ENV", "Pages", "die_with_parent", "preload_fork_server"]
 
 # How much lower a page process's CPU priority is than the server's: when the
 # cores are busy, the streams' loop runs first and a page waits a little.
@@ -45,6 +45,8 @@ PAGE_NICENESS = 10
 SERVER_PID_ENV = "TOKENWIRE_PAGES_SERVER_PID"
 # linux/prctl.h: the signal a process gets when its parent dies.
 _PR_SET_PDEATHSIG = 1
+# The fork server's pid, set in the fork server (and so known to the workers it forks).
+_fork_server_pid: int | None = None
 
 
 class Pages:
@@ -115,21 +117,28 @@ def _page(target: str) -> Answer:
 
 def _page_worker(niceness: int, server_pid: int) -> None:
     """A page process's first acts: die with its parent, and give the streams' loop the CPU first."""
-    die_with_parent(server_pid)
+    die_with_parent(_fork_server_pid or os.getppid(), server_pid)
     os.nice(niceness)
 
 
-def die_with_parent(server_pid: int) -> None:
+def preload_fork_server(server_pid: int) -> None:
+    """The fork server's first act (``forkserver_init``): die with the server, its parent."""
+    global _fork_server_pid
+    die_with_parent(server_pid, server_pid)
+    _fork_server_pid = os.getpid()
+
+
+def die_with_parent(parent_pid: int, server_pid: int) -> None:
     """Ask Linux to SIGKILL this process when its parent dies (elsewhere a no-op); exit now if it is too late.
 
-    Too late: the server (``server_pid``) is gone already, or this process
-    has been re-parented (to init or a subreaper) before it asked.
+    Too late: this process's parent is no longer ``parent_pid`` (it died and
+    this process was re-parented before it asked), or the server is gone.
     """
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
             return                          # not allowed here: nothing more to do
-    if os.getppid() == 1 or not _alive(server_pid):
+    if os.getppid() != parent_pid or not _alive(server_pid):
         os._exit(0)
 
 
