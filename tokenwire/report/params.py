@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
-from typing import Any
+from typing import TypedDict, cast
 from urllib.parse import quote, unquote_plus
 
 from ..core.model import ANSWER
@@ -157,7 +157,24 @@ class ReportParams:
 
 
 NAMES = tuple(f.name for f in fields(ReportParams))
-_DEFAULT: dict[str, Any] = {f.name: f.default for f in fields(ReportParams)}
+
+
+class _Fields(TypedDict):
+    """``ReportParams``' fields by name, typed: what the validator returns."""
+
+    scenario: str
+    format: str
+    clock: str
+    tokens: int
+    buffer: int
+    reader_ms: float
+    producer_ms: float
+    cut_after: int
+    seed: int
+
+
+# The fields' defaults, read off the class: a ReportParams cannot be made before the validator it runs has them.
+_DEFAULT = cast(_Fields, {f.name: f.default for f in fields(ReportParams)})
 
 
 # ------------------------------------------------------------ validation
@@ -205,7 +222,7 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _validate(given: Mapping[str, str], label: Callable[[str], str] = str) -> dict[str, Any]:
+def _validate(given: Mapping[str, str], label: Callable[[str], str] = str) -> _Fields:
     """Return the typed values for raw ``given`` strings, defaults filled in; ``label`` names a parameter."""
     tokens = _int(given, "tokens", MIN_TOKENS, MAX_TOKENS, label)
     tokens = _DEFAULT["tokens"] if tokens is None else tokens
@@ -213,12 +230,13 @@ def _validate(given: Mapping[str, str], label: Callable[[str], str] = str) -> di
     buffer, seed = _int(given, "buffer", 1, MAX_BUFFER, label), _int(given, "seed", 0, MAX_SEED, label)
     return {
         "scenario": _scenario(given.get("scenario", _DEFAULT["scenario"]), label),
-        "format": _choice(given, "format", FORMATS, label),
-        "clock": _choice(given, "clock", CLOCKS, label),
+        "format": _choice(given, "format", FORMATS, _DEFAULT["format"], label),
+        "clock": _choice(given, "clock", CLOCKS, _DEFAULT["clock"], label),
         "tokens": tokens,
         "buffer": _DEFAULT["buffer"] if buffer is None else buffer,
-        "reader_ms": _decimal(given, "reader_ms", 0.0, MAX_READER_MS, label),
-        "producer_ms": _decimal(given, "producer_ms", MIN_PRODUCER_MS, MAX_PRODUCER_MS, label),
+        "reader_ms": _decimal(given, "reader_ms", 0.0, MAX_READER_MS, _DEFAULT["reader_ms"], label),
+        "producer_ms": _decimal(given, "producer_ms", MIN_PRODUCER_MS, MAX_PRODUCER_MS, _DEFAULT["producer_ms"],
+                                label),
         "cut_after": default_cut_after(tokens) if cut is None else cut,
         "seed": _DEFAULT["seed"] if seed is None else seed,
     }
@@ -232,8 +250,9 @@ def _scenario(value: str, label: Callable[[str], str]) -> str:
     return canonical
 
 
-def _choice(given: Mapping[str, str], name: str, allowed: tuple[str, ...], label: Callable[[str], str]) -> str:
-    value = given.get(name, str(_DEFAULT[name]))
+def _choice(given: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str,
+            label: Callable[[str], str]) -> str:
+    value = given.get(name, default)
     if value not in allowed:
         raise ParamError(f"{label(name)} must be one of {', '.join(allowed)}; got {_echo(value)}")
     return value
@@ -251,10 +270,11 @@ def _int(given: Mapping[str, str], name: str, low: int, high: int, label: Callab
     raise ParamError(f"{label(name)} must be a whole number from {low} to {high}; got {_echo(raw)}")
 
 
-def _decimal(given: Mapping[str, str], name: str, low: float, high: float, label: Callable[[str], str]) -> float:
+def _decimal(given: Mapping[str, str], name: str, low: float, high: float, default: float,
+             label: Callable[[str], str]) -> float:
     raw = given.get(name)
     if raw is None:
-        return float(_DEFAULT[name])
+        return float(default)
     if _DECIMAL.fullmatch(raw) and low <= float(raw) <= high:
         return float(raw)
     raise ParamError(f"{label(name)} must be a number of milliseconds from {_plain(low)} to {_plain(high)} "
