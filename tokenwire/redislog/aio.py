@@ -32,7 +32,6 @@ from .writer import OP_TIMEOUT_S, LogWriter, Settings
 __all__ = ["AsyncRedisLog", "Settings"]
 
 T = TypeVar("T")
-_FIELDS = ("params", "total", "length", "state")
 
 
 class _Engine:
@@ -88,11 +87,12 @@ class AsyncRedisLog:
 
     async def info(self, stream_id: str, *, patient: bool = False) -> tuple[Mapping[str, Any], int, int, StreamState]:
         """The stream's meta, total, length and state in one call; raises ``UnknownStream``, ``LogUnavailable``."""
-        def parse(reply: list[Any]) -> tuple[Mapping[str, Any], int, int, StreamState]:
-            if reply[0] is None:
+        def parse(reply: list[Any] | None) -> tuple[Mapping[str, Any], int, int, StreamState]:
+            if reply is None:
                 raise UnknownStream(stream_id)
             return json.loads(reply[0]), int(reply[1]), int(reply[2]), StreamState(reply[3])
-        return await self._ask(self._command("HMGET", self.log._keys(stream_id)[0], *_FIELDS, parse=parse), patient)
+        meta, tokens, _ = self.log._keys(stream_id)
+        return await self._ask(self._here().writer.script("info", (meta, tokens), [], parse=parse), patient)
 
     async def _field(self, stream_id: str, name: str, patient: bool) -> str:
         def parse(reply: Any) -> str:
@@ -109,7 +109,8 @@ class AsyncRedisLog:
         return int(await self._field(stream_id, "total", patient))
 
     async def length(self, stream_id: str, *, patient: bool = False) -> int:
-        return int(await self._field(stream_id, "length", patient))
+        """The tokens logged so far (the next index): the last entry's id."""
+        return (await self.info(stream_id, patient=patient))[2]
 
     async def state(self, stream_id: str, *, patient: bool = False) -> StreamState:
         return StreamState(await self._field(stream_id, "state", patient))
@@ -165,9 +166,9 @@ class AsyncRedisLog:
     # -- sharing: lease and following ------------------------------------------------------
     async def claim(self, stream_id: str, hold_ms: int | None = None) -> Claim:
         """Take the lease if free, or extend it if held here; an owned stream's lease is renewed on the timer."""
-        meta, _, lease = self.log._keys(stream_id)
         writer = self._here().writer
-        claim: Claim = await writer.script("claim", (meta, lease), [self.log.owner_id, hold_ms or self.log.lease_ms],
+        claim: Claim = await writer.script("claim", self.log._keys(stream_id),
+                                           [self.log.owner_id, hold_ms or self.log.lease_ms],
                                            parse=lambda reply: claimed(stream_id, reply))
         if claim.owned:
             writer.own(stream_id)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
 
-__all__ = ["APPEND", "APPEND_MANY", "CLAIM", "CREATE", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE", "Claim",
+__all__ = ["APPEND_MANY", "CLAIM", "CREATE", "INFO", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE", "Claim",
            "appended", "claimed", "create_args", "created", "entry_index", "followed", "tokens_read"]
 
 
@@ -31,60 +31,138 @@ class Claim:
     owner: str
 
 
+# A stream's length (the next index) is its last entry's id, ``0-<length>``: no counter is written per token.
+_LENGTH = """
+local function length(tokens)
+  local e = redis.call('XREVRANGE', tokens, '+', '-', 'COUNT', 1)
+  if #e == 0 then return 0 end
+  return tonumber(string.sub(e[1][1], 3))
+end
+"""
+
 # KEYS meta, tokens, lease; ARGV params, total, ttl_ms, creator.  Idempotent:
-# the same creator asking again (redis-py retries a command whose reply was
-# lost, so the script may run twice) is told it succeeded.
+# the same creator asking again (a round sent twice after a reconnect) is told it succeeded.
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'creator') == ARGV[4] then return 1 end
   return 0
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'params', ARGV[1], 'total', ARGV[2], 'length', 0, 'state', 'generating', 'creator', ARGV[4])
+redis.call('HSET', KEYS[1], 'params', ARGV[1], 'total', ARGV[2], 'state', 'generating', 'creator', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 
-# KEYS meta, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner}.
+# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner}.
 # Taking a free lease marks the stream generating (it may have been cancelled by the last owner).
-CLAIM = """
-local len = redis.call('HGET', KEYS[1], 'length')
-if not len then return {-1, 0, ''} end
-local o = redis.call('GET', KEYS[2])
+CLAIM = _LENGTH + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, ''} end
+local len = length(KEYS[2])
+local o = redis.call('GET', KEYS[3])
 if o == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  return {1, tonumber(len), o}
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  return {1, len, o}
 end
-if o then return {0, tonumber(len), o} end
-if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, tonumber(len), ''} end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if o then return {0, len, o} end
+if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, len, ''} end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'state', 'generating')
-return {1, tonumber(len), ARGV[1]}
+return {1, len, ARGV[1]}
 """
 
-# KEYS meta, tokens, lease; ARGV owner, index, token, maxlen, ttl_ms, lease_ms
-APPEND = """
-local len = redis.call('HGET', KEYS[1], 'length')
-if not len then return {'unknown', 0} end
-len = tonumber(len)
-local index = tonumber(ARGV[2])
-local o = redis.call('GET', KEYS[3])
-if o and o ~= ARGV[1] then return {'lease', o} end
-if index ~= len or index >= tonumber(redis.call('HGET', KEYS[1], 'total')) then
+# KEYS meta, tokens; -> {params, total, length, state}, or nil for an unknown stream.
+INFO = _LENGTH + """
+local m = redis.call('HMGET', KEYS[1], 'params', 'total', 'state')
+if not m[1] then return nil end
+return {m[1], m[2], length(KEYS[2]), m[3]}
+"""
+
+# The group commit: one call carries a round's appends, each fenced by its own stream's lease.
+# KEYS tokens, lease per append; ARGV owner, maxlen, ttl_ms, then entry id (0-<index+1>), token per append
+# -> one reply per append: 0 (logged) | {'lease', owner} | {'conflict', length} | {'unknown', 0}.
+# The lease holder's path is two commands: GET the lease, XADD with the explicit id (which Redis
+# refuses for a taken index); the stream is trimmed to MAXLEN by the lease renewal.  Without the
+# lease, or when the XADD is refused, every check is made (on the stream's meta key, the tokens key's
+# sibling in the same hash slot): the stream exists, the index is the next one and within the total,
+# or it is a retried append that already landed (same token, same owner).  The TTLs are re-armed by
+# the renewal (RENEW_MANY), not here; the tokens key gets its first TTL with its first entry.
+APPEND_MANY = _LENGTH + """
+local owner, maxlen = ARGV[1], ARGV[2]
+local function checked(tokens, id, token)
+  local meta = string.sub(tokens, 1, -7) .. 'meta'
+  if redis.call('EXISTS', meta) == 0 then return {'unknown', 0} end
+  local index, len = tonumber(string.sub(id, 3)) - 1, length(tokens)
+  if index == len and index < tonumber(redis.call('HGET', meta, 'total')) then
+    redis.call('XADD', tokens, 'MAXLEN', maxlen, id, 't', token, 'by', owner)
+    if index == 0 then redis.call('PEXPIRE', tokens, ARGV[3]) end
+    return 0
+  end
   if index < len then
-    local id = '0-' .. (index + 1)
-    local e = redis.call('XRANGE', KEYS[2], id, id)
-    if #e == 1 and e[1][2][2] == ARGV[3] and e[1][2][4] == ARGV[1] then return {'ok', len} end
+    local e = redis.call('XRANGE', tokens, id, id)
+    if #e == 1 and e[1][2][2] == token and e[1][2][4] == owner then return 0 end
   end
   return {'conflict', len}
 end
-if not o then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6]) end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[4], '0-' .. (index + 1), 't', ARGV[3], 'by', ARGV[1])
-redis.call('HSET', KEYS[1], 'length', index + 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-redis.call('PEXPIRE', KEYS[3], ARGV[6])
-return {'ok', index + 1}
+local out = {}
+for i = 0, #KEYS / 2 - 1 do
+  local tokens, id, token = KEYS[2 * i + 1], ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+  local o = redis.call('GET', KEYS[2 * i + 2])
+  local r = 0
+  if o == owner then
+    local added = redis.pcall('XADD', tokens, id, 't', token, 'by', owner)
+    if type(added) == 'table' and added.err then r = checked(tokens, id, token)
+    elseif id == '0-1' then redis.call('PEXPIRE', tokens, ARGV[3]) end
+  elseif o then
+    r = {'lease', o}
+  else
+    r = checked(tokens, id, token)
+  end
+  out[i + 1] = r
+end
+return out
+"""
+
+# The owner's leases, renewed together on a timer; each stream's keys get their TTL back too, and its
+# tokens are trimmed to MAXLEN (the appends do not trim).
+# KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms, maxlen -> 1 (held) or 0 (lost) per stream.
+# A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates.
+RENEW_MANY = """
+local out = {}
+for i = 0, #KEYS / 3 - 1 do
+  local meta, tokens, lease = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local o = redis.call('GET', lease)
+  local held = 0
+  if o == ARGV[1] then
+    redis.call('PEXPIRE', lease, ARGV[2])
+    held = 1
+  elseif not o and redis.call('HGET', meta, 'state') == 'generating' then
+    redis.call('SET', lease, ARGV[1], 'PX', ARGV[2])
+    held = 1
+  end
+  if held == 1 then
+    redis.call('PEXPIRE', meta, ARGV[3])
+    redis.call('PEXPIRE', tokens, ARGV[3])
+    redis.call('XTRIM', tokens, 'MAXLEN', ARGV[4])
+  end
+  out[i + 1] = held
+end
+return out
+"""
+
+# A resume read in one atomic call. KEYS meta, tokens; ARGV cursor, limit (-1: all)
+# -> {length or false, first kept entry (or {}), entries after the cursor}.
+READ = _LENGTH + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {false, {}, {}} end
+local len = length(KEYS[2])
+local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+local rest = {}
+local limit = tonumber(ARGV[2])
+if limit ~= 0 then
+  local start = '(0-' .. (tonumber(ARGV[1]) + 1)
+  if limit < 0 then rest = redis.call('XRANGE', KEYS[2], start, '+')
+  else rest = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', limit) end
+end
+return {len, first, rest}
 """
 
 # KEYS meta, tokens, lease; ARGV owner, state, ttl_ms -> the state now stored ('' if unknown).
@@ -103,86 +181,6 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return ARGV[2]
 """
 
-# The group commit: one call carries a round's appends, each fenced by its own stream's lease and next index.
-# KEYS meta, tokens, lease per append; ARGV owner, maxlen, lease_ms, ttl_ms, then index, token per append
-# -> one reply per append: {'ok', length} | {'lease', owner} | {'conflict', length} | {'unknown', 0}.
-# The TTLs are re-armed by the lease renewal (RENEW_MANY), not here (the per-token path); the tokens key
-# gets its first TTL with its first entry.
-APPEND_MANY = """
-local out = {}
-local owner = ARGV[1]
-for i = 0, #KEYS / 3 - 1 do
-  local meta, tokens, lease = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
-  local index, token = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
-  local len = redis.call('HGET', meta, 'length')
-  local o = redis.call('GET', lease)
-  if not len then
-    out[i + 1] = {'unknown', 0}
-  elseif o and o ~= owner then
-    out[i + 1] = {'lease', o}
-  else
-    len = tonumber(len)
-    if index == len and index < tonumber(redis.call('HGET', meta, 'total')) then
-      if not o then redis.call('SET', lease, owner, 'PX', ARGV[3]) end
-      redis.call('XADD', tokens, 'MAXLEN', ARGV[2], '0-' .. (index + 1), 't', token, 'by', owner)
-      if index == 0 then redis.call('PEXPIRE', tokens, ARGV[4]) end
-      redis.call('HSET', meta, 'length', index + 1)
-      out[i + 1] = {'ok', index + 1}
-    else
-      local e = {}
-      if index < len then e = redis.call('XRANGE', tokens, '0-' .. (index + 1), '0-' .. (index + 1)) end
-      if #e == 1 and e[1][2][2] == token and e[1][2][4] == owner then
-        out[i + 1] = {'ok', len}              -- a retried round that already landed
-      else
-        out[i + 1] = {'conflict', len}
-      end
-    end
-  end
-end
-return out
-"""
-
-# The owner's leases, renewed together on a timer; each stream's keys get their TTL back too.
-# KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms -> 1 (held) or 0 (lost) per stream.
-# A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates.
-RENEW_MANY = """
-local out = {}
-for i = 0, #KEYS / 3 - 1 do
-  local meta, tokens, lease = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
-  local o = redis.call('GET', lease)
-  local held = 0
-  if o == ARGV[1] then
-    redis.call('PEXPIRE', lease, ARGV[2])
-    held = 1
-  elseif not o and redis.call('HGET', meta, 'state') == 'generating' then
-    redis.call('SET', lease, ARGV[1], 'PX', ARGV[2])
-    held = 1
-  end
-  if held == 1 then
-    redis.call('PEXPIRE', meta, ARGV[3])
-    redis.call('PEXPIRE', tokens, ARGV[3])
-  end
-  out[i + 1] = held
-end
-return out
-"""
-
-# A resume read in one atomic call. KEYS meta, tokens; ARGV cursor, limit (-1: all)
-# -> {length or false, first kept entry (or {}), entries after the cursor}.
-READ = """
-local len = redis.call('HGET', KEYS[1], 'length')
-if not len then return {false, {}, {}} end
-local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
-local rest = {}
-local limit = tonumber(ARGV[2])
-if limit ~= 0 then
-  local start = '(0-' .. (tonumber(ARGV[1]) + 1)
-  if limit < 0 then rest = redis.call('XRANGE', KEYS[2], start, '+')
-  else rest = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', limit) end
-end
-return {len, first, rest}
-"""
-
 RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -190,7 +188,7 @@ return 0
 
 
 # Every script by name: the log loads them once per connection and calls them by their SHA1.
-SCRIPTS = {"create": CREATE, "claim": CLAIM, "append": APPEND, "append_many": APPEND_MANY, "set_state": SET_STATE,
+SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_many": APPEND_MANY, "set_state": SET_STATE,
            "release": RELEASE, "renew_many": RENEW_MANY, "read": READ}
 
 

@@ -163,10 +163,11 @@ class LogWriter:
     def _append_call(self, appends: list[_Append]) -> tuple[Any, ...]:
         s = self.settings
         keys: list[str] = []
-        args: list[Any] = [s.owner_id, s.maxlen, s.lease_ms, s.ttl_ms]
+        args: list[Any] = [s.owner_id, s.maxlen, s.ttl_ms]
         for a in appends:
-            keys.extend(a.keys)
-            args.append(a.index)
+            keys.append(a.keys[1])
+            keys.append(a.keys[2])
+            args.append(f"0-{a.index + 1}")
             args.append(a.token)
         return ("EVALSHA", self.shas["append_many"], len(keys), *keys, *args)
 
@@ -220,12 +221,12 @@ class LogWriter:
             for a in appends:
                 _settle(a.future, error=unavailable(self.settings, reply))
             return False
-        for a, (status, value) in zip(appends, reply, strict=True):
-            if status == "ok":
+        for a, answer in zip(appends, reply, strict=True):
+            if answer == 0:
                 _settle(a.future)
                 continue
             try:
-                appended(a.stream_id, a.index, status, value)
+                appended(a.stream_id, a.index, *answer)
             except LogError as exc:
                 _settle(a.future, error=exc)
         return False
@@ -277,7 +278,7 @@ class LogWriter:
                 ids = list(self.owned)
                 keys = [key for sid in ids for key in s._keys(sid)]
                 try:
-                    held = await self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms])
+                    held = await self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen])
                 except LogError:
                     continue                # Redis is away: the appends say so; try again next period
                 for sid, kept in zip(ids, held, strict=True):

@@ -1,0 +1,236 @@
+"""Issue 17: the memory log against the Redis log, side by side, for ``tokenwire serve`` and the ASGI app on uvicorn.
+
+How this works: for each N (300, then 1,000) and each server (``tokenwire
+serve``, then ``uvicorn tokenwire.asgi:app --loop uvloop --http httptools``),
+the same server runs twice in a row, once on the memory log and once on a
+fresh ``redis-server`` of its own (``--log redis://...`` for serve,
+``TOKENWIRE_LOG_URL`` for the ASGI app), and item 5's client
+(``bench.scale_client``: N streams of the 277-token answer at 20 ms a token,
+buffer 4, kernel receive stamps) reads it.  The server's CPU seconds come
+from ``/proc/<pid>/stat`` over the client's run (item 5's ``one_step``); on
+Redis, so do Redis's own, and Redis's connections are sampled with ``CLIENT
+LIST`` every 0.2 s meanwhile (the most seen, less the sampler's own).  The
+goals are issue 17's: every stream complete and contiguous, ITL p95 at most
+1.5x the nominal 20 ms, TTFT p95 at most 1 s, server CPU per token on Redis
+at most 1.5x the same server's on memory, Redis CPU per token at most 4 us,
+at most 8 connections; at N=1,000 on Redis, every stream complete.
+
+``python -m bench.redis_scale [--quick] [--n 300,1000] [--pair N]``; the
+two-process run (streams cut once and resumed on the other process) is
+``bench.redis_pair``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .common import Row, format_table, log, machine
+from .scale import GOAL_P95, MAX_TTFT_P95_MS, PRODUCER_MS, TOKENS, Step, _free_port, one_step
+
+__all__ = ["RedisServer", "run"]
+
+FULL_N, QUICK_N = (300, 1000), (40,)
+QUICK_TOKENS = 50
+GOAL_CPU_RATIO = 1.5
+GOAL_REDIS_US = 4.0
+GOAL_CONNECTIONS = 8
+SAMPLE_S = 0.2
+
+
+class RedisServer:
+    """A ``redis-server`` of the bench's own on a free loopback port, nothing on disk."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--maxclients", "10000", "--loglevel", "warning", "--logfile", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if self.ask(b"PING").startswith(b"+PONG"):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port}")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def ask(self, command: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+            sock.sendall(command + b"\r\n")
+            data = sock.recv(1 << 20)
+            if data.startswith(b"$"):
+                size = int(data.split(b"\r\n", 1)[0][1:])
+                while len(data.split(b"\r\n", 1)[1]) < size:
+                    data += sock.recv(1 << 20)
+            return data
+
+    def clients(self) -> int:
+        """Connections Redis holds now, less the one asking."""
+        return self.ask(b"CLIENT LIST").count(b"addr=") - 1
+
+    def cpu_s(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def watch(self) -> Callable[[], str]:
+        """Start sampling connections and CPU; returns what stops it and gives the figures as JSON."""
+        cpu0, most, stop = self.cpu_s(), [0], threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(SAMPLE_S):
+                most[0] = max(most[0], self.clients())
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+
+        def done() -> str:
+            stop.set()
+            thread.join(5)
+            return json.dumps({"redis_cpu_s": self.cpu_s() - cpu0, "connections": most[0]})
+        return done
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _serve(log_url: str, n: int) -> Callable[[int], list[str]]:
+    return lambda port: [sys.executable, "-m", "tokenwire", "serve", "--host", "127.0.0.1", "--port", str(port),
+                         "--quiet", "--max-live", str(max(n * 2, 256)), "--max-streams", str(max(n * 2, 1024)),
+                         "--log", log_url]
+
+
+def _asgi(log_url: str, n: int) -> Callable[[int], list[str]]:
+    return lambda port: ["env", f"TOKENWIRE_LOG_URL={log_url}", sys.executable, "-m", "uvicorn",
+                         "tokenwire.asgi:app", "--host", "127.0.0.1", "--port", str(port), "--loop", "uvloop",
+                         "--http", "httptools", "--log-level", "warning", "--no-access-log", "--backlog", "4096"]
+
+
+SERVERS = {"tokenwire serve": _serve, "uvicorn tokenwire.asgi:app": _asgi}
+
+
+@dataclass
+class Measured:
+    server: str
+    log: str
+    step: Step
+    redis_cpu_s: float | None = None
+    connections: int | None = None
+
+    @property
+    def tokens(self) -> int:
+        return max(1, int(self.step.client["tokens_received"]))
+
+    @property
+    def cpu_us(self) -> float:
+        return self.step.cpu_s / self.tokens * 1e6
+
+    @property
+    def redis_us(self) -> float | None:
+        return None if self.redis_cpu_s is None else self.redis_cpu_s / self.tokens * 1e6
+
+    def line(self) -> str:
+        c, n = self.step.client, self.step.n
+        ratio, ttft = self.step.p95_ratio, self.step.ttft_p95_ms
+        text = (f"{self.server} on {self.log}, N={n}: {c['complete']}/{n} complete, ITL p95 "
+                f"{'-' if ratio is None else f'{ratio:.2f}x'}, TTFT p95 {'-' if ttft is None else f'{ttft:.0f} ms'}, "
+                f"server CPU {self.cpu_us:.0f} us/token")
+        if self.redis_us is not None:
+            text += f", Redis CPU {self.redis_us:.1f} us/token, Redis connections {self.connections}"
+        if c["errors"] or c["timed_out"]:
+            text += f"; errors {c['errors']}, timed out {c['timed_out']}"
+        return text
+
+
+def measure(server: str, log_name: str, n: int, tokens: int) -> Measured:
+    """One server on one log with ``n`` streams (a fresh redis-server for the Redis log)."""
+    if log_name == "memory":
+        step = one_step(server, n, tokens, command=SERVERS[server]("memory", n))
+        return Measured(server, log_name, step)
+    redis = RedisServer()
+    try:
+        step = one_step(server, n, tokens, command=SERVERS[server](redis.url, n), beside=lambda port: redis.watch())
+    finally:
+        redis.stop()
+    said = json.loads(step.client["beside"])
+    return Measured(server, log_name, step, said["redis_cpu_s"], said["connections"])
+
+
+def _rows(n: int, memory: Measured, shared: Measured) -> list[Row]:
+    c, ratio = shared.step.client, shared.step.p95_ratio
+    ttft = shared.step.ttft_p95_ms
+    complete = c["complete"] == n
+    cpu_ratio = shared.cpu_us / memory.cpu_us
+    name = shared.server
+    rows = [Row(17, f"{name} N={n} on Redis: complete | ITL p95 | TTFT p95",
+                f"{c['complete']}/{n} | {_fmt(ratio)} | {ttft or 0:.0f} ms",
+                f"memory {memory.step.client['complete']}/{n} | {_fmt(memory.step.p95_ratio)} | "
+                f"{memory.step.ttft_p95_ms or 0:.0f} ms", None, f"all, <= {GOAL_P95}x, <= 1 s",
+                complete and ratio is not None and ratio <= GOAL_P95 and ttft is not None
+                and ttft <= MAX_TTFT_P95_MS, (shared.line(), memory.line()))]
+    if n <= 300:
+        rows += [
+            Row(17, f"{name} N={n}: server CPU per token, us (Redis / memory)", f"{shared.cpu_us:.0f}",
+                f"memory {memory.cpu_us:.0f}", cpu_ratio, f"<= {GOAL_CPU_RATIO}x", cpu_ratio <= GOAL_CPU_RATIO),
+            Row(17, f"{name} N={n}: Redis CPU per token, us | connections", f"{shared.redis_us or 0:.1f} | "
+                f"{shared.connections}", "", None, f"<= {GOAL_REDIS_US:g} | <= {GOAL_CONNECTIONS}",
+                (shared.redis_us or 0) <= GOAL_REDIS_US and (shared.connections or 0) <= GOAL_CONNECTIONS),
+        ]
+    return rows
+
+
+def run(quick: bool, steps: tuple[int, ...] | None = None) -> list[Row]:
+    tokens = QUICK_TOKENS if quick else TOKENS
+    rows: list[Row] = []
+    for n in steps or (QUICK_N if quick else FULL_N):
+        for server in SERVERS:
+            memory = measure(server, "memory", n, tokens)
+            log(f"bench: issue 17: {memory.line()}")
+            shared = measure(server, "redis", n, tokens)
+            log(f"bench: issue 17: {shared.line()}")
+            rows += _rows(n, memory, shared)
+    return rows
+
+
+def _fmt(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.redis_scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--n", default="", help="comma-separated stream counts (default 300,1000)")
+    args = parser.parse_args(argv)
+    steps = tuple(int(x) for x in args.n.split(",") if x) or None
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    rows = run(args.quick, steps)
+    print(f"tokenwire bench (python -m bench.redis_scale {' '.join(argv or sys.argv[1:])}) on {machine()}, "
+          f"{PRODUCER_MS:g} ms a token")
+    print(format_table(rows))
+    print(f"\ntotal wall time {time.perf_counter() - started:.1f} s; 1-minute load average {load:.2f} at the start, "
+          f"{os.getloadavg()[0]:.2f} at the end (on {os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
