@@ -7,11 +7,12 @@ for ``.html`` only).  The templates ship precompiled to Python as well
 compiling the text report's template is most of a serverless cold start
 (about 45 ms), loading its compiled module a sixth of that.  The compiled
 set is used only while its manifest matches what it was made from: each
-template source's SHA-256, and jinja2's major.minor release (the code it
-generates and its runtime change between minor releases, not patch ones);
+template source's SHA-256, and jinja2's major.minor release (the compiled
+code's format and the runtime it calls follow the minor release; a patch
+release loads it as is, and a test renders both ways and compares);
 otherwise the sources are compiled as usual, to the same output.  Templates
-do no arithmetic: numbers arrive computed and rounded, and these filters only format and wrap them to the page's 78
-columns.  The HTML page carries its stylesheet in one ``<style>`` element
+do no arithmetic: numbers arrive computed and rounded, and these filters
+only format and wrap them to the page's 78 columns.  The HTML page carries its stylesheet in one ``<style>`` element
 whose SHA-256 is in the Content-Security-Policy (``csp()``), so no other
 style, script or fetch can run on the page.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-__all__ = ["ENV", "WIDTH", "compile_templates", "css", "csp", "live_stylesheet", "num"]
+__all__ = ["ENV", "WIDTH", "compile_templates", "compiled_is_valid", "css", "csp", "live_stylesheet", "num"]
 
 WIDTH = 78
 # Paragraphs whose wrapping is kept: the page's fixed prose is a dozen, and a
