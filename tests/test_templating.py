@@ -68,6 +68,7 @@ def test_the_precompiled_templates_are_used_when_valid(tmp_path: Path) -> None:
     if not templating.compiled_is_valid():
         pytest.skip(f"the compiled set is for another jinja2 release than {jinja2.__version__}")
     assert isinstance(templating.ENV.loader, jinja2.ChoiceLoader)
+    assert str(templating.ENV.get_template("report.txt").filename).endswith(".py")   # the page renders from it
     env = templating._make_env(templating._loader(_copy(tmp_path)))
     for name in RENDERED:
         assert str(env.get_template(name).filename).endswith(".py"), name   # a compiled module, not the source
