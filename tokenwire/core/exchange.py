@@ -24,7 +24,7 @@ from .channel import Outcome, Taken
 from .effects import Get, Put
 from .frames import TokenItem
 
-__all__ = ["get", "must_wait", "put"]
+__all__ = ["get", "put"]
 
 
 def put(effect: Put, since: int, now: Callable[[], int]) -> Outcome:
@@ -52,8 +52,3 @@ def get(effect: Get, now: Callable[[], int]) -> TokenItem | Taken:
     if stream.keep_trace and not isinstance(got, Taken):
         stream.note(now(), got.index, "taken")
     return got
-
-
-def must_wait(outcome: object) -> bool:
-    """True if ``outcome`` (what ``put`` or ``get`` returned) means the process must wait for its stream."""
-    return outcome is Outcome.FULL or outcome is Taken.EMPTY

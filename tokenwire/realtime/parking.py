@@ -2,12 +2,14 @@
 
 How this works: a ``Put`` on a full ``block`` channel or a ``Get`` on an
 empty one parks its process here, under the stream.  The stream's condition
-(a ``SingleThread``) is given a ``_Bell`` as its hook, so every change to
-the stream rings the lot; the lot retries that stream's parked processes
-once, on the next loop turn, however often it rang in between.  A retry is
-``tokenwire.core.exchange`` again, as the first attempt was: one that still
-must wait parks again (its wait still counted from when it first parked),
-one that completes is handed back to the driver (``wake``) with its value.
+(a ``SingleThread``) gets the lot's ``ring`` for that stream as its hook (a
+``partial``, which adds no Python frame to every change of every stream),
+so every change to the stream rings the lot; the lot retries that stream's
+parked processes once, on the next loop turn, however often it rang in
+between.  A retry is ``tokenwire.core.exchange`` again, as the first attempt
+was: one that still must wait parks again (its wait still counted from when
+it first parked), one that completes is handed back to the driver (``wake``)
+with its value.
 
 A ``Get`` with a timeout (the heartbeat) has a deadline from when it first
 parked, and one loop timer per process kept across Gets: deadlines only
@@ -20,37 +22,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 
+from ..core.channel import Outcome, Taken
 from ..core.effects import TIMEOUT, Get, Put
-from ..core.exchange import get, must_wait, put
+from ..core.exchange import get, put
 from ..core.sync import SingleThread
 from .procs import Proc
 
 __all__ = ["ParkingLot"]
 
 
-class _Bell:
-    """A stream condition's hook: rings ``lot`` for the stream ``key``."""
-
-    __slots__ = ("key", "lot")
-
-    def __init__(self, lot: ParkingLot, key: int) -> None:
-        self.lot, self.key = lot, key
-
-    def __call__(self) -> None:
-        self.lot.ring(self.key)
-
-
 class ParkingLot:
     """Processes parked on streams; ``wake(proc, value)`` resumes one whose Put/Get completed or timed out."""
 
-    __slots__ = ("_loop", "_now", "_parked", "_ringing", "_wake")
+    __slots__ = ("_loop", "_now", "_parked", "_ring", "_ringing", "_wake")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], int],
                  wake: Callable[[Proc, object], None]) -> None:
         self._loop, self._now, self._wake = loop, now, wake
         self._parked: dict[int, list[Proc]] = {}
         self._ringing: set[int] = set()
+        self._ring = self.ring                  # made once: a hook is ours if its func is this very object
 
     def park(self, p: Proc, effect: Put | Get, now: int) -> None:
         """Park ``p`` until its stream rings or its Get times out; ``TypeError`` if the cond is not a SingleThread."""
@@ -59,8 +52,8 @@ class ParkingLot:
             raise TypeError(f"the event-loop driver needs a stream whose cond is a SingleThread, got {cond!r}")
         key = id(effect.stream)
         hook = cond.hook
-        if not (isinstance(hook, _Bell) and hook.lot is self and hook.key == key):   # unrung, or another driver's
-            cond.hook = _Bell(self, key)
+        if not (isinstance(hook, partial) and hook.func is self._ring and hook.args == (key,)):  # none, or another's
+            cond.hook = partial(self._ring, key)
         if p.since < 0:
             p.since = now
             timeout = effect.timeout_ns if isinstance(effect, Get) else None
@@ -87,7 +80,7 @@ class ParkingLot:
             effect = p.effect
             assert effect is not None
             got = put(effect, p.since, now) if isinstance(effect, Put) else get(effect, now)
-            if must_wait(got):
+            if got is Outcome.FULL or got is Taken.EMPTY:     # must wait still
                 self.park(p, effect, now())
                 continue
             p.since, p.effect, p.until = -1, None, -1     # a pending timer finds nothing to time out
