@@ -7,7 +7,10 @@ the loop's timers are only as fine as the selector's millisecond anyway,
 and a thousand streams then cost a timer per millisecond, not one per
 token; the calls of one tick run in the order they were asked for.  A
 ``precise`` driver (a report's private run, where one 0.5 ms step matters)
-sets the timer a little early instead and finishes the wait by spinning.
+sets the timer a little early instead and finishes the wait by spinning;
+the spin holds the loop, so nothing else runs during the last ``SPIN_NS``
+of a wait (a memory reader slower than the producer by less than that
+never lets a ``block`` channel fill on the real clock).
 """
 
 from __future__ import annotations
