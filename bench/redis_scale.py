@@ -81,7 +81,7 @@ class RedisServer:
 
     def clients(self) -> int:
         """Connections Redis holds now, less the one asking."""
-        return self.ask(b"CLIENT LIST").count(b"addr=") - 1
+        return self.ask(b"CLIENT LIST").count(b" laddr=") - 1
 
     def cpu_s(self) -> float:
         with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as f:

@@ -51,7 +51,7 @@ def _clients(port: int) -> int:
             head, _, rest = data.partition(b"\r\n")
             if head.startswith(b"$") and len(rest) >= int(head[1:]):
                 break
-    return rest.decode().count("addr=") - 1
+    return rest.decode().count(" laddr=") - 1
 
 
 async def _read(port: int, path: str) -> tuple[list[int], list[str], bool]:

@@ -149,24 +149,27 @@ class SharedStream(AwaitedReads, Stream):
     # -- the producer --------------------------------------------------------------------
     def produce(self, start: int) -> Process:
         """Deliver ``start..total-1``: generate under the lease, or follow the owner; checks cancel first."""
-        cursor, owned = start - 1, False
+        cursor, owned, check = start - 1, False, True
         try:
             while cursor < self.total - 1:
                 if self.cancelled:
                     yield from self._cancel()
                     return
-                if not owned:
+                if owned:
+                    made = yield from self._step(cursor + 1)
+                    owned, check, cursor = made > cursor, True, made
+                    continue
+                if check:          # the lease: at the start, after a fenced append, at each heartbeat
                     claim = yield Await(self.aio.claim(self.stream_id))
                     if claim.length > cursor + 1:
                         cursor = yield from self._pass_on(cursor, claim.length)
                         continue
-                    if not claim.owned:
-                        cursor = yield from self._follow(cursor)
+                    if claim.owned:
+                        owned = True
                         continue
-                    owned = True
-                made = yield from self._step(cursor + 1)
-                owned = made > cursor
-                cursor = made
+                before = cursor
+                cursor = yield from self._follow(cursor)
+                check = cursor == before           # nothing new within block_ms: is the owner still there?
             yield Await(self.aio.set_state(self.stream_id, StreamState.DONE))
         except LogError as exc:     # unavailable, evicted, trimmed: end the connection, keep the process
             yield from self._fail(exc)
