@@ -19,9 +19,9 @@ frame is written by the request's task, started there.
 
 The peer is gone when the server says ``http.disconnect`` (a task of the
 response listens for it), when ``send`` raises, or when one frame has not
-been taken for ``write_timeout_s`` (a reader that stopped reading: the
-request task is then cancelled, which makes the server close the
-connection).  Each answers the writer False at once and calls ``on_gone``,
+been taken for ``write_timeout_s`` (a reader that stopped reading: under
+uvicorn its connection is aborted, under another server the request task
+is cancelled, which makes the server close the connection).  Each answers the writer False at once and calls ``on_gone``,
 which lets go of the stream (``cancel`` or ``detach``, as configured)
 without waiting for the next frame.  The heartbeat is the writer's own (the
 endpoints'): this wire only writes what it is given.
@@ -30,6 +30,8 @@ endpoints'): this wire only writes what it is given.
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -52,6 +54,27 @@ def eager_send(send: Send) -> bool:
     """True if ``send`` is a server's own (uvicorn's), which can be stepped outside a task."""
     owner = getattr(send, "__self__", None)
     return owner is not None and type(owner).__module__ in _EAGER_MODULES
+
+
+def _abort(send: Send) -> None:
+    """Close a reader that takes nothing at once: uvicorn's connection is reset, its unsent megabytes dropped.
+
+    (A plain close would leave the kernel sending them to a reader that
+    takes nothing, for as long as TCP keeps trying.)  Any other server gets
+    the response task cancelled, and closes the connection as it closes one
+    whose app failed mid-response.
+    """
+    if not eager_send(send):
+        return
+    transport = getattr(send.__self__, "transport", None)  # type: ignore[attr-defined]
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # close() sends RST
+    except (AttributeError, OSError):
+        pass                                   # not a TCP socket: an ordinary abort
+    transport.abort()
 
 
 def _body(frame: bytes) -> dict[str, Any]:
@@ -164,7 +187,8 @@ class AsgiWire:
             self.lost("the response was cancelled")
             if not self._timed_out:
                 raise
-            return                      # our own watch cancelled it: the server closes the connection
+            await asyncio.sleep(0)      # our own watch cancelled it: let an aborted transport say it is lost
+            return
         finally:
             listener.cancel()
             if self._watcher is not None:
@@ -234,6 +258,7 @@ class AsgiWire:
         if since is not None and self.loop.time() - since >= self.write_timeout_s:
             self._timed_out = True
             self.lost(f"write timeout: nothing taken for {self.write_timeout_s:g} s")
+            _abort(self._send)
             if self._task is not None:
                 self._task.cancel()
             return

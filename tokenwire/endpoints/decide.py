@@ -30,7 +30,7 @@ from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, LiveRequest, OpenStream
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
-from .writing import EventWire, write_events
+from .writing import EventWire, Writing, write_events
 
 __all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "logger"]
 
@@ -81,6 +81,7 @@ class Endpoints:
         self.registry, self.config, self.alone = registry, config, alone
         self.source: StreamSource = source if source is not None else CannedSource(registry)
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
+        self.writing: set[Writing] = set()      # the streams being written now
 
     async def decide(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
         """The answer to ``request``: a whole ``Answer``, an ``OpenStream`` to write, or None (not a live path)."""
@@ -148,21 +149,28 @@ class Endpoints:
         return OpenStream(live, asked.cursor, asked.cut, asked.header, asked.query_id)
 
     # -- writing ---------------------------------------------------------------------
-    def write(self, decision: OpenStream, wire: EventWire) -> Callable[[], None]:
-        """Start writing ``decision``'s stream to ``wire`` (its slot goes back when the writer ends).
-
-        Returns what to call if the peer is known to be gone before the writer notices.
-        """
+    def write(self, decision: OpenStream, wire: EventWire) -> Writing:
+        """Start writing ``decision``'s stream to ``wire``; its slot goes back when the writer ends."""
         try:
-            return write_events(decision, wire, self.registry, self.config, self.journal.append)
+            writing = write_events(decision, wire, self.registry, self.config, self.journal.append,
+                                   self.writing.discard)
         except BaseException:
             self.release(decision)             # the writer never started: its slot goes back
             raise
+        self.writing.add(writing)
+        return writing
 
     def release(self, decision: OpenStream) -> None:
         """Give back ``decision``'s slot without writing it (the client left first)."""
         del decision
         self.registry.close_slot()
+
+    def close_streams(self) -> int:
+        """End every stream being written after the frame it is writing (a shutdown); returns how many."""
+        writing = list(self.writing)
+        for one in writing:
+            one.close()
+        return len(writing)
 
 
 def refusal(exc: RequestError) -> Answer:

@@ -8,8 +8,9 @@ on the registry's event-loop driver with the heartbeat (a ``: ping`` after
 ``heartbeat_s`` of silence: the writer's own, whatever the server), and when
 the writer ends gives the open-stream slot back, records a ``ConnectionLog``,
 lets go of the stream if the writer failed (the log lost it), and ends the
-wire.  It returns what to call if the server learns the peer is gone before
-the writer does (an ASGI ``http.disconnect``), so the stream is let go at once.
+wire.  Its ``Writing`` is what the server may do meanwhile: say the peer is
+gone (an ASGI ``http.disconnect``, before the writer notices), or close the
+stream at a frame boundary (a shutdown).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .config import ConnectionLog, LiveConfig
 from .decisions import OpenStream
 from .registry import Registry
 
-__all__ = ["EventWire", "write_events"]
+__all__ = ["EventWire", "Writing", "write_events"]
 
 
 class EventWire(Protocol):
@@ -47,30 +48,57 @@ class EventWire(Protocol):
     def end(self) -> None: ...
 
 
+class Writing:
+    """One event stream being written: what the server can do to it before its writer ends.
+
+    ``gone``: the server learnt the peer left (an ASGI ``http.disconnect``)
+    before the writer did: the stream is let go now.  ``close``: the server is
+    shutting down: the writer ends after the frame it is writing (recorded as
+    closed by the server), and the reader resumes elsewhere.
+    """
+
+    __slots__ = ("_channel", "_stream", "closing")
+
+    def __init__(self, stream: Stream, channel: BoundedChannel[TokenItem]) -> None:
+        self._stream, self._channel = stream, channel
+        self.closing = False
+
+    def gone(self) -> None:
+        self._stream.disconnect(self._channel)
+
+    def close(self) -> None:
+        self.closing = True
+        self._stream.disconnect(self._channel)
+
+
 def write_events(decision: OpenStream, wire: EventWire, registry: Registry, config: LiveConfig,
-                 record: Callable[[ConnectionLog], None]) -> Callable[[], None]:
-    """Spawn the writer of ``decision`` on ``wire``; returns what to call when the peer is known to be gone."""
+                 record: Callable[[ConnectionLog], None], ended: Callable[[Writing], None]) -> Writing:
+    """Spawn the writer of ``decision`` on ``wire``; returns its ``Writing`` (``ended`` is called with it at the end)."""
     live, stream = decision.live, decision.live.stream
     channel: BoundedChannel[TokenItem] = stream.new_channel()
     cut = live.take_cut(decision.cut)
     writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9))
+    writing = Writing(stream, channel)
     done = registry.driver.spawn(writer, wire)
 
     def finished(future: asyncio.Future[Any]) -> None:
         registry.close_slot()
+        ended(writing)
         ending: Ending | None = None
         if not future.cancelled() and future.exception() is None:
             ending = future.result()
         if ending is None:
             stream.disconnect(channel)           # the writer failed (the log lost the stream): let go of it
         else:
+            if writing.closing and ending is not Ending.DONE:
+                ending = Ending.CLOSED_BY_SERVER
             record(ConnectionLog(stream.stream_id, decision.header, decision.query_id, decision.cursor, cut,
                                  ending, wire.snapshot()[1], wire.bytes_sent, _generated(registry, stream),
                                  wire.failure, channel.stats()))
         wire.end()
 
     done.add_done_callback(finished)
-    return lambda: stream.disconnect(channel)
+    return writing
 
 
 def _generated(registry: Registry, stream: Stream) -> int:
