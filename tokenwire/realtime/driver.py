@@ -173,7 +173,7 @@ class LoopDriver:
         p.deadline = max(p.deadline, self._now())      # time blocked is not a debt to repay
         self._step(p, value)
 
-    def _awaited(self, p: Proc, task: asyncio.Future[Any]) -> None:
+    def _awaited(self, p: Proc, task: asyncio.Future[object]) -> None:
         now = self._now()
         if now - p.deadline > AWAIT_DEBT_NS:     # a long wait (a follower's read) is not a debt to repay in a burst
             p.deadline = now
