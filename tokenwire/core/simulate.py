@@ -6,8 +6,8 @@ ready; a ``Put`` or ``Get`` is ``tokenwire.core.exchange``'s (the same
 bookkeeping as the event-loop driver's), and one that must wait (a full
 ``block`` channel, an empty one) parks the process; after every step the
 parked processes are tried again (there are only ever a handful), each
-only once its stream has been notified since.  A process whose effect completes at
-once (a ``Put`` accepted, a ``Get`` with a token waiting, a ``Spawn``) goes on
+only once its stream has been notified since.  A process whose effect
+completes at once (a ``Put`` accepted, a ``Get`` with a token waiting, a ``Spawn``) goes on
 a first-in-first-out ready queue that runs at the current instant before the
 clock moves, which saves a heap round trip per channel operation; the order
 of events, and therefore the report, is the same on every run.  If the clock

@@ -52,7 +52,7 @@ class ParkingLot:
             raise TypeError(f"the event-loop driver needs a stream whose cond is a SingleThread, got {cond!r}")
         key = id(effect.stream)
         hook = cond.hook
-        if not (isinstance(hook, partial) and hook.func is self._ring and hook.args == (key,)):  # none, or another's
+        if not (isinstance(hook, partial) and hook.func is self._ring and hook.args[0] == key):  # none, or another's
             cond.hook = partial(self._ring, key)
         if p.since < 0:
             p.since = now
