@@ -35,10 +35,12 @@ IO_TIMEOUT_S = 10.0
 class Instance:
     """One ``tokenwire serve`` process; ``name`` labels it in the log's owner ids."""
 
-    def __init__(self, log_url: str, name: str) -> None:
+    def __init__(self, log_url: str, name: str, loop: str | None = None) -> None:
         self.name = name
         env = dict(os.environ)
         env.pop("TOKENWIRE_LOG_URL", None)
+        if loop is not None:
+            env["TOKENWIRE_LOOP"] = loop
         url = f"{log_url}?lease_ms={LEASE_MS}&block_ms={BLOCK_MS}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tokenwire", "serve", "--port", "0", "--quiet", "--log", url],
@@ -154,9 +156,9 @@ def runs(names: list[str]) -> list[tuple[str, int]]:
     return out
 
 
-@pytest.fixture
-def pair(redis_server):
-    a, b = Instance(redis_server.url, "A"), Instance(redis_server.url, "B")
+@pytest.fixture(params=["asyncio", "uvloop"])
+def pair(redis_server, request):
+    a, b = Instance(redis_server.url, "A", request.param), Instance(redis_server.url, "B", request.param)
     try:
         yield redis_server.url, a, b
     finally:

@@ -26,19 +26,9 @@ LOOPS = ["asyncio", "uvloop"]
 IO_TIMEOUT_S = 30.0
 
 
-class LoopInstance(Instance):
+def LoopInstance(log_url: str, name: str, loop: str) -> Instance:  # noqa: N802 - reads as the class it makes
     """``tokenwire serve`` on Redis with the event loop ``loop`` (``TOKENWIRE_LOOP``)."""
-
-    def __init__(self, log_url: str, name: str, loop: str) -> None:
-        old = os.environ.get("TOKENWIRE_LOOP")
-        os.environ["TOKENWIRE_LOOP"] = loop           # Instance copies the environment when it starts
-        try:
-            super().__init__(log_url, name)
-        finally:
-            if old is None:
-                os.environ.pop("TOKENWIRE_LOOP", None)
-            else:
-                os.environ["TOKENWIRE_LOOP"] = old
+    return Instance(log_url, name, loop)
 
 
 def _clients(port: int) -> int:
