@@ -45,7 +45,7 @@ class QuietHandler(handler):
 @contextlib.contextmanager
 def in_thread(server: S) -> Iterator[S]:
     """Run ``server.serve_forever`` on a daemon thread; on exit shut it down, close it and join the thread."""
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield server

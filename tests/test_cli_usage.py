@@ -25,8 +25,8 @@ CASES = [
     (["report", "--tokens", "abc"], "tokenwire report: --tokens must be a whole number from 1 to 277; got 'abc'"),
     (["serve", "--bogus", "1"], "tokenwire serve: unknown flag '--bogus'; allowed: --host, --port, --heartbeat-s, "
                                 "--write-timeout-s, --request-timeout-s, --max-live, --max-connections, "
-                                "--max-streams, --max-age-s, --create-burst, --create-rate, --grace-s, --quiet, "
-                                "--log"),
+                                "--max-streams, --max-age-s, --create-burst, --create-rate, --grace-s, "
+                                "--max-duration-s, --quiet, --log"),
     (["serve", "--bogus=1"], None),
     (["serve", "--port", "abc"], "tokenwire serve: --port must be a whole number; got 'abc'"),
     (["serve", "--grace-s", "soon"], "tokenwire serve: --grace-s must be a number; got 'soon'"),

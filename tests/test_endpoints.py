@@ -199,3 +199,37 @@ def test_a_silent_stream_gets_the_heartbeat_and_the_whole_answer_then_the_slot_b
     assert endpoints.registry.live == 0
     (entry,) = endpoints.journal
     assert (entry.ending.value, entry.tokens_sent, entry.bytes_sent) == ("done", 3, wire.bytes_sent)
+
+
+def _token_ids(wire: _Wire) -> list[int]:
+    return [int(f.split(b"\n")[0][4:]) for f in wire.frames if b"event: token" in f]
+
+
+def test_max_duration_ends_each_connection_after_a_frame_and_the_stream_goes_on_for_the_resume() -> None:
+    async def main() -> tuple[list[_Wire], Endpoints]:
+        registry = Registry()
+        endpoints = Endpoints(registry, LiveConfig(max_duration_s=0.15))
+        registry.driver = LoopDriver(asyncio.get_running_loop(), registry.clock, spawn_hook=registry.spawn)
+        # 12 tokens at 50 ms (the canned answer cancels when its reader leaves): longer than a connection may last
+        opened = await endpoints.decide(_request("GET", "/stream?tokens=12&producer_ms=50"), _no_body)
+        wires: list[_Wire] = []
+        while isinstance(opened, OpenStream) and len(wires) < 40:
+            wire = _Wire()
+            wires.append(wire)
+            endpoints.write(opened, wire)
+            await asyncio.wait_for(wire.ended.wait(), 10)
+            last = max([-1, *(i for w in wires for i in _token_ids(w))])
+            headers = {"Last-Event-ID": str(last)} if last >= 0 else {}
+            opened = await endpoints.decide(_request("GET", f"/streams/{wire_stream(opened)}/events", headers),
+                                            _no_body)
+        return wires, endpoints
+    wires, endpoints = asyncio.run(main())
+    assert len(wires) >= 3                                          # cut at least twice
+    assert all(w.frames[0].startswith(b"retry: ") for w in wires)   # each reader was told how soon to come back
+    assert [i for w in wires for i in _token_ids(w)] == list(range(12))   # every index once
+    assert b"event: done" in wires[-1].frames[-1] and not any(b"event: done" in f for w in wires[:-1] for f in w.frames)
+    assert {entry.ending.value for entry in list(endpoints.journal)[:-1]} == {"closed"}
+
+
+def wire_stream(opened: OpenStream) -> str:
+    return opened.live.stream_id

@@ -239,7 +239,7 @@ def test_redis_down_is_log_unavailable_quickly():
 # -- selection: --log / TOKENWIRE_LOG_URL ---------------------------------------------
 def test_the_log_is_chosen_by_flag_or_environment(monkeypatch, capsys):
     pytest.importorskip("redis")
-    from tokenwire.live.server import cli_main
+    from tokenwire.live.command import cli_main
     from tokenwire.redislog.blocking import RedisTokenLog
     from tokenwire.redislog.streams import make_registry
     monkeypatch.delenv("TOKENWIRE_LOG_URL", raising=False)

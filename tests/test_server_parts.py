@@ -193,6 +193,6 @@ def test_tokenwire_serve_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
 
 
 def test_tokenwire_serve_refuses_bad_flags() -> None:
-    from tokenwire.live.server import cli_main
+    from tokenwire.live.command import cli_main
     assert cli_main(["--port", "70000"]) == 2
     assert cli_main(["--heartbeat-s", "0"]) == 2

@@ -1,7 +1,7 @@
 """The ``tokenwire`` command: ``report``, ``serve`` and ``demo``.
 
 How this works: this module only picks the subcommand; each subcommand's
-own module parses its flags (``tokenwire.report.render``, ``tokenwire.live.server``,
+own module parses its flags (``tokenwire.report.render``, ``tokenwire.live.command``,
 ``tokenwire.demo.command``), so the flags of ``report`` are defined once, next to the
 query-string parameters they mirror.  Bad usage exits 2 with one line on
 stderr; nothing reaches the user as a traceback.
@@ -27,7 +27,7 @@ __all__ = ["FlagParser", "main", "usage_error"]
 
 _COMMANDS = {
     "report": ("tokenwire.report.render", "print the report (text, json or html) for a scenario"),
-    "serve": ("tokenwire.live.server", "serve the report and the live SSE endpoints on loopback"),
+    "serve": ("tokenwire.live.command", "serve the report and the live SSE endpoints on loopback"),
     "demo": ("tokenwire.demo.command", "stream the full answer over real loopback sockets and report"),
 }
 

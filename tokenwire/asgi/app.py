@@ -27,7 +27,14 @@ from typing import Any
 from ..core.channel import check_capacity, parse_policy
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_STREAMS, TokenLog
-from ..endpoints.config import DEFAULT_GRACE_S, DEFAULT_HEARTBEAT_S, DEFAULT_WRITE_TIMEOUT_S, MAX_BODY_BYTES, LiveConfig
+from ..endpoints.config import (
+    DEFAULT_GRACE_S,
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_WRITE_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    LiveConfig,
+    max_duration_setting,
+)
 from ..endpoints.decide import Endpoints, logger, process_error
 from ..endpoints.decisions import Answer, OpenStream
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
@@ -63,7 +70,10 @@ class TokenStreams:
     with the same defaults.  ``grace_s``: when the server is told to exit
     (SIGTERM, SIGINT), how long open streams may run on before they end
     after their last frame and thinking models are stopped, so the server
-    can exit.  Raises ``TypeError``/``ValueError`` naming a bad argument.
+    can exit.  ``max_duration_s`` (None: ``$TOKENWIRE_MAX_DURATION_S``, else
+    no limit): each connection ends after this long at a frame boundary, and
+    its reader resumes at once; the stream goes on.  Raises
+    ``TypeError``/``ValueError`` naming a bad argument.
     """
 
     def __init__(self, model: ModelFactory | None = None, *, log: str | None = None, policy: str = "block",
@@ -71,7 +81,7 @@ class TokenStreams:
                  write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S, max_live: int = DEFAULT_MAX_LIVE,
                  max_streams: int = DEFAULT_MAX_STREAMS, create_burst: int = DEFAULT_CREATE_BURST,
                  create_rate: float = DEFAULT_CREATE_RATE, max_body_bytes: int = MAX_BODY_BYTES,
-                 grace_s: float = DEFAULT_GRACE_S) -> None:
+                 grace_s: float = DEFAULT_GRACE_S, max_duration_s: float | None = None) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 0:
@@ -81,7 +91,8 @@ class TokenStreams:
             self.on_disconnect = OnDisconnect(on_disconnect)
         except ValueError:
             raise ValueError(f"on_disconnect must be 'detach' or 'cancel', got {on_disconnect!r}") from None
-        self.config = LiveConfig(heartbeat_s=heartbeat_s, write_timeout_s=write_timeout_s, grace_s=grace_s)
+        self.config = LiveConfig(heartbeat_s=heartbeat_s, write_timeout_s=write_timeout_s, grace_s=grace_s,
+                                 max_duration_s=max_duration_setting(max_duration_s))
         self.max_body_bytes = max_body_bytes
         self.registry: Registry = make_registry(log, attach_stream_async=self._attach, max_live=max_live,
                                                 max_streams=max_streams, create_burst=create_burst,

@@ -211,9 +211,9 @@ class ModelStream(Stream):
         self.released = False                # the iterator was closed before any producer ran it
 
     # -- stopping ------------------------------------------------------------
-    def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
+    def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
         """As ``Stream.disconnect``; with ``cancel`` and nobody left, the token being generated is abandoned."""
-        super().disconnect(channel)
+        super().disconnect(channel, cancel=cancel)
         if self.cancelled and self._pending is not None:
             self._pending.cancel()
 

@@ -21,9 +21,9 @@ The peer is gone when the server says ``http.disconnect`` (a task of the
 response listens for it), when ``send`` raises, or when one frame has not
 been taken for ``write_timeout_s`` (a reader that stopped reading: under
 uvicorn its connection is aborted, under another server the request task
-is cancelled, which makes the server close the connection).  Each answers the writer False at once and calls ``on_gone``,
-which lets go of the stream (``cancel`` or ``detach``, as configured)
-without waiting for the next frame.  The heartbeat is the writer's own (the
+is cancelled, which makes the server close the connection).  Each answers
+the writer False at once and calls ``on_gone``, which lets go of the stream
+(``cancel`` or ``detach``, as configured) without waiting for the next frame.  The heartbeat is the writer's own (the
 endpoints'): this wire only writes what it is given.
 """
 
@@ -33,7 +33,7 @@ import asyncio
 import socket
 import struct
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, cast
 
 from ..core.frames import is_token_frame
 
@@ -99,7 +99,7 @@ class AsgiWire:
         self.failure: str | None = None
         self.bytes_sent = self.frames_sent = self.tokens_sent = 0
         self._frame: bytes | None = None               # a frame for the task to write
-        self._started: tuple[_Write, Any, bytes] | None = None   # a write begun by hand: coroutine, what it yielded, frame
+        self._started: tuple[_Write, Any, bytes] | None = None   # a write begun by hand: coroutine, yielded, frame
         self._resume: Callable[[bool], None] | None = None
         self._wake: asyncio.Future[None] | None = None
         self._busy = True                              # the task is writing (or not yet waiting)
@@ -121,9 +121,9 @@ class AsgiWire:
         return None
 
     def _send_now(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
-        write = self._send(_body(frame))
+        write = cast(_Write, self._send(_body(frame)))     # an eager send is a server's coroutine method
         try:
-            waits_on = write.send(None)  # type: ignore[attr-defined]
+            waits_on = write.send(None)
         except StopIteration:
             return self._sent(frame)
         except (OSError, RuntimeError) as exc:

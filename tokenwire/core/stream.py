@@ -207,13 +207,17 @@ class Stream:
         """True if ``channel`` follows the log (another reader was attached when it connected)."""
         return any(f is channel for f in self.followers)
 
-    def disconnect(self, channel: BoundedChannel[TokenItem]) -> None:
-        """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so and nobody else reads."""
+    def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
+        """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so and nobody else reads.
+
+        ``cancel=False``: the server ended the connection for a reader that
+        will be back at once (``max_duration_s``): the producer goes on.
+        """
         channel.abandon()
         self.followers = [f for f in self.followers if f is not channel]
         if self.channel is channel:
             self.channel = None
-        if self.channel is None and not self.followers:
+        if cancel and self.channel is None and not self.followers:
             self.cancelled = self.on_disconnect is OnDisconnect.CANCEL
         self.cond.notify_all()
 

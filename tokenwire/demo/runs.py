@@ -58,8 +58,6 @@ DEMO_SNDBUF = 4096
 DEMO_RCVBUF = 4096
 # The connections, in the order they run (the progress lines count them).
 CONNECTIONS = ("baseline", "block", "drop-newest", "cut", "resume")
-# How often the server's loop looks for a shutdown; the demo waits up to this long at the end.
-SHUTDOWN_POLL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +203,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Progress | None = N
     config = LiveConfig(sndbuf=settings.sndbuf, sample_queues=True, access_log=False,
                         write_timeout_s=CONNECTION_TIMEOUT_S)
     server = make_server(registry=Registry(keep_trace=True), config=config)
-    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_S,), name="tokenwire-demo-server",
+    thread = threading.Thread(target=server.serve_forever, name="tokenwire-demo-server",
                               daemon=True)
     thread.start()
     runs: dict[str, RunResult] = {}

@@ -9,6 +9,7 @@ at most ``JOURNAL_SIZE`` entries, for tests and the demo to inspect.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..core.channel import ChannelStats
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_WRITE_TIMEOUT_S",
     "JOURNAL_SIZE",
     "MAX_BODY_BYTES",
+    "MAX_DURATION_ENV",
     "MAX_HEADER_BYTES",
     "MAX_REQUEST_LINE",
     "PAGE_PROCESSES",
@@ -30,6 +32,7 @@ __all__ = [
     "RETRY_AFTER_S",
     "ConnectionLog",
     "LiveConfig",
+    "max_duration_setting",
 ]
 
 # A reader that has not taken a single byte for this long is treated as gone
@@ -77,11 +80,26 @@ DEFAULT_MAX_CONNECTIONS = 4000
 PAGE_PROCESSES = 2
 # clock=real pages at once, each in a process: seconds of real-time work; past it 503.
 REAL_PAGES = 2
+# Where a deployment sets max_duration_s (a platform's time limit less a margin): tokenwire serve and the ASGI app.
+MAX_DURATION_ENV = "TOKENWIRE_MAX_DURATION_S"
 # How long a SIGTERM lets open streams run to their `done` before closing them.
 DEFAULT_GRACE_S = 10.0
 # How many finished connections the server remembers for inspection
 # (tests, the demo): bounded, so a long-running server does not grow.
 JOURNAL_SIZE = 1024
+
+
+def max_duration_setting(given: float | None) -> float | None:
+    """``given``, else ``$TOKENWIRE_MAX_DURATION_S``, else None (no limit); raises ``ValueError`` naming a bad value."""
+    if given is not None:
+        return given
+    value = os.environ.get(MAX_DURATION_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"${MAX_DURATION_ENV} must be a number of seconds, got {value!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +112,10 @@ class LiveConfig:
     queue (``TIOCOUTQ``) after each frame and keep each connection's wire.
     access_log: print one line per request on stderr.  max_connections:
     open connections at once (more get 503).  grace_s: how long a SIGTERM
-    lets open streams run to their end.
+    lets open streams run to their end.  max_duration_s: end each event-stream
+    connection after this long, at a frame boundary (its reader reconnects
+    with ``Last-Event-ID`` at once; the stream goes on), before a platform
+    that caps a response's duration kills it; None: no limit.
     """
 
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
@@ -105,8 +126,13 @@ class LiveConfig:
     access_log: bool = True
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     grace_s: float = DEFAULT_GRACE_S
+    max_duration_s: float | None = None
 
     def __post_init__(self) -> None:
+        duration = self.max_duration_s
+        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float))
+                                     or not 0 < duration < 86_400):
+            raise ValueError(f"max_duration_s must be a number of seconds above 0 and below a day, got {duration!r}")
         if isinstance(self.max_connections, bool) or not isinstance(self.max_connections, int) \
                 or not 1 <= self.max_connections <= 1_000_000:
             raise ValueError(f"max_connections must be an int from 1 to 1000000, got {self.max_connections!r}")

@@ -10,7 +10,9 @@ the writer ends gives the open-stream slot back, records a ``ConnectionLog``,
 lets go of the stream if the writer failed (the log lost it), and ends the
 wire.  Its ``Writing`` is what the server may do meanwhile: say the peer is
 gone (an ASGI ``http.disconnect``, before the writer notices), or close the
-stream at a frame boundary (a shutdown).
+stream at a frame boundary (a shutdown, or ``max_duration_s`` reached: the
+``retry`` of the connection's first frame has told an ``EventSource`` how
+soon to come back with ``Last-Event-ID``).
 """
 
 from __future__ import annotations
@@ -66,22 +68,31 @@ class Writing:
     def gone(self) -> None:
         self._stream.disconnect(self._channel)
 
-    def close(self) -> None:
+    def close(self, *, cancel: bool = True) -> None:
         self.closing = True
-        self._stream.disconnect(self._channel)
+        self._stream.disconnect(self._channel, cancel=cancel)
+
+    def expire(self) -> None:
+        """``max_duration_s`` reached: the connection ends after its frame, the stream goes on for the reconnect."""
+        self.close(cancel=False)
 
 
 def write_events(decision: OpenStream, wire: EventWire, registry: Registry, config: LiveConfig,
                  record: Callable[[ConnectionLog], None], ended: Callable[[Writing], None]) -> Writing:
-    """Spawn the writer of ``decision`` on ``wire``; returns its ``Writing`` (``ended`` is called with it at the end)."""
+    """Spawn the writer of ``decision`` on ``wire``; returns its ``Writing`` (``ended`` gets it when it ends)."""
     live, stream = decision.live, decision.live.stream
     channel: BoundedChannel[TokenItem] = stream.new_channel()
     cut = live.take_cut(decision.cut)
     writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9))
     writing = Writing(stream, channel)
     done = registry.driver.spawn(writer, wire)
+    limit = None
+    if config.max_duration_s is not None:       # the platform's clock: end before it kills the response
+        limit = asyncio.get_running_loop().call_later(config.max_duration_s, writing.expire)
 
     def finished(future: asyncio.Future[Any]) -> None:
+        if limit is not None:
+            limit.cancel()
         registry.close_slot()
         ended(writing)
         ending: Ending | None = None

@@ -178,6 +178,9 @@ def _static(name: str) -> Answer:
     if content_type is None:
         raise RequestError(404, f"no static file {name!r}")
     # The live page's stylesheet starts with the report's, so both pages look alike.
-    body = live_stylesheet() if name == "live.css" else resources.files("tokenwire.live").joinpath("static", name).read_bytes()
+    if name == "live.css":
+        body = live_stylesheet()
+    else:
+        body = resources.files("tokenwire.live").joinpath("static", name).read_bytes()
     return Answer(200, (("Content-Type", content_type), *SECURITY_HEADERS, ("Cache-Control", "no-cache")), body)
 

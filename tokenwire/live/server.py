@@ -34,42 +34,34 @@ Routes (the README lists the status codes):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import errno
 import os
 import resource
 import signal
 import socket
-import sys
 import threading
 import time
 from collections import OrderedDict, deque
 from typing import Any
 
-from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, LogError
-from ..realtime import LoopDriver, loop_name, new_loop
 from ..endpoints.config import (
-    DEFAULT_GRACE_S,
-    DEFAULT_HEARTBEAT_S,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_REQUEST_TIMEOUT_S,
-    DEFAULT_WRITE_TIMEOUT_S,
-    JOURNAL_SIZE,
     PAGE_PROCESSES,
     REAL_PAGES,
     REQUEST_QUEUE_SIZE,
     ConnectionLog,
     LiveConfig,
 )
+from ..endpoints.decide import Endpoints, logger, process_error
+from ..endpoints.registry import Registry
+from ..realtime import LoopDriver, new_loop
 from .http import Answer, HttpConnection, Request
-from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
-from ..cli import FlagParser, usage_error
-from ..endpoints.decide import Endpoints, process_error
 from .routes import Routes
 from .sockets import TransportWire
 
-__all__ = ["LiveServer", "cli_main", "make_server"]
+__all__ = ["LiveServer", "make_server"]
+
+access_logger = logger.getChild("access")
 
 # Connections asyncio accepts per wake-up of the listening socket (its `backlog`
 # argument, which is also how often it retries a failing accept in a row).
@@ -139,13 +131,8 @@ class LiveServer:
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     # -- running ---------------------------------------------------------------------
-    def serve_forever(self, poll_interval: float = 0.5, *, signals: bool = False) -> None:
-        """Serve in this thread until ``shutdown`` (or, with ``signals``, SIGTERM/SIGINT).
-
-        ``poll_interval`` is accepted for ``socketserver``'s callers; the loop
-        wakes on events, not by polling.
-        """
-        del poll_interval
+    def serve_forever(self, *, signals: bool = False) -> None:
+        """Serve in this thread until ``shutdown`` (or, with ``signals``, SIGTERM/SIGINT)."""
         if self._shutdown_asked is not None:    # shutdown() came first
             self._finished.set()
             return
@@ -236,8 +223,8 @@ class LiveServer:
         """One line on stderr (unless ``--quiet``) when a shutdown has open streams to wait for."""
         streams = self.registry.live
         if streams and self.config.access_log:
-            print(f"tokenwire serve: stopping: waiting up to {grace_s:g} s for {streams} open "
-                  f"stream{'s' if streams != 1 else ''} to finish", file=sys.stderr, flush=True)
+            logger.warning("stopping: waiting up to %g s for %d open stream%s to finish", grace_s, streams,
+                           "s" if streams != 1 else "")
 
     # -- what connections call ---------------------------------------------------------
     def admit(self, connection: HttpConnection) -> bool:
@@ -281,7 +268,7 @@ class LiveServer:
 
     def access(self, line: str) -> None:
         if self.config.access_log:
-            print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+            access_logger.info(line)
 
     # -- errors: one line each, never a traceback --------------------------------------------
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -292,11 +279,10 @@ class LiveServer:
             now = time.monotonic()
             if now - self._last_accept_error >= 1.0:        # one line a second, however many accepts failed
                 self._last_accept_error = now
-                print(f"tokenwire serve: cannot accept: {exc.strerror}; pausing accepts for a second",
-                      file=sys.stderr, flush=True)
+                logger.error("cannot accept: %s; pausing accepts for a second", exc.strerror)
             return
         detail = f"{type(exc).__name__}: {exc}" if exc is not None else str(context.get("message"))
-        print(f"tokenwire serve: {detail}", file=sys.stderr, flush=True)
+        logger.error("%s", detail)
 
 
 def _descriptor_cap() -> int:
@@ -320,110 +306,3 @@ def make_server(host: str = "127.0.0.1", port: int = 0, *, registry: Registry | 
                 config: LiveConfig | None = None) -> LiveServer:
     """Bind a ``LiveServer`` (port 0 picks a free one); raises ``OSError`` if it cannot bind."""
     return LiveServer((host, port), registry=registry, config=config)
-
-
-def raise_fd_limit() -> int:
-    """Raise this process's soft file-descriptor limit to its hard limit; returns the soft limit now."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else soft, hard))
-        except (ValueError, OSError):
-            return soft
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-# -- the command -------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
-    parser = FlagParser("tokenwire serve", (
-        "Serve the report and the live SSE endpoints (POST /streams, GET /streams/<id>/events, "
-        "GET /stream, GET /live) on one event loop."))
-    add = parser.add_argument
-    add("--host", default="127.0.0.1", help="address to bind, IPv4 or IPv6 (default 127.0.0.1)")
-    add("--port", type=int, default=8000, help="port to bind, 0 for any free one (default 8000)")
-    add("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S,
-        help=f"send ': ping' on a stream silent this long (default {DEFAULT_HEARTBEAT_S:g})")
-    add("--write-timeout-s", type=float, default=DEFAULT_WRITE_TIMEOUT_S,
-        help=f"drop a client that takes nothing for this long (default {DEFAULT_WRITE_TIMEOUT_S:g})")
-    add("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
-        help=f"drop a client whose request has not arrived whole in this long, or an idle connection "
-             f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
-    add("--max-live", type=int, default=DEFAULT_MAX_LIVE,
-        help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
-    add("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
-        help=f"open connections at once; more get an immediate 503 (default {DEFAULT_MAX_CONNECTIONS})")
-    add("--max-streams", type=int, default=DEFAULT_MAX_STREAMS,
-        help=f"streams kept for resume; past it one is evicted, never-read and finished ones first "
-             f"(default {DEFAULT_MAX_STREAMS})")
-    add("--max-age-s", type=int, default=DEFAULT_MAX_AGE_NS // 1_000_000_000,
-        help=f"seconds a stream is kept for resume, in the in-memory log "
-             f"(default {DEFAULT_MAX_AGE_NS // 1_000_000_000}; a Redis log has its own TTL)")
-    add("--create-burst", type=int, default=DEFAULT_CREATE_BURST,
-        help=f"streams one client address may create at once; more get 429 (default {DEFAULT_CREATE_BURST})")
-    add("--create-rate", type=float, default=DEFAULT_CREATE_RATE,
-        help=f"streams per second a client's allowance refills (default {DEFAULT_CREATE_RATE:g})")
-    add("--grace-s", type=float, default=DEFAULT_GRACE_S,
-        help=f"on SIGTERM/SIGINT, let open streams run to their end this long (default {DEFAULT_GRACE_S:g})")
-    add("--quiet", action="store_true", help="no access log on stderr")
-    add("--log", default=None, metavar="URL",
-        help="token log: 'memory' or redis://host:port/db to share streams between instances "
-             "(default $TOKENWIRE_LOG_URL, else memory)")
-    return parser
-
-
-_FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s",
-          "max_connections", "create_burst", "create_rate", "grace_s")
-
-
-def _flag_message(message: str) -> str:
-    """Name a setting as its flag (``--max-live``), as the person who typed it knows it."""
-    for name in _FLAGS:
-        if message.startswith(name + " "):
-            return "--" + name.replace("_", "-") + message[len(name):]
-    return message
-
-
-def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
-    config = LiveConfig(heartbeat_s=args.heartbeat_s, write_timeout_s=args.write_timeout_s,
-                        request_timeout_s=args.request_timeout_s, access_log=not args.quiet,
-                        max_connections=args.max_connections, grace_s=args.grace_s)
-    if not 0 < args.max_age_s <= 86_400 * 365:
-        raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
-    from ..redislog.streams import make_registry     # the token log: --log, $TOKENWIRE_LOG_URL, or memory
-    registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
-                             max_age_ns=args.max_age_s * 1_000_000_000, create_burst=args.create_burst,
-                             create_rate=args.create_rate)
-    return config, registry
-
-
-def _banner(server: LiveServer) -> str:
-    log = server.registry.log
-    where = getattr(log, "describe", lambda: "memory (this process only)")()
-    return (f"tokenwire serving on {server.url}/ ({loop_name()} loop); open in a browser:\n"
-            f"  {server.url}/?format=html   the report\n"
-            f"  {server.url}/live           a live stream you can watch\n"
-            f"token log: {where}; Ctrl-C stops (open streams get {server.config.grace_s:g} s to finish)")
-
-
-def cli_main(argv: list[str]) -> int:
-    """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
-    try:
-        args = _parser().parse_args(argv)
-        if not 0 <= args.port <= 65535:
-            raise ValueError(f"--port must be from 0 to 65535, got {args.port!r}")
-        config, registry = _setup(args)
-    except ValueError as exc:                 # a ParamError from the flags, or a bad setting
-        return usage_error("serve", _flag_message(str(exc)))
-    raise_fd_limit()
-    try:
-        server = make_server(args.host, args.port, registry=registry, config=config)
-    except OSError as exc:
-        print(f"tokenwire serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    with server:
-        print(_banner(server), flush=True)
-        problem = getattr(registry.log, "check", lambda: None)()
-        if problem:
-            print(f"tokenwire serve: {problem}", file=sys.stderr, flush=True)
-        server.serve_forever(signals=True)
-    return 0

@@ -100,7 +100,7 @@ class AwaitedReads:
     offered: int
     join: Callable[..., Attached]
     producer_running: bool
-    disconnect: Callable[[BoundedChannel[TokenItem]], None]
+    disconnect: Callable[..., None]          # Stream's (channel, *, cancel=True)
 
     def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
         if not -1 <= cursor < self.total:
