@@ -27,7 +27,7 @@ from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.model import ANSWER
 from tokenwire.core.stream import Ending
 from tokenwire.endpoints.registry import Registry
-from tokenwire.live.routes import LIVE_CSP
+from tokenwire.endpoints.page import LIVE_CSP
 
 
 def no_banner(headers: dict[str, str]) -> bool:

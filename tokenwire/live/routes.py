@@ -6,9 +6,8 @@ How this works: ``Routes.dispatch`` is called by a connection with its
 ``LiveRequest``; their ``Answer`` is written as it is, and an ``OpenStream``
 gets the connection's ``TransportWire`` after the ``200`` head.  The report
 pages (``/``, ``/api/report``) are rendered by the serverless edge's pure
-``respond`` in worker processes, so a 10 ms render never stalls the
-streams; ``clock=real`` pages (seconds of real-time runs) have their own
-small pool, and past it answer 503 with ``Retry-After`` at once.
+``respond`` in worker processes (``pages``), so a 10 ms render never stalls
+the streams; the live page and its files are the endpoints' (``page``).
 
 Every method on every path has one answer: a path that is not served is a
 404 whatever the method, a served path asked with the wrong method a 405
@@ -17,37 +16,20 @@ with ``Allow``.
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Protocol
 
-from ..core.frames import DEFAULT_RETRY_MS
-from ..endpoints.config import JOURNAL_SIZE, RETRY_AFTER_S, LiveConfig
+from ..endpoints.config import JOURNAL_SIZE, LiveConfig
 from ..endpoints.decide import Endpoints, refusal
 from ..endpoints.decisions import Answer, LiveRequest, OpenStream
-from ..endpoints.params import LIVE_PARAMS, RequestError
-from ..endpoints.rules import NO_STORE, SECURITY_HEADERS, SSE_HEADERS, live_allow, method_error
+from ..endpoints.page import ALLOW_PAGE, live_page, page_allow, static_file
+from ..endpoints.params import RequestError
+from ..endpoints.rules import SSE_HEADERS, live_allow, method_error
 from ..handler import REPORT_PATHS, respond
-from ..report.templating import ENV, live_stylesheet
 from .http import HttpConnection, Request, head_bytes
 from .pages import Pages
 from .sockets import TransportWire, shrink_buffers
 
-__all__ = ["LIVE_CSP", "Routes", "allowed_methods"]
-
-# Where each served path's methods are listed (the 405's Allow; the live paths' are in ``requests``).
-_ALLOW_PAGE = "GET, HEAD"
-_STATIC = {"live.js": "text/javascript; charset=utf-8", "live.css": "text/css; charset=utf-8"}
-
-# The live page runs only its own script and stylesheet and talks only to
-# this origin; nothing may frame it, and no referrer leaves it.
-LIVE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
-            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-# The live page's model pace when its address names none: slow enough to watch
-# tokens arrive (the report's 0.5 ms would land 40 tokens in a blink).
-LIVE_PACE_MS = 25
-
+__all__ = ["Routes", "allowed_methods"]
 
 
 class ServerState(Protocol):
@@ -60,12 +42,9 @@ class ServerState(Protocol):
 
 def allowed_methods(path: str) -> str | None:
     """Return the ``Allow`` value of a served ``path``, None for a path this server does not serve."""
-    allow = live_allow(path)
-    if allow is not None:
-        return allow
-    if path == "/live" or path in REPORT_PATHS or (path.startswith("/static/") and path[8:] in _STATIC):
-        return _ALLOW_PAGE
-    return None
+    if path in REPORT_PATHS:
+        return ALLOW_PAGE
+    return live_allow(path) or page_allow(path)
 
 
 class Routes:
@@ -107,22 +86,10 @@ class Routes:
         if method not in allow.split(", "):
             raise method_error(path, method, allow)
         if path in REPORT_PATHS:
-            return await self._page(request.target)
+            return await self.pages.render(request.target)
         if path == "/live":
-            return self._live_page()
-        return _static(path[len("/static/"):])
-
-    # -- pages -----------------------------------------------------------------------
-    async def _page(self, target: str) -> Answer:
-        return await self.pages.render(target)
-
-    def _live_page(self) -> Answer:
-        config = self.server.config
-        body = ENV.get_template("live.html").render(
-            heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS),
-            retry_after_s=RETRY_AFTER_S, retry_ms=DEFAULT_RETRY_MS, pace_ms=LIVE_PACE_MS).encode()
-        return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *SECURITY_HEADERS,
-                            ("Content-Security-Policy", LIVE_CSP), *NO_STORE), body)
+            return live_page(self.server.config)
+        return static_file(path[len("/static/"):])
 
     # -- the live routes -------------------------------------------------------------
     async def _live(self, request: Request, connection: HttpConnection) -> Answer | None:
@@ -171,16 +138,3 @@ class Routes:
 def _respond(method: str, target: str, *, served_live: bool = False) -> Answer:
     status, headers, body = respond(method, target, served_live=served_live)
     return Answer(status, tuple(headers), body)
-
-
-def _static(name: str) -> Answer:
-    content_type = _STATIC.get(name)
-    if content_type is None:
-        raise RequestError(404, f"no static file {name!r}")
-    # The live page's stylesheet starts with the report's, so both pages look alike.
-    if name == "live.css":
-        body = live_stylesheet()
-    else:
-        body = resources.files("tokenwire.live").joinpath("static", name).read_bytes()
-    return Answer(200, (("Content-Type", content_type), *SECURITY_HEADERS, ("Cache-Control", "no-cache")), body)
-
