@@ -11,10 +11,8 @@ canned answer with the report's parameters, exactly as ``tokenwire serve``
 makes it; with one, ``ModelSource`` calls the factory per stream.
 
 Mounted in a Starlette or FastAPI app, the routes answer under the mount
-point and the ``events_url`` of a new stream starts with ``root_path``.  A
-mounted app gets no lifespan events (Starlette keeps them), so everything
-starts lazily; ``lifespan`` is a context manager to hand to the parent app
-so that shutdown stops the models.
+point and the ``events_url`` of a new stream starts with ``root_path``.
+Start and stop (the lifespan, the server's exit) are ``lifecycle``'s.
 """
 
 from __future__ import annotations
@@ -35,14 +33,14 @@ from ..endpoints.config import (
     LiveConfig,
     max_duration_setting,
 )
-from ..endpoints.decide import Endpoints, logger, process_error
+from ..endpoints.decide import Endpoints, process_error
 from ..endpoints.decisions import Answer, OpenStream
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from ..endpoints.rules import SSE_HEADERS
 from ..realtime import LoopDriver
 from ..redislog.streams import make_registry
 from . import scope as asgi
-from .exiting import watch_exit
+from .lifecycle import Lifecycle
 from .model_source import ModelSource, attach
 from .model_stream import ModelFactory
 from .wire import AsgiWire, Receive, Send
@@ -50,9 +48,6 @@ from .wire import AsgiWire, Receive, Send
 __all__ = ["TokenStreams"]
 
 _SSE = asgi.asgi_headers(SSE_HEADERS)
-# At the end of the shutdown grace the models are stopped; their readers get the early done within this
-# (a stopped model's producer ends at once), then what is still open ends after the frame it is writing.
-_LAST_FRAMES_S = 0.25
 
 
 class TokenStreams:
@@ -101,7 +96,7 @@ class TokenStreams:
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect)
         self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True)
         self.driver: LoopDriver | None = None
-        self.exiting = False
+        self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)
 
     # -- ASGI --------------------------------------------------------------------------
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -109,63 +104,32 @@ class TokenStreams:
         if kind == "http":
             await self._http(scope, receive, send)
         elif kind == "lifespan":
-            await self._lifespan(receive, send)
+            await self.lifecycle.run(receive, send)
         else:
             raise ValueError(f"tokenwire.asgi serves http (and lifespan), not a {kind!r} scope")
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                self._driver()
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.close()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """A lifespan for the app this one is mounted in (``FastAPI(lifespan=streams.lifespan)``)."""
-        self._driver()
-        try:
+        async with self.lifecycle.context():
             yield
-        finally:
-            self.close()
 
     def close(self) -> None:
         """Stop every model still generating (their readers get the early ``done``) and close unread ones."""
-        for stream in list(self.models.streams if self.models is not None else ()):
-            stream.stop()
+        self.lifecycle.close()
 
-    def _driver(self) -> LoopDriver:
+    def _start(self) -> bool:
+        """A driver on the running loop; True if it is new (a first request, or a new loop)."""
         loop = asyncio.get_running_loop()
-        if self.driver is None or self.driver.loop is not loop:
-            self.driver = LoopDriver(loop, self.registry.clock, on_error=process_error,
-                                     spawn_hook=self.registry.spawn)
-            self.registry.driver = self.driver
-            watch_exit(self._exiting)
-        return self.driver
-
-    def _exiting(self) -> None:
-        """The server is exiting: open streams get ``grace_s`` to finish, then end after their frame."""
-        if not self.exiting:
-            self.exiting = True
-            asyncio.get_running_loop().call_later(self.config.grace_s, self._end_streams)
-
-    def _end_streams(self) -> None:
-        self.close()                            # thinking models stop: their readers get the early done
-        asyncio.get_running_loop().call_later(_LAST_FRAMES_S, self._close_streams)
-
-    def _close_streams(self) -> None:
-        ended = self.endpoints.close_streams()
-        if ended:
-            logger.info("shutting down: %d open streams ended after their last frame; readers resume elsewhere",
-                        ended)
+        if self.driver is not None and self.driver.loop is loop:
+            return False
+        self.driver = LoopDriver(loop, self.registry.clock, on_error=process_error, spawn_hook=self.registry.spawn)
+        self.registry.driver = self.driver
+        return True
 
     # -- requests -------------------------------------------------------------------------
     async def _http(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        self._driver()
+        self.lifecycle.start()
         decision = await self.endpoints.decide(asgi.live_request(scope),
                                                lambda: asgi.read_body(receive, self.max_body_bytes))
         if isinstance(decision, Answer):
@@ -174,7 +138,7 @@ class TokenStreams:
             await self._write(decision, receive, send)
 
     async def _write(self, decision: OpenStream, receive: Receive, send: Send) -> None:
-        wire = AsgiWire(send, self._driver().loop, write_timeout_s=self.config.write_timeout_s)
+        wire = AsgiWire(send, asyncio.get_running_loop(), write_timeout_s=self.config.write_timeout_s)
         started = False
 
         def start(wire: AsgiWire) -> None:
@@ -190,4 +154,4 @@ class TokenStreams:
 
     async def _attach(self, stream_id: str, log: TokenLog) -> Stream:
         return await attach(self.registry, stream_id, log, policy=self.policy, buffer=self.buffer,
-                            on_disconnect=self.on_disconnect)
+                            on_disconnect=self.on_disconnect, models=self.models)

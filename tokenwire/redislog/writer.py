@@ -122,7 +122,7 @@ class LogWriter:
         self._flushing = False
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.owned: set[str] = set()          # streams whose lease this instance renews
-        self._renewing: asyncio.Task[None] | None = None
+        self._renewal: asyncio.TimerHandle | None = None
 
     # -- queueing ----------------------------------------------------------------------------------
     def command(self, *args: Any, parse: Parse | None = None) -> asyncio.Future[Any]:
@@ -264,30 +264,32 @@ class LogWriter:
     def own(self, stream_id: str) -> None:
         """Renew ``stream_id``'s lease on the timer from now on (this instance generates it)."""
         self.owned.add(stream_id)
-        if self._renewing is None:
-            self._renewing = self.loop.create_task(self._renew())
+        if self._renewal is None:
+            self._renewal = self.loop.call_later(self.settings.lease_ms / 3000, self._renew)
 
     def disown(self, stream_id: str) -> None:
         self.owned.discard(stream_id)
 
-    async def _renew(self) -> None:
+    def _renew(self) -> None:
+        """The timer: one call renews every lease held here; a timer handle, so a closing loop leaves no task."""
+        self._renewal = None
+        if not self.owned:
+            return
         s = self.settings
-        try:
-            while self.owned:
-                await asyncio.sleep(s.lease_ms / 3000)
-                ids = list(self.owned)
-                keys = [key for sid in ids for key in s._keys(sid)]
-                try:
-                    held = await self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen])
-                except LogError:
-                    continue                # Redis is away: the appends say so; try again next period
-                for sid, kept in zip(ids, held, strict=True):
-                    if not kept:
-                        self.owned.discard(sid)     # taken over: the next append is refused
-        finally:
-            self._renewing = None
+        ids = list(self.owned)
+        keys = [key for sid in ids for key in s._keys(sid)]
+        self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen]).add_done_callback(
+            lambda done: self._renewed(ids, done))
+        self._renewal = self.loop.call_later(s.lease_ms / 3000, self._renew)
+
+    def _renewed(self, ids: list[str], done: asyncio.Future[Any]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return                          # Redis is away: the appends say so; the next period tries again
+        for sid, kept in zip(ids, done.result(), strict=True):
+            if not kept:
+                self.owned.discard(sid)     # taken over: the next append is refused
 
     async def close(self) -> None:
-        if self._renewing is not None:
-            self._renewing.cancel()
+        if self._renewal is not None:
+            self._renewal.cancel()
         await self.redis.aclose()
