@@ -2,8 +2,8 @@
 
 How this works: ``offer`` and ``take`` never block; they return what happened
 (an ``Outcome``) and leave waiting to the driver that runs the processes, so
-the same channel serves the virtual-clock simulation, real threads and the
-socket server.  ``block`` is therefore not a different queue but a policy
+the same channel serves the virtual-clock simulation and the event-loop
+driver, in memory or over sockets.  ``block`` is therefore not a different queue but a policy
 whose ``offer`` answers ``FULL`` and lets the caller wait; the drop policies
 answer at once; ``disconnect`` cuts the reader off (as a Mercure hub does)
 and the reader resumes from the token log.

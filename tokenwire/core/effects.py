@@ -2,8 +2,9 @@
 
 How this works: producer, writer and client are generators written once.
 They never sleep, block or touch a socket themselves; they yield one of these
-requests and a driver performs it (virtual clock, real threads, or a socket
-server) and sends the result back in.  What each effect returns to the
+requests and a driver performs it (the simulation on the virtual clock, or
+the event loop in real time, in memory or over sockets) and sends the result
+back in.  What each effect returns to the
 process is written next to it.  Effects are plain (not frozen) slotted
 dataclasses: one is made per step on the hot path, nothing keeps them, and a
 frozen one costs three times as much to build.

@@ -6,7 +6,8 @@ loop: at once, or later through flow control (``pause_writing`` /
 ``resume_writing``).  It answers False, never raises, when the peer is
 gone: a reset, a broken pipe, or a peer that stopped reading for longer than
 the write timeout (the kernel's send buffer is full and stays full).  The
-writer then disconnects from its stream, which cancels the producer.
+writer then disconnects from its stream (which cancels the producer if its
+policy says so); ``end`` closes the connection once the writer is done.
 
 The wire also keeps what the kernel-buffer report needs: the byte offset at
 which each token frame ends, so that "bytes sent but not yet read" can be
