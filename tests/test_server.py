@@ -26,8 +26,8 @@ from tokenwire.core.effects import TokenItem
 from tokenwire.core.frames import done_frame, open_frame, token_frame
 from tokenwire.core.model import ANSWER
 from tokenwire.core.stream import Ending
-from tokenwire.endpoints.registry import Registry
 from tokenwire.endpoints.page import LIVE_CSP
+from tokenwire.endpoints.registry import Registry
 
 
 def no_banner(headers: dict[str, str]) -> bool:
