@@ -6,9 +6,15 @@ every other query parameter to the model as given, once each.  ``make``
 calls the factory with a ``StreamRequest`` (the new id, those parameters,
 the body, the client) and wraps its iterator in a ``ModelStream``, or, on a
 shared log, a ``SharedModelStream`` created there first, so that this
-process owns it.  A ``ValueError`` from the factory is the client's 400; any
-other exception a 500 naming its type (its message and traceback go to the
-log only: they may hold secrets).
+process owns it (it takes the lease right after creating it: the owner
+holds it from the start).  A ``ValueError`` from the factory is the
+client's 400; any other exception a 500 naming its type (its message and
+traceback go to the log only: they may hold secrets).
+
+``takeover``: what a follower does when the stream's owner is gone
+(``shared_model``): ``"end"`` (the default) ends it with the early-stop
+``done``; ``"continue"`` keeps the request in the stream's meta, and a
+follower calls the factory again with it and the logged prefix.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import logging
 import secrets
 import weakref
+from typing import Any
 from urllib.parse import parse_qsl
 
 from ..core.channel import Policy
@@ -27,9 +34,21 @@ from ..endpoints.params import RequestError, cut_range_message, parse_count, spl
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import attach_stream_async
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest, open_source
-from .shared_model import META, SharedModelStream, attach_model_stream, is_model_meta
+from .shared_model import (
+    META,
+    REQUEST_KEY,
+    Continuation,
+    SharedModelStream,
+    attach_model_stream,
+    is_model_meta,
+    request_from_meta,
+    request_to_meta,
+)
 
-__all__ = ["ModelSource", "attach"]
+__all__ = ["TAKEOVERS", "ModelSource", "attach"]
+
+# What a follower does when a model stream's owner is gone: end it ("owner lost"), or continue the model.
+TAKEOVERS = ("end", "continue")
 
 logger = logging.getLogger("tokenwire.asgi")
 
@@ -38,8 +57,10 @@ class ModelSource:
     """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``."""
 
     def __init__(self, factory: ModelFactory, registry: Registry, *, policy: Policy, buffer: int,
-                 on_disconnect: OnDisconnect) -> None:
-        self.factory, self.registry = factory, registry
+                 on_disconnect: OnDisconnect, takeover: str = "end") -> None:
+        if takeover not in TAKEOVERS:
+            raise ValueError(f"takeover must be 'end' or 'continue', got {takeover!r}")
+        self.factory, self.registry, self.takeover = factory, registry, takeover
         self.policy, self.buffer, self.on_disconnect = policy, buffer, on_disconnect
         self.streams: weakref.WeakSet[ModelStream] = weakref.WeakSet()
 
@@ -59,8 +80,9 @@ class ModelSource:
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
+        made = StreamRequest(stream_id, asked.params, body, request.client)
         try:
-            source = await open_source(self.factory, StreamRequest(stream_id, asked.params, body, request.client))
+            source = await open_source(self.factory, made)
         except ValueError as exc:
             raise RequestError(400, str(exc)) from None
         except Exception as exc:
@@ -69,10 +91,13 @@ class ModelSource:
         stream: ModelStream
         policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
         if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
-            meta = {**META, "policy": policy.value, "capacity": capacity}
+            meta: dict[str, Any] = {**META, "policy": policy.value, "capacity": capacity}
+            if self.takeover == "continue":
+                meta[REQUEST_KEY] = request_to_meta(made)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
+            await self.registry.aio.claim(stream_id)      # owned from the start: no lease means no owner
             stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
-                                       on_disconnect=on_disconnect)
+                                       on_disconnect=on_disconnect, continuation=self.continuation(made))
         else:
             stream = ModelStream(stream_id, source, self.registry.log, meta=META, policy=policy, capacity=capacity,
                                  on_disconnect=on_disconnect)
@@ -80,11 +105,25 @@ class ModelSource:
         spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=self.on_disconnect)
         return self.registry.adopt(stream, spec, asked.cut)
 
+    def continuation(self, request: StreamRequest | None) -> Continuation | None:
+        """What a follower needs to continue a stream made for ``request`` (None: it ends instead)."""
+        return (self.factory, request) if self.takeover == "continue" and request is not None else None
+
 
 
 async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: Policy, buffer: int,
-                 on_disconnect: OnDisconnect) -> Stream:
-    """A stream another process made in the shared log: a model's is followed, a canned one rebuilt."""
-    if is_model_meta(await registry.aio.meta(stream_id)):
-        return await attach_model_stream(stream_id, log, policy=policy, capacity=buffer, on_disconnect=on_disconnect)
-    return await attach_stream_async(stream_id, log)
+                 on_disconnect: OnDisconnect, models: ModelSource | None = None) -> Stream:
+    """A stream another process made in the shared log: a model's is followed, a canned one rebuilt.
+
+    With ``models`` (the app's model source), a model stream made to be
+    continued is continued here if its owner is gone.
+    """
+    meta = await registry.aio.meta(stream_id)
+    if not is_model_meta(meta):
+        return await attach_stream_async(stream_id, log)
+    continuation = models.continuation(request_from_meta(stream_id, meta)) if models is not None else None
+    stream = await attach_model_stream(stream_id, log, policy=policy, capacity=buffer, on_disconnect=on_disconnect,
+                                       continuation=continuation)
+    if models is not None:
+        models.streams.add(stream)             # a shutdown stops the model it may continue here
+    return stream

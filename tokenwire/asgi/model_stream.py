@@ -65,13 +65,24 @@ class StreamRequest:
     stream_id: the new stream's id; params: the query's parameters (without
     ``cut_after`` and ``last_event_id``, which the app reads itself); body:
     the ``POST /streams`` body (empty for ``GET /stream``); client: the
-    client's address.
+    client's address.  prefix and start: empty and 0 for a new stream; for a
+    continuation (``TokenStreams(takeover="continue")``: the process that
+    generated the stream died), the tokens logged so far and the index the
+    new iterator's first token gets (``start == len(prefix)``): continue the
+    answer after ``"".join(prefix)``, for instance by sending it back as the
+    assistant's partial turn.
     """
 
     stream_id: str
     params: Mapping[str, str]
     body: bytes
     client: str
+    prefix: tuple[str, ...] = ()
+    start: int = 0
+
+    def __post_init__(self) -> None:
+        if self.start != len(self.prefix):
+            raise ValueError(f"start must be len(prefix) ({len(self.prefix)}), got {self.start!r}")
 
 
 ModelFactory = Callable[[StreamRequest], "AsyncIterable[str] | Awaitable[AsyncIterable[str]]"]

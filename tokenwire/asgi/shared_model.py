@@ -19,24 +19,38 @@ plain ``done``, ``cancelled`` with the early-stop ``done``, and a stream
 still marked generating whose lease nobody has held for a whole lease
 period lost its owner (the process died): the follower marks it cancelled
 and ends it with the early-stop ``done`` (reason ``owner lost``) instead of
-waiting forever.  A model cannot be restarted elsewhere, so no process ever
-takes over generation.  Every log call is awaited (``Await``): nothing
-blocks the loop.
+waiting forever.
+
+Continuation (``TokenStreams(takeover="continue")``): the stream's request
+is kept in its meta (``request_to_meta``) and the owner holds the lease from
+creation on, so a lease nobody holds while the stream is still generating
+means its owner is gone.  A follower that sees that takes the lease
+(``take_over``: only a generating stream, atomically, so one process wins),
+reads the logged prefix, passes on what its reader has not had, and calls
+the factory again with the same request plus ``prefix`` and ``start``; from
+then on it is the owner: the new iterator's tokens are logged from
+``start`` on, fenced by the lease as the first owner's were, so each index
+is logged once.  A token the dead owner generated but never logged is
+generated again; nothing logged is.  Every log call is awaited
+(``Await``): nothing blocks the loop.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import time
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Generator, Mapping
 from typing import Any
 
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
 from ..redislog.streams import AwaitedReads
-from .model_stream import OWNER_LOST, Ending, ModelStream
+from .model_stream import OWNER_LOST, Ending, ModelFactory, ModelStream, StreamRequest, open_source
 
-__all__ = ["META", "SharedModelStream", "attach_model_stream", "is_model_meta"]
+__all__ = ["META", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta", "request_from_meta",
+           "request_to_meta"]
 
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
@@ -44,20 +58,51 @@ META = {"model": "asgi"}
 STOPPED = Ending("stopped")
 
 
+# What a follower's check returns when it took the lease of a stream whose owner is gone (continuation).
+_TAKEN = Ending("taken over")
+# The meta key a continuable stream's request is kept under.
+REQUEST_KEY = "request"
+
+# A continuation: the factory to call again, and the stream's request as it was first made.
+Continuation = tuple[ModelFactory, StreamRequest]
+
+
 def is_model_meta(meta: Any) -> bool:
     """True if a log's meta is a model stream's (made by ``tokenwire.asgi`` with your own model)."""
     return isinstance(meta, dict) and meta.get("model") == META["model"]
 
 
+def request_to_meta(request: StreamRequest) -> dict[str, Any]:
+    """The JSON-able record of ``request`` a continuable stream keeps in its meta (the body as base64)."""
+    return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),
+            "client": request.client}
+
+
+def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest | None:
+    """The request kept by ``request_to_meta`` in a stream's meta; None if it keeps none (or a bad one)."""
+    kept = meta.get(REQUEST_KEY)
+    if not isinstance(kept, dict):
+        return None
+    try:
+        params = {str(k): str(v) for k, v in dict(kept["params"]).items()}
+        return StreamRequest(stream_id, params, base64.b64decode(kept["body"]), str(kept["client"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class SharedModelStream(AwaitedReads, ModelStream):
     """A model stream on a shared log: the owner (with ``source``) or a follower (without)."""
 
-    def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, **kwargs: Any) -> None:
+    def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, *,
+                 continuation: Continuation | None = None, **kwargs: Any) -> None:
         super().__init__(stream_id, source, log, attach="checked", **kwargs)
         self.spec = RunSpec(policy=self.policy, capacity=self.capacity, on_disconnect=self.on_disconnect)
         self.aio: Any = log.aio  # type: ignore[attr-defined]
         self.offered = -1
+        self.continuation = continuation          # a follower may continue the model (takeover="continue")
+        self.continued_at: int | None = None      # the index this process continued the model at
         self._orphaned_at: float | None = None     # when a follower first saw no owner holding the lease
+        self._taken_length = 0
 
     def start_at_creation(self) -> Process | None:
         """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
@@ -111,6 +156,9 @@ class SharedModelStream(AwaitedReads, ModelStream):
                 if got:
                     continue
                 ending = yield from self._ended_elsewhere()
+                if ending is _TAKEN:
+                    yield from self._continue(cursor)
+                    return
                 if ending is not False:
                     length = yield Await(self.aio.length(self.stream_id, patient=True))
                     if length - 1 > cursor:
@@ -128,6 +176,12 @@ class SharedModelStream(AwaitedReads, ModelStream):
             return None
         if state is StreamState.CANCELLED:
             return STOPPED
+        if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
+            claim = yield Await(self.aio.take_over(self.stream_id))
+            if not claim.owned:
+                return False                   # alive, or another follower took it over first
+            self._taken_length = claim.length
+            return _TAKEN
         if (yield Await(self.aio.owner(self.stream_id, patient=True))) is not None:
             self._orphaned_at = None
             return False
@@ -137,6 +191,29 @@ class SharedModelStream(AwaitedReads, ModelStream):
             return False
         yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))    # its owner died
         return OWNER_LOST
+
+
+    # -- a follower continuing the model of a dead owner ---------------------------------------
+    def _continue(self, cursor: int) -> Process:
+        """This process holds the lease now: pass on the logged rest, then run the model again from there."""
+        assert self.continuation is not None
+        factory, request = self.continuation
+        start = self._taken_length
+        try:
+            prefix = tuple((yield Await(self.aio.read_after(self.stream_id, -1, start, patient=True))))
+            for index in range(cursor + 1, start):
+                self.offered = index
+                yield Put(self, self._made(index, prefix[index]))
+            self.position, self.continued_at = start, start
+            try:
+                self.source = yield Await(open_source(factory, dataclasses.replace(request, prefix=prefix,
+                                                                                   start=start)))
+            except Exception as exc:  # noqa: BLE001 - the factory's own error, named to the reader
+                yield from self._failing(start, f"the model factory raised {type(exc).__name__}", exc)
+                return
+            yield from ModelStream.produce(self, start)
+        finally:
+            self.aio.disown(self.stream_id)
 
 
 async def attach_model_stream(stream_id: str, log: TokenLog, **kwargs: Any) -> SharedModelStream:

@@ -174,6 +174,20 @@ class AsyncRedisLog:
             writer.own(stream_id)
         return claim
 
+    async def take_over(self, stream_id: str, hold_ms: int | None = None) -> Claim:
+        """Take the lease of a stream still generating whose owner is gone (none holds it); else not owned.
+
+        Unlike ``claim``, a stopped or finished stream is never marked generating again.  Raises
+        ``UnknownStream``, ``LogUnavailable``.
+        """
+        writer = self._here().writer
+        claim: Claim = await writer.script("take_over", self.log._keys(stream_id),
+                                           [self.log.owner_id, hold_ms or self.log.lease_ms],
+                                           parse=lambda reply: claimed(stream_id, reply))
+        if claim.owned:
+            writer.own(stream_id)
+        return claim
+
     async def release(self, stream_id: str) -> bool:
         writer = self._here().writer
         writer.disown(stream_id)

@@ -18,8 +18,9 @@ from typing import Any
 
 from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
 
-__all__ = ["APPEND_MANY", "CLAIM", "CREATE", "INFO", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE", "Claim",
-           "appended", "claimed", "create_args", "created", "entry_index", "followed", "tokens_read"]
+__all__ = ["APPEND_MANY", "CLAIM", "CREATE", "INFO", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE",
+           "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created", "entry_index", "followed",
+           "tokens_read"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,18 @@ if o then return {0, len, o} end
 if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, len, ''} end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'state', 'generating')
+return {1, len, ARGV[1]}
+"""
+
+# A continuation's claim: take a free lease only while the stream is still generating (a stopped or finished
+# stream stays as its owner left it).  KEYS meta, tokens, lease; ARGV owner, hold_ms -> as CLAIM.
+TAKE_OVER = _LENGTH + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, ''} end
+local len = length(KEYS[2])
+local o = redis.call('GET', KEYS[3])
+if o then return {o == ARGV[1] and 1 or 0, len, o} end
+if redis.call('HGET', KEYS[1], 'state') ~= 'generating' then return {0, len, ''} end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 return {1, len, ARGV[1]}
 """
 
@@ -189,7 +202,7 @@ return 0
 
 # Every script by name: the log loads them once per connection and calls them by their SHA1.
 SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_many": APPEND_MANY, "set_state": SET_STATE,
-           "release": RELEASE, "renew_many": RENEW_MANY, "read": READ}
+           "release": RELEASE, "renew_many": RENEW_MANY, "read": READ, "take_over": TAKE_OVER}
 
 
 def create_args(meta: Mapping[str, Any], total: int, ttl_ms: int, owner_id: str) -> list[Any]:

@@ -1,0 +1,71 @@
+"""The apps the continuation and serverless tests serve with uvicorn; this module holds no tests.
+
+``app`` mounts, on the token log ``TOKENWIRE_TEST_LOG`` names (Redis):
+
+- ``/continued``: a model (``TokenStreams(..., takeover="continue")``) that
+  yields ``" t<i>"`` for ``i`` from ``request.start`` to ``n - 1``, each
+  after ``delay_ms``; every call of its factory appends one JSON line to the
+  file ``TOKENWIRE_TEST_CALLS`` names (the stream, the pid, ``start`` and the
+  ``prefix`` it was handed), so a test reads what each process was given
+  even after the process was killed;
+- ``/ended``: the same model with the default takeover (a dead owner ends
+  the stream with ``"owner lost"``);
+- ``/canned``: the canned answer.
+
+Run by uvicorn with ``--app-dir tests``: ``serverless_apps:app``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from tokenwire.asgi import StreamRequest, TokenStreams
+
+_LOG = os.environ.get("TOKENWIRE_TEST_LOG") or "memory"
+_CALLS = os.environ.get("TOKENWIRE_TEST_CALLS")
+
+
+def _record(request: StreamRequest) -> None:
+    if _CALLS is None:
+        return
+    line = json.dumps({"stream_id": request.stream_id, "pid": os.getpid(), "start": request.start,
+                       "prefix": list(request.prefix), "params": dict(request.params)})
+    with open(_CALLS, "a") as calls:            # one short write per call: lines never interleave
+        calls.write(line + "\n")
+
+
+async def model(request: StreamRequest) -> AsyncIterator[str]:
+    """Tokens ``" t<start>"`` .. ``" t<n-1>"``, each after ``delay_ms``: a continuation picks up at ``start``."""
+    n = int(request.params.get("n", "20"))
+    delay = float(request.params.get("delay_ms", "5")) / 1000
+    _record(request)
+
+    async def tokens() -> AsyncIterator[str]:
+        for index in range(request.start, n):
+            await asyncio.sleep(delay)
+            yield f" t{index}"
+
+    return tokens()
+
+
+continued = TokenStreams(model, log=_LOG, takeover="continue")
+ended = TokenStreams(model, log=_LOG)
+canned = TokenStreams(log=_LOG)
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async with continued.lifespan(), ended.lifespan(), canned.lifespan():
+        yield
+
+
+app = FastAPI(lifespan=_lifespan)
+app.mount("/continued", continued)
+app.mount("/ended", ended)
+app.mount("/canned", canned)

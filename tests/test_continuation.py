@@ -1,0 +1,107 @@
+"""Continuation (``TokenStreams(model, takeover="continue")``) on a real redis-server and two uvicorn processes:
+the owner is SIGKILLed mid-answer and the other process calls the factory again with exactly the logged prefix,
+appending from there; the reader gets every index once, in order, to the exact text.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_helpers import read_stream, uvicorn
+from redis_fixture import running_redis
+
+from tokenwire.asgi import StreamRequest, TokenStreams
+
+TEXT = "".join(f" t{i}" for i in range(60))
+
+
+def _env(url: str, calls: Path) -> dict[str, str]:
+    # A short lease, so that a dead owner is noticed within half a second.
+    return {"TOKENWIRE_TEST_LOG": f"{url}?lease_ms=400&block_ms=50", "TOKENWIRE_TEST_CALLS": str(calls)}
+
+
+def _calls(path: Path, stream_id: str) -> list[dict[str, Any]]:
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [call for call in map(json.loads, lines) if call["stream_id"] == stream_id]
+
+
+def test_a_reconnect_to_another_process_continues_the_model_from_the_logged_prefix(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = _env(redis_server.url, calls)
+        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
+            first = read_stream(one.url + made["events_url"], stop_after=10)
+            time.sleep(0.3)                                  # detach: the owner logs on meanwhile
+            owner_pid = one.proc.pid if one.proc else 0
+            one.stop(signal.SIGKILL)                         # then dies mid-answer
+            rest = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": first.tokens[-1].id},
+                               timeout_s=20)
+            other_pid = other.proc.pid if other.proc else 0
+    assert first.ids + rest.ids == list(range(60))
+    assert first.text + rest.text == TEXT
+    assert rest.last.event == "done" and rest.last_json()["tokens"] == 60 and "stopped_early" not in rest.last_json()
+    made_call, continued = _calls(calls, made["stream_id"])
+    assert (made_call["pid"], made_call["start"], made_call["prefix"]) == (owner_pid, 0, [])
+    start = continued["start"]
+    assert continued["pid"] == other_pid and 10 <= start < 60
+    assert continued["prefix"] == [f" t{i}" for i in range(start)]          # exactly what was logged
+    assert continued["params"] == {"n": "60", "delay_ms": "30"}             # the same request
+
+
+def test_a_reader_following_on_another_process_is_carried_on_without_a_reconnect(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = _env(redis_server.url, calls)
+        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
+            with httpx.Client(timeout=20) as client, client.stream("GET", other.url + made["events_url"]) as got:
+                body = b""
+                for chunk in got.iter_bytes():
+                    body += chunk
+                    if body.count(b"event: token") == 8 and one.proc is not None:
+                        one.stop(signal.SIGKILL)          # the owner dies while this reader follows it here
+                    if b"event: done" in body:
+                        break
+    ids = [int(line[4:]) for line in body.decode().splitlines() if line.startswith("id: ")]
+    assert ids[:-1] == list(range(60)) and ids[-1] == 59              # one connection: each id once, then done
+    assert body.count(b"event: open") == 1 and b"stopped_early" not in body
+    assert [c["start"] for c in _calls(calls, made["stream_id"])][0] == 0
+    assert len(_calls(calls, made["stream_id"])) == 2
+
+
+def test_without_continuation_the_other_process_still_ends_with_owner_lost(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = _env(redis_server.url, calls)
+        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/ended/streams?n=200&delay_ms=20").json()
+            first = read_stream(one.url + made["events_url"], stop_after=5)
+            one.stop(signal.SIGKILL)
+            rest = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": first.tokens[-1].id},
+                               timeout_s=20)
+    assert rest.ids == list(range(5, 5 + len(rest.ids))) and 5 + len(rest.ids) < 200
+    assert rest.last.event == "done" and rest.last_json()["reason"] == "owner lost"
+    assert len(_calls(calls, made["stream_id"])) == 1                   # never called again
+
+
+def test_the_request_carries_its_prefix_and_start() -> None:
+    request = StreamRequest("s", {}, b"", "c", prefix=("a", " b"), start=2)
+    assert "".join(request.prefix) == "a b" and request.start == 2
+    assert StreamRequest("s", {}, b"", "c").prefix == () and StreamRequest("s", {}, b"", "c").start == 0
+    with pytest.raises(ValueError, match=r"start must be len\(prefix\) \(1\), got 3"):
+        StreamRequest("s", {}, b"", "c", prefix=("a",), start=3)
+
+
+def test_takeover_is_end_or_continue() -> None:
+    async def model(request: StreamRequest) -> Any:
+        yield "x"
+
+    with pytest.raises(ValueError, match="takeover must be 'end' or 'continue', got 'restart'"):
+        TokenStreams(model, takeover="restart")
