@@ -260,7 +260,11 @@ class RedisTokenLog:
     def entries(self, stream_id: str) -> list[tuple[int, str, str]]:
         """Return every kept token as ``(index, text, owner that generated it)``; for tests and diagnostics."""
         entries = self._run(self.aio.command("XRANGE", self._keys(stream_id)[1], "-", "+"))
-        return [(entry_index(entry_id), fields["t"], fields["by"]) for entry_id, fields in entries]
+        out = []
+        for entry_id, fields in entries:
+            named = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2], strict=True))
+            out.append((entry_index(entry_id), str(named["t"]), str(named["by"])))
+        return out
 
     def key_ttls_ms(self, stream_id: str) -> tuple[int, int]:
         """Return the remaining TTL of the meta and tokens keys in ms (negative: none / missing)."""

@@ -92,7 +92,8 @@ return {m[1], m[2], length(KEYS[2]), m[3]}
 
 # The group commit: one call carries a round's appends, each fenced by its own stream's lease.
 # KEYS tokens, lease per append; ARGV owner, maxlen, ttl_ms, then entry id (0-<index+1>), token per append
-# -> one reply per append: 0 (logged) | {'lease', owner} | {'conflict', length} | {'unknown', 0}.
+# -> the appends refused, flat: position (from 0), status, value for each ({} when all are logged), where
+# status, value is 'lease', owner | 'conflict', length | 'unknown', 0.
 # The lease holder's path is two commands: GET the lease, XADD with the explicit id (which Redis
 # refuses for a taken index); the stream is trimmed to MAXLEN by the lease renewal.  Without the
 # lease, or when the XADD is refused, every check is made (on the stream's meta key, the tokens key's
@@ -130,7 +131,11 @@ for i = 0, #KEYS / 2 - 1 do
   else
     r = checked(tokens, id, token)
   end
-  out[i + 1] = r
+  if r ~= 0 then
+    out[#out + 1] = i
+    out[#out + 1] = r[1]
+    out[#out + 1] = r[2]
+  end
 end
 return out
 """
@@ -230,7 +235,7 @@ def appended(stream_id: str, index: int, status: str, value: Any) -> None:
 def tokens_read(stream_id: str, cursor: int, replies: list[Any]) -> list[str]:
     """The tokens of a read's replies (length, first kept entry, the range asked for; ``READ``'s reply)."""
     length, first, *rest = replies
-    if length is None:
+    if length is None or length is False:       # a script's false: nil in RESP2, false in RESP3
         raise UnknownStream(stream_id)
     first_kept = entry_index(first[0][0]) if first else int(length)
     if cursor + 1 < first_kept:

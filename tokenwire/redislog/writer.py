@@ -101,6 +101,15 @@ class _Append:
         self.tries = 0
 
 
+def _pack(args: Iterable[Any]) -> bytes:
+    """One command in RESP (an array of bulk strings): redis-py's own packing costs more than the round trip."""
+    parts = []
+    for arg in args:
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"*%d\r\n%s" % (len(parts), b"".join(parts))
+
+
 def _settle(future: asyncio.Future[Any], value: Any = None, error: BaseException | None = None) -> None:
     if future.done():
         return                      # its asker gave up (a request's timeout): the answer goes nowhere
@@ -120,6 +129,7 @@ class LogWriter:
         self._appends: list[_Append] = []
         self._commands: list[_Command] = []
         self._flushing = False
+        self._conn: Any = None                # the writer's one connection, taken from its pool once
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.owned: set[str] = set()          # streams whose lease this instance renews
         self._renewal: asyncio.TimerHandle | None = None
@@ -192,25 +202,41 @@ class LogWriter:
             await self._load_scripts()
 
     async def _send(self, appends: list[_Append], commands: list[_Command]) -> list[Any]:
-        """One pipeline; sent again once on a fresh connection if the old one was closed (Redis restarted).
+        """One round trip: every command packed into one write, the replies read in order.
 
-        Sending a round twice is safe: a landed append is recognised, a create
-        carries its creator token, the rest are reads or idempotent.
+        Sent again once on a fresh connection if the old one was closed (Redis
+        restarted); sending a round twice is safe: a landed append is
+        recognised, a create carries its creator token, the rest are reads or
+        idempotent.
         """
+        calls = [command.args for command in commands]
+        if appends:
+            calls.insert(0, self._append_call(appends))
+        payload = b"".join(_pack(args) for args in calls)
         for attempt in (1, 2):
-            pipe = self.redis.pipeline(transaction=False)
-            if appends:
-                pipe.execute_command(*self._append_call(appends))
-            for command in commands:
-                pipe.execute_command(*command.args)
             try:
-                replies: list[Any] = await pipe.execute(raise_on_error=False)
-                return replies
+                return await self._exchange(payload, len(calls))
             except redis.ConnectionError:
                 if attempt == 2:
                     raise
-                await self.redis.connection_pool.disconnect()
         raise AssertionError("unreachable")
+
+    async def _exchange(self, payload: bytes, count: int) -> list[Any]:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = await self.redis.connection_pool.get_connection()
+        try:
+            await conn.send_packed_command(payload, check_health=False)
+            replies: list[Any] = []
+            for _ in range(count):
+                try:
+                    replies.append(await conn.read_response())
+                except redis.ResponseError as exc:      # a command's own error: the next replies still come
+                    replies.append(exc)
+            return replies
+        except BaseException:
+            await conn.disconnect()         # whatever was half read is gone with it; the next round reconnects
+            raise
 
     def _appended(self, appends: list[_Append], reply: Any) -> bool:
         """Settle each append by its own status; True if the scripts must be loaded again."""
@@ -221,14 +247,14 @@ class LogWriter:
             for a in appends:
                 _settle(a.future, error=unavailable(self.settings, reply))
             return False
-        for a, answer in zip(appends, reply, strict=True):
-            if answer == 0:
-                _settle(a.future)
-                continue
+        for at in range(0, len(reply), 3):        # only the refused ones are in the reply
+            a = appends[int(reply[at])]
             try:
-                appended(a.stream_id, a.index, *answer)
+                appended(a.stream_id, a.index, reply[at + 1], reply[at + 2])
             except LogError as exc:
                 _settle(a.future, error=exc)
+        for a in appends:
+            _settle(a.future)
         return False
 
     def _answered(self, command: _Command, reply: Any) -> bool:
@@ -252,13 +278,11 @@ class LogWriter:
         queue[:0] = [item for item in items if item.tries <= _NOSCRIPT_RETRIES]
 
     async def _load_scripts(self) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        for text in SCRIPTS.values():
-            pipe.script_load(text)
         try:
-            await pipe.execute()
-        except (redis.RedisError, OSError):
-            pass                            # the next round fails (and says why) or loads them again
+            await self._exchange(b"".join(_pack(("SCRIPT", "LOAD", text)) for text in SCRIPTS.values()),
+                                 len(SCRIPTS))
+        except Exception:  # noqa: BLE001 - the next round fails (and says why) or loads them again
+            pass
 
     # -- leases -------------------------------------------------------------------------------------------
     def own(self, stream_id: str) -> None:
@@ -292,4 +316,8 @@ class LogWriter:
     async def close(self) -> None:
         if self._renewal is not None:
             self._renewal.cancel()
+        if self._conn is not None:
+            await self._conn.disconnect()
+            await self.redis.connection_pool.release(self._conn)
+            self._conn = None
         await self.redis.aclose()
