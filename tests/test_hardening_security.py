@@ -225,7 +225,7 @@ def test_the_report_refuses_a_real_clock_run_past_its_budget_at_once(server: Liv
 def test_the_budget_fits_the_serverless_limit_and_the_command_line_refuses_too(
         capsys: pytest.CaptureFixture[str]) -> None:
     from tokenwire.cli import main
-    max_duration = json.loads((ROOT / "vercel.json").read_text())["functions"]["api/**/*.py"]["maxDuration"]
+    max_duration = json.loads((ROOT / "vercel.json").read_text())["functions"]["api/report.py"]["maxDuration"]
     assert REAL_BUDGET_MS / 1000 < max_duration
     argv = ["report", *(f"--{pair.replace('=', ' ')}" for pair in SLOWEST.split("&"))]
     assert main(" ".join(argv).split()) == 2

@@ -14,13 +14,14 @@ no body) and no ``Server`` version banner.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from http.server import BaseHTTPRequestHandler
 
 from .report.render import error_response, render
 
-__all__ = ["REPORT_PATHS", "Response", "handler", "respond"]
+__all__ = ["LIVE_LOG_ENV", "REPORT_PATHS", "Response", "handler", "live_configured", "respond"]
 
 REPORT_PATHS = ("/", "/api/report")
 ALLOW = "GET, HEAD"
@@ -49,6 +50,17 @@ def respond(method: str, target: str, *, served_live: bool = False) -> Response:
         return error_response(500, "500 internal error: the report could not be built")
 
 
+# The setting the hosted live page (api/live.py) reads its token log from; where it is set, the live page is
+# served beside this report, which then links to it.  The name is tokenwire.redislog.streams.LOG_URL_ENV's (a
+# test holds them equal): importing that module here would add a third to this function's cold start.
+LIVE_LOG_ENV = "TOKENWIRE_LOG_URL"
+
+
+def live_configured() -> bool:
+    """True where the hosted live page has its token log (``$TOKENWIRE_LOG_URL`` is a ``redis(s)://`` URL)."""
+    return os.environ.get(LIVE_LOG_ENV, "").startswith(("redis://", "rediss://"))
+
+
 class handler(BaseHTTPRequestHandler):  # noqa: N801 - Vercel looks for this name
     """Serve the report; GET and HEAD only, every other method 405."""
 
@@ -70,10 +82,10 @@ class handler(BaseHTTPRequestHandler):  # noqa: N801 - Vercel looks for this nam
             self.wfile.write(payload)
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-        self._send(respond("GET", self.path))
+        self._send(respond("GET", self.path, served_live=live_configured()))
 
     def do_HEAD(self) -> None:  # noqa: N802
-        self._send(respond("GET", self.path), body=False)
+        self._send(respond("GET", self.path, served_live=live_configured()), body=False)
 
     def _not_allowed(self) -> None:
         self._send(respond(self.command, self.path))

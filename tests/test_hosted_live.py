@@ -1,0 +1,122 @@
+"""The hosted live page (``api/live.py``, the second Vercel function) under uvicorn: with ``TOKENWIRE_LOG_URL`` on a
+real redis-server it serves ``/live`` and its files and resumes a cut stream on another instance; without it, a
+503 naming the setting.  And what Vercel reads: ``vercel.json`` routes the live paths to it, ``requirements.txt``
+gives it uvicorn and redis, the report function does not import them, and the report links to ``/live`` where the
+live function has its log.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
+
+import httpx
+import pytest
+from asgi_helpers import ROOT, read_stream, uvicorn
+from redis_fixture import running_redis
+
+from tokenwire.core.model import ANSWER
+from tokenwire.endpoints.page import LIVE_CSP
+from tokenwire.handler import LIVE_LOG_ENV, handler
+from tokenwire.redislog.streams import LOG_URL_ENV
+
+API = ROOT / "api"
+LIVE_PATHS = ["/live", "/static/:file", "/streams", "/streams/:id/events", "/stream"]
+
+
+def test_vercel_json_routes_the_live_paths_to_the_live_function() -> None:
+    config = json.loads((ROOT / "vercel.json").read_text())
+    assert set(config["functions"]) == {"api/report.py", "api/live.py"}
+    assert config["functions"]["api/live.py"]["maxDuration"] >= 60
+    rewrites = {r["source"]: r["destination"] for r in config["rewrites"]}
+    assert rewrites == {"/": "/api/report", **{path: "/api/live" for path in LIVE_PATHS}}
+
+
+def test_requirements_txt_is_the_package_and_the_live_extra() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["live"]]
+    lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert [line for line in lines if line and not line.startswith("#")] == wanted
+    assert {"uvicorn", "redis>=5"} <= set(wanted)
+
+
+def test_the_report_function_does_not_load_what_the_live_function_needs() -> None:
+    code = ("import sys; sys.path.insert(0, 'api'); import report; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'uvicorn', 'redis', 'starlette', 'fastapi', "
+            "'httpx'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_live_function_serves_the_page_and_resumes_a_cut_stream_on_another_instance() -> None:
+    with running_redis() as redis_server:
+        env = {LOG_URL_ENV: redis_server.url}
+        with uvicorn("live:app", env=env, app_dir=API) as one, uvicorn("live:app", env=env, app_dir=API) as other:
+            page = httpx.get(f"{one.url}/live")
+            script = httpx.get(f"{other.url}/static/live.js")
+            head = httpx.head(f"{one.url}/static/live.css")
+            made = httpx.post(f"{one.url}/streams?tokens=50&producer_ms=1&cut_after=20")
+            url = made.json()["events_url"]
+            first = read_stream(one.url + url)                      # cut after 20 tokens
+            rest = read_stream(other.url + url, headers={"Last-Event-ID": first.tokens[-1].id})
+            once = read_stream(f"{other.url}/stream?tokens=10&producer_ms=1")
+    assert page.status_code == 200 and page.headers["content-security-policy"] == LIVE_CSP
+    assert b"/static/live.js" in page.content
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) > 0
+    assert made.status_code == 201
+    assert first.ids == list(range(20)) and first.last.event == "token"
+    assert first.ids + rest.ids == list(range(50)) and first.text + rest.text == "".join(ANSWER[:50])
+    assert rest.last.event == "done"
+    assert once.ids == list(range(10)) and once.last.event == "done"
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/live"), ("POST", "/streams?tokens=5"),
+                                              ("GET", "/streams/abc/events"), ("GET", "/stream"),
+                                              ("GET", "/api/live")])
+def test_without_a_log_the_live_function_answers_503_naming_the_setting(method: str, path: str,
+                                                                      no_log: str) -> None:
+    got = httpx.request(method, no_log + path)
+    assert got.status_code == 503 and got.headers["content-type"].startswith("application/json")
+    assert got.json() == {"error": "the live page needs a token log every instance shares: set TOKENWIRE_LOG_URL "
+                                   "to a redis:// or rediss:// URL (it is not set)"}
+
+
+def test_without_a_log_the_page_files_are_still_served(no_log: str) -> None:
+    assert httpx.get(no_log + "/static/live.css").status_code == 200
+
+
+@pytest.fixture(scope="module")
+def no_log() -> Iterator[str]:
+    with uvicorn("live:app", env={LOG_URL_ENV: ""}, app_dir=API) as server:
+        yield server.url
+
+
+@contextmanager
+def _report_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_report_links_to_live_where_the_live_function_has_its_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert LIVE_LOG_ENV == LOG_URL_ENV
+    with _report_server() as url:
+        monkeypatch.delenv(LOG_URL_ENV, raising=False)
+        alone = httpx.get(f"{url}/?format=html&tokens=20").text
+        monkeypatch.setenv(LOG_URL_ENV, "rediss://user:secret@example.invalid:6380/0")
+        beside = httpx.get(f"{url}/?format=html&tokens=20").text
+    assert 'href="/live?' not in alone and 'href="/live?' in beside
+    assert "secret" not in beside

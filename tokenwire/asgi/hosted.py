@@ -1,0 +1,114 @@
+"""The hosted live page: ``/live``, its two files and the live routes as one ASGI app (``api/live.py`` on Vercel).
+
+How this works: ``HostedLive`` answers ``GET /live`` and ``/static/live.{js,css}``
+with the endpoints' page (``endpoints.page``: the same bytes ``tokenwire
+serve`` sends) and hands every other request to a ``TokenStreams`` serving
+the canned answer on the token log ``$TOKENWIRE_LOG_URL`` names.  On a
+serverless platform each request may reach a different instance, and an
+instance may be frozen or killed after its response: only a log every
+instance shares (Redis, ``redis://`` or ``rediss://``) lets a stream move
+between them, so without one the page and the live routes answer ``503``
+with one line naming the setting, never a stream that could not be resumed.
+Vercel may hand the function its own path (``/api/live``); it is the page.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..endpoints.config import LiveConfig
+from ..endpoints.decide import refusal
+from ..endpoints.decisions import Answer
+from ..endpoints.page import live_page, page_allow, static_file
+from ..endpoints.params import RequestError
+from ..endpoints.rules import method_error
+from ..redislog.streams import LOG_URL_ENV
+from . import scope as asgi
+from .app import TokenStreams
+from .wire import Receive, Send
+
+__all__ = ["HostedLive", "hosted_app", "missing_log"]
+
+# The log schemes a deployment of several instances can share.
+SHARED_SCHEMES = ("redis://", "rediss://")
+# The function's own path on Vercel (api/live.py): served as the page.
+FUNCTION_PATH = "/api/live"
+
+
+def missing_log(url: str | None) -> str | None:
+    """Why ``url`` (``$TOKENWIRE_LOG_URL``) cannot carry streams between instances; None if it can."""
+    if not url:
+        return (f"the live page needs a token log every instance shares: set {LOG_URL_ENV} to a redis:// or "
+                f"rediss:// URL (it is not set)")
+    if not url.startswith(SHARED_SCHEMES):
+        return (f"the live page needs a token log every instance shares: {LOG_URL_ENV} must be a redis:// or "
+                f"rediss:// URL, got one starting {url.split(':', 1)[0]!r}")
+    return None
+
+
+class HostedLive:
+    """``/live``, its files and the live routes of ``streams``; ``unavailable``: the 503's message (no log)."""
+
+    def __init__(self, streams: TokenStreams | None, unavailable: str | None = None) -> None:
+        if (streams is None) == (unavailable is None):
+            raise ValueError("give either the streams or why there are none, not both")
+        self.streams, self.unavailable = streams, unavailable
+        self.config = streams.config if streams is not None else LiveConfig()
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(scope, receive, send)
+            return
+        path = asgi.route_path(scope)
+        path = "/live" if path == FUNCTION_PATH else path
+        if self.unavailable is not None and not path.startswith("/static/"):
+            await _send(send, refusal(RequestError(503, self.unavailable)), scope)
+        elif page_allow(path) is not None:
+            await _send(send, self._page(path, str(scope["method"])), scope)
+        elif self.streams is not None:
+            await self.streams(scope, receive, send)
+
+    def _page(self, path: str, method: str) -> Answer:
+        allow = page_allow(path)
+        assert allow is not None
+        try:
+            if method not in allow.split(", "):
+                raise method_error(path, method, allow)
+            return live_page(self.config) if path == "/live" else static_file(path[len("/static/"):])
+        except RequestError as exc:
+            return refusal(exc)
+
+    async def _lifespan(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if self.streams is not None:
+            await self.streams(scope, receive, send)
+            return
+        while True:                              # nothing to start or stop
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+async def _send(send: Send, answer: Answer, scope: dict[str, Any]) -> None:
+    """Send ``answer``; a ``HEAD`` gets the headers (and the length) ``GET`` would, without the body."""
+    if scope.get("method") != "HEAD":
+        await asgi.answer(send, answer.status, answer.headers, answer.body)
+        return
+    headers = [*answer.headers, ("Content-Length", str(len(answer.body)))]
+    await send({"type": "http.response.start", "status": answer.status, "headers": asgi.asgi_headers(headers)})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def hosted_app(environ: dict[str, str] | None = None) -> HostedLive:
+    """The hosted app for ``environ`` (``os.environ``): the canned answer on ``$TOKENWIRE_LOG_URL``, or the 503s.
+
+    ``$TOKENWIRE_MAX_DURATION_S`` ends each connection before the platform's limit (``TokenStreams``).
+    """
+    url = (os.environ if environ is None else environ).get(LOG_URL_ENV)
+    why = missing_log(url)
+    if why is not None:
+        return HostedLive(None, why)
+    return HostedLive(TokenStreams(log=url))
