@@ -218,3 +218,21 @@ def test_a_helper_whose_parent_died_before_it_asked_exits_at_once() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=env,
                           check=False)                # returns when the grandchild has closed the pipe too
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+
+
+# -- 12: the access log counts what an event stream sent ------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_access_log_gives_an_event_streams_bytes(loop: str) -> None:
+    with serve(loop) as server:
+        status, body = server.get("/stream?tokens=5&producer_ms=1")
+        deadline = time.monotonic() + IO_TIMEOUT_S
+        while not any('"GET /stream?tokens=5&producer_ms=1"' in line for line in server.err_lines) \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        lines = [line for line in server.err_lines if '"GET /stream?tokens=5&producer_ms=1"' in line]
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.wait() == 0
+    assert status == 200 and body.count(b"event: token") == 5
+    (line,) = lines
+    assert line.split()[-2:] == ["200", str(len(body))], line       # every byte the stream sent, not 0
+
