@@ -130,6 +130,7 @@ class LogWriter:
         self._commands: list[_Command] = []
         self._flushing = False
         self._conn: Any = None                # the writer's one connection, taken from its pool once
+        self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.owned: set[str] = set()          # streams whose lease this instance renews
         self._renewal: asyncio.TimerHandle | None = None
@@ -212,10 +213,14 @@ class LogWriter:
         calls = [command.args for command in commands]
         if appends:
             calls.insert(0, self._append_call(appends))
+        loads = 0 if self._loaded else len(SCRIPTS)      # the first round loads the scripts ahead of its calls
+        calls[:0] = [("SCRIPT", "LOAD", text) for text in SCRIPTS.values()][:loads]
         payload = b"".join(_pack(args) for args in calls)
         for attempt in (1, 2):
             try:
-                return await self._exchange(payload, len(calls))
+                replies = await self._exchange(payload, len(calls))
+                self._loaded = True
+                return replies[loads:]
             except redis.ConnectionError:
                 if attempt == 2:
                     raise
