@@ -155,8 +155,15 @@ class RedisTokenLog:
         return f"redis at {self.where}, shared by every instance pointing there (owner {self.owner_id})"
 
     def check(self) -> str | None:
-        """None if Redis answers now, else a line saying it does not (the server starts anyway)."""
-        if self.ping():
+        """None if Redis answers now, else a line saying it does not (the server starts anyway).
+
+        The blocking face's connection is closed again afterwards: a server talks to Redis from its loop.
+        """
+        try:
+            answered = self.ping()
+        finally:
+            self.close()
+        if answered:
             return None
         return (f"cannot reach redis at {self.where} now; starting anyway: the live endpoints answer 503 "
                 f"with Retry-After until it is back")
