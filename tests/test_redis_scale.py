@@ -209,3 +209,41 @@ def test_a_stale_owners_pending_flush_is_refused_whole(redis_server, loop, monke
     assert [(i, t) for i, t, _ in a.entries("s3")] == [(0, "a0"), (1, "a1")]
     a.close()
     b.close()
+
+
+# -- 1. group commit --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_alone(redis_server, loop,
+                                                                                        monkeypatch):
+    from tokenwire.realtime import new_loop
+    from tokenwire.redislog.blocking import RedisTokenLog
+    monkeypatch.setenv("TOKENWIRE_LOOP", loop)
+    a = RedisTokenLog(redis_server.url, name="A")
+    b = RedisTokenLog(redis_server.url, name="B")
+    ids = [f"s{i}" for i in range(200)]
+
+    async def scene() -> tuple[list[object], int]:
+        await asyncio.gather(*(a.aio.create(sid, {}, 3) for sid in ids))
+        claims = await asyncio.gather(*(a.aio.claim(sid) for sid in ids))
+        assert all(claim.owned for claim in claims) and len(a.aio.writer.owned) == 200
+        await b.aio.command("SET", b._keys("s7")[2], b.owner_id)          # s7's lease goes to B meanwhile
+        await asyncio.sleep(0.05)                                          # the writer is idle
+        rounds = a.aio.writer.rounds
+        got = await asyncio.gather(*(a.aio.append_future(sid, 0, f"t{sid}") for sid in ids),
+                                   return_exceptions=True)
+        used = a.aio.writer.rounds - rounds
+        for sid in ids:
+            a.aio.disown(sid)
+        await a.aio.close()
+        await b.aio.close()
+        return got, used
+    running = new_loop()
+    try:
+        got, used = running.run_until_complete(asyncio.wait_for(scene(), 30))
+    finally:
+        running.close()
+    assert used == 1                                                       # 200 appends, one round trip
+    assert isinstance(got[7], LeaseLost) and all(r is None for i, r in enumerate(got) if i != 7)
+    assert [t for _, t, _ in a.entries("s8")] == ["ts8"] and a.entries("s7") == []
+    a.close()
+    b.close()
