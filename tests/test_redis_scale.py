@@ -247,3 +247,36 @@ def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_a
     assert [t for _, t, _ in a.entries("s8")] == ["ts8"] and a.entries("s7") == []
     a.close()
     b.close()
+
+
+# -- 3. followers share one read ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_hundred_followers_share_one_blocking_read(redis_server, loop, monkeypatch):
+    from tokenwire.realtime import new_loop
+    from tokenwire.redislog.blocking import RedisTokenLog
+    monkeypatch.setenv("TOKENWIRE_LOOP", loop)
+    a = RedisTokenLog(redis_server.url, name="A")
+    b = RedisTokenLog(redis_server.url, name="B", block_ms=2_000)
+    ids = [f"f{i}" for i in range(100)]
+
+    async def scene() -> tuple[list[list[tuple[int, str]]], int, int]:
+        await asyncio.gather(*(a.aio.create(sid, {}, 3) for sid in ids))
+        waits = [asyncio.ensure_future(b.aio.wait_after(sid, -1)) for sid in ids]
+        await asyncio.sleep(0.1)                                  # every follower is waiting on Redis now
+        connections = await asyncio.to_thread(_clients, redis_server.port)
+        await asyncio.gather(*(a.aio.append(sid, 0, f"t{sid}") for sid in ids))
+        got = await asyncio.wait_for(asyncio.gather(*waits), 5)
+        reads = b.aio.reader.reads
+        await a.aio.close()
+        await b.aio.close()
+        return got, reads, connections
+    running = new_loop()
+    try:
+        got, reads, connections = running.run_until_complete(asyncio.wait_for(scene(), 30))
+    finally:
+        running.close()
+    assert got == [[(0, f"t{sid}")] for sid in ids]
+    assert reads <= 5, reads                  # one XREAD over the hundred keys (a few when they join one by one)
+    assert connections <= 3, connections      # A's writer, B's one reader (and B's writer, if it unblocked it)
+    a.close()
+    b.close()
