@@ -12,7 +12,8 @@
   the stream with ``"owner lost"``);
 - ``/canned``: the canned answer.
 
-Run by uvicorn with ``--app-dir tests``: ``serverless_apps:app``.
+``TOKENWIRE_TEST_GRACE_S`` sets their shutdown grace.  Run by uvicorn with ``--app-dir tests``:
+``serverless_apps:app``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tokenwire.asgi import StreamRequest, TokenStreams
 
 _LOG = os.environ.get("TOKENWIRE_TEST_LOG") or "memory"
 _CALLS = os.environ.get("TOKENWIRE_TEST_CALLS")
+_GRACE_S = float(os.environ.get("TOKENWIRE_TEST_GRACE_S", "10"))
 
 
 def _record(request: StreamRequest) -> None:
@@ -53,9 +55,9 @@ async def model(request: StreamRequest) -> AsyncIterator[str]:
     return tokens()
 
 
-continued = TokenStreams(model, log=_LOG, takeover="continue")
-ended = TokenStreams(model, log=_LOG)
-canned = TokenStreams(log=_LOG)
+continued = TokenStreams(model, log=_LOG, takeover="continue", grace_s=_GRACE_S)
+ended = TokenStreams(model, log=_LOG, grace_s=_GRACE_S)
+canned = TokenStreams(log=_LOG, grace_s=_GRACE_S)
 
 
 MOUNTS = {"/continued": continued, "/ended": ended, "/canned": canned}

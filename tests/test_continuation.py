@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import read_stream, uvicorn
+from asgi_helpers import Read, read_stream, uvicorn
 from redis_fixture import running_redis
 
 from tokenwire.asgi import StreamRequest, TokenStreams
@@ -89,6 +90,30 @@ def test_without_continuation_the_other_process_still_ends_with_owner_lost(tmp_p
     assert rest.ids == list(range(5, 5 + len(rest.ids))) and 5 + len(rest.ids) < 200
     assert rest.last.event == "done" and rest.last_json()["reason"] == "owner lost"
     assert len(_calls(calls, made["stream_id"])) == 1                   # never called again
+
+
+def test_a_shutdown_hands_a_continuable_stream_off_to_another_process(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = {**_env(redis_server.url, calls), "TOKENWIRE_TEST_GRACE_S": "0.3"}
+        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
+            cut: list[Read] = []
+            reader = threading.Thread(target=lambda: cut.append(read_stream(one.url + made["events_url"])))
+            reader.start()
+            time.sleep(0.5)
+            assert one.proc is not None
+            one.proc.send_signal(signal.SIGTERM)             # a deploy: the old process is told to exit
+            reader.join(20)
+            first = cut[0]
+            rest = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": first.tokens[-1].id},
+                               timeout_s=20)
+            other_pid = other.proc.pid if other.proc else 0
+    assert first.events and first.last.event == "token"                 # ended without `done`: come back
+    assert first.ids + rest.ids == list(range(60)) and first.text + rest.text == TEXT
+    assert rest.last.event == "done" and "stopped_early" not in rest.last_json()
+    made_call, continued = _calls(calls, made["stream_id"])
+    assert continued["pid"] == other_pid and continued["prefix"] == [f" t{i}" for i in range(continued["start"])]
 
 
 def test_the_request_carries_its_prefix_and_start() -> None:

@@ -31,7 +31,10 @@ the factory again with the same request plus ``prefix`` and ``start``; from
 then on it is the owner: the new iterator's tokens are logged from
 ``start`` on, fenced by the lease as the first owner's were, so each index
 is logged once.  A token the dead owner generated but never logged is
-generated again; nothing logged is.  Every log call is awaited
+generated again; nothing logged is.  A shutdown hands such a stream off
+(``stop``): the lease is released without marking the stream stopped and
+the readers' connections end without ``done``, so they reconnect elsewhere
+and a follower there continues at once.  Every log call is awaited
 (``Await``): nothing blocks the loop.
 """
 
@@ -47,7 +50,7 @@ from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
 from ..redislog.streams import AwaitedReads
-from .model_stream import OWNER_LOST, Ending, ModelFactory, ModelStream, StreamRequest, open_source
+from .model_stream import CANCELLED, OWNER_LOST, Ending, ModelFactory, ModelStream, StreamRequest, open_source
 
 __all__ = ["META", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta", "request_from_meta",
            "request_to_meta"]
@@ -103,6 +106,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self.continued_at: int | None = None      # the index this process continued the model at
         self._orphaned_at: float | None = None     # when a follower first saw no owner holding the lease
         self._taken_length = 0
+        self.handing_off = False                  # stopped by a shutdown, to be continued elsewhere
 
     def start_at_creation(self) -> Process | None:
         """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
@@ -117,7 +121,25 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self.offered = index
         return self._made(index, token)
 
+    def stop(self) -> None:
+        """As ``ModelStream.stop``; a model another process may continue is handed off instead.
+
+        Its lease is let go without marking the stream stopped, and its readers'
+        connections end without ``done``: they reconnect elsewhere, where a
+        follower takes the free lease at once and continues the model.
+        """
+        self.handing_off = self.continuation is not None and self.producer_running and self.ending is None
+        super().stop()
+
     def _ending(self, total: int, ending: Ending | None) -> Process:
+        if self.handing_off and ending is CANCELLED:
+            try:
+                yield Await(self.aio.release(self.stream_id))              # free for a continuation at once
+            except LogError:
+                pass                                                        # it expires by itself
+            finally:
+                self._lost()
+            return
         state = StreamState.DONE if ending is None else StreamState.CANCELLED
         try:
             yield Await(self.aio.set_state(self.stream_id, state))      # stops the lease's renewal too
