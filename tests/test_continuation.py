@@ -5,6 +5,7 @@ appending from there; the reader gets every index once, in order, to the exact t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import threading
@@ -18,6 +19,9 @@ from asgi_helpers import Read, read_stream, uvicorn
 from redis_fixture import running_redis
 
 from tokenwire.asgi import StreamRequest, TokenStreams
+from tokenwire.core.clock import RealClock
+from tokenwire.core.tokenlog import StreamState
+from tokenwire.redislog.streams import open_log
 
 TEXT = "".join(f" t{i}" for i in range(60))
 
@@ -130,3 +134,27 @@ def test_takeover_is_end_or_continue() -> None:
 
     with pytest.raises(ValueError, match="takeover must be 'end' or 'continue', got 'restart'"):
         TokenStreams(model, takeover="restart")
+
+
+def test_take_over_takes_only_a_free_lease_of_a_stream_still_generating() -> None:
+    with running_redis() as redis_server:
+        mine, theirs = (open_log(f"{redis_server.url}?lease_ms=5000", RealClock().now) for _ in range(2))
+
+        async def scenario() -> list[tuple[str, bool]]:
+            seen = []
+            for state in ("generating", "cancelled", "done"):
+                await mine.aio.create(state, {"model": "asgi"}, 100)
+                await mine.aio.claim(state)
+                seen.append((f"{state}, held", (await theirs.aio.take_over(state)).owned))
+                await mine.aio.set_state(state, StreamState(state))
+                await mine.aio.release(state)
+                seen.append((f"{state}, free", (await theirs.aio.take_over(state)).owned))
+                seen.append((f"{state}, state", (await theirs.aio.state(state)).value == state))
+            await mine.aio.close()
+            await theirs.aio.close()
+            return seen
+
+        seen = asyncio.run(scenario())
+    assert seen == [("generating, held", False), ("generating, free", True), ("generating, state", True),
+                    ("cancelled, held", False), ("cancelled, free", False), ("cancelled, state", True),
+                    ("done, held", False), ("done, free", False), ("done, state", True)]

@@ -132,7 +132,7 @@ def test_a_continued_model_read_by_httpx_sse_completes_across_five_instance_deat
     assert got.ids == list(range(N)) and got.text == MODEL_TEXT
     assert got.end is not None and got.end[0] == "done" and "stopped_early" not in got.end[1]
     assert _deaths(runs, got.started, got.ended) >= 5
-    assert len(got.opens) >= 2 and set(got.statuses) <= {200, 503}
+    assert len(got.opens) >= 2 and not [s for s in got.statuses if 400 <= s < 500]     # never lost, never refused
     starts = _prefixes_exact(runs, runs["streams"]["httpx"]["stream_id"])
     assert starts[0] == 0 and len(starts) >= 2 and starts == sorted(set(starts)), starts
 
