@@ -36,7 +36,6 @@ from typing import Any
 
 from ..core.clock import RealClock
 from ..core.effects import Process
-from ..core.model import Model, answer
 from ..core.pipeline import RunSpec
 from ..core.stream import Stream
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
@@ -130,9 +129,7 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
 
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
     """Create a stream of ``spec`` in ``log``; returns it (with a per-token trace only if ``keep_trace``)."""
-    return Stream(stream_id, Model(answer(spec.tokens), spec.timing()), log, policy=spec.policy,
-                  capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms,
-                  meta=spec_to_meta(spec), keep_trace=keep_trace)
+    return spec.stream(Stream, stream_id, log, meta=spec_to_meta(spec), keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -141,9 +138,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         spec = spec_from_meta(log.meta(stream_id))
     except ValueError:
         raise UnknownStream(stream_id) from None      # made by something that is not a live server
-    return Stream(stream_id, Model(answer(spec.tokens), spec.timing()), log, policy=spec.policy,
-                  capacity=spec.capacity, on_disconnect=spec.on_disconnect, retry_ms=spec.retry_ms, attach=True,
-                  keep_trace=False)
+    return spec.stream(Stream, stream_id, log, attach=True, keep_trace=False)
 
 
 NewStream = Callable[..., Stream]
@@ -171,7 +166,7 @@ def _let_go(forgotten: LiveStream | Stream | None) -> None:
 
 
 class Registry:
-    """Live streams by id, the producer threads, and the open-stream limit.
+    """Live streams by id, the producers running, and the open-stream limit.
 
     ``new_stream``/``attach_stream`` build the ``Stream`` objects (a shared
     log passes ones that make streams aware of other instances).

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.channel import BoundedChannel
 from ..core.clock import RealClock
 from ..core.effects import Await, Effect, Process, Put, Sleep, TokenItem
-from ..core.model import Model, answer
+from ..core.model import Model
 from ..core.pipeline import RunSpec
 from ..core.stream import Attached, CursorOutOfRange, Stream
 from ..core.tokenlog import (
@@ -249,9 +249,7 @@ def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool
     """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it."""
     if not is_shared(log):
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
-    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
-                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
-                        retry_ms=spec.retry_ms, meta=registry.spec_to_meta(spec), keep_trace=keep_trace)
+    return spec.stream(SharedStream, stream_id, log, meta=registry.spec_to_meta(spec), keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -266,9 +264,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         spec = registry.spec_from_meta(log.meta(stream_id))
     except ValueError:
         raise UnknownStream(stream_id) from None
-    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
-                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
-                        retry_ms=spec.retry_ms, attach=True, keep_trace=False)
+    return spec.stream(SharedStream, stream_id, log, attach=True, keep_trace=False)
 
 
 async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
@@ -277,9 +273,7 @@ async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
     meta = {**registry.spec_to_meta(spec), "policy": spec.policy.value, "capacity": spec.capacity}
     await log.aio.create(stream_id, meta, spec.tokens)  # type: ignore[attr-defined]
-    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
-                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
-                        retry_ms=spec.retry_ms, attach="checked", keep_trace=keep_trace)
+    return spec.stream(SharedStream, stream_id, log, attach="checked", keep_trace=keep_trace)
 
 
 async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
@@ -293,9 +287,7 @@ async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
         raise UnknownStream(stream_id) from None
     if total != spec.tokens:
         raise UnknownStream(stream_id)          # not a stream a live server made
-    return SharedStream(stream_id, Model(answer(spec.tokens), spec.timing()), log,  # type: ignore[arg-type]
-                        policy=spec.policy, capacity=spec.capacity, on_disconnect=spec.on_disconnect,
-                        retry_ms=spec.retry_ms, attach="checked", keep_trace=False)
+    return spec.stream(SharedStream, stream_id, log, attach="checked", keep_trace=False)
 
 
 def make_registry(url: str | None, attach_stream_async: registry.AttachStreamAsync | None = None,
