@@ -24,7 +24,7 @@ Both readers reconnect at once: an ``EventSource`` would first wait the
 stream's ``retry`` (750 ms), the same in both cases.  Percentiles
 interpolate linearly (``statistics.quantiles(method="inclusive")``).
 
-    python -m bench.resume_gap [--kills 20]
+    python -m bench.resume_gap [--kills 20] [--cut-streams 6] [--lease-ms 600] [--only death|cut]
 """
 
 from __future__ import annotations
@@ -157,17 +157,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.resume_gap", description=__doc__.split("\n")[0])
     parser.add_argument("--kills", type=int, default=20, help="instance deaths per kind (default 20)")
     parser.add_argument("--cut-streams", type=int, default=6, help="streams read under max_duration_s (default 6)")
+    parser.add_argument("--lease-ms", type=int, default=None, help="the log's lease (default: its own, 2000)")
+    parser.add_argument("--only", choices=("death", "cut"), default=None, help="one of the two measurements")
     args = parser.parse_args(argv)
-    print(f"# {machine()}")
+    print(f"# {machine()}; lease_ms={args.lease_ms or 'default'}")
     redis = RedisServer()
+    url = redis.url if args.lease_ms is None else f"{redis.url}?lease_ms={args.lease_ms}"
     try:
         for name, stream in (("canned answer (deterministic takeover)", CANNED),
                              ("model, takeover='continue'", MODEL)):
+            if args.only == "cut":
+                break
             redis.ask(b"FLUSHALL")
-            print(f"death, {name}: {_summary(death_gaps(redis.url, stream, args.kills))}", flush=True)
+            print(f"death, {name}: {_summary(death_gaps(url, stream, args.kills))}", flush=True)
         for name, stream in (("canned answer", CANNED), ("model, takeover='continue'", MODEL)):
+            if args.only == "death":
+                break
             redis.ask(b"FLUSHALL")
-            cuts, within = cut_gaps(redis.url, stream, args.cut_streams)
+            cuts, within = cut_gaps(url, stream, args.cut_streams)
             print(f"max_duration_s=1 cut, {name}: {_summary(cuts)}; between tokens otherwise: {_summary(within)}",
                   flush=True)
     finally:
