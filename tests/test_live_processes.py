@@ -236,3 +236,19 @@ def test_the_access_log_gives_an_event_streams_bytes(loop: str) -> None:
     (line,) = lines
     assert line.split()[-2:] == ["200", str(len(body))], line       # every byte the stream sent, not 0
 
+
+
+# -- 7: SIGTERM with the Redis log and more open streams than the grace lets finish -------------
+@pytest.mark.parametrize("loop", LOOPS)
+def test_sigterm_on_redis_with_streams_past_the_grace_exits_without_a_traceback(loop: str, own_redis: object) -> None:
+    url = own_redis.url  # type: ignore[attr-defined]
+    with serve(loop, "--grace-s", "0.5", "--log", url) as server:
+        streams = [_open_stream(server.port, "/stream?tokens=200&producer_ms=20") for _ in range(40)]
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.wait()
+        for sock in streams:
+            sock.close()
+    said = "".join(server.err_lines)
+    assert code == 0, said
+    for bad in ("Traceback", "Task was destroyed", "was never awaited", "no running event loop", "Error"):
+        assert bad not in said, said

@@ -35,6 +35,7 @@ Routes (the README lists the status codes):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import resource
@@ -77,6 +78,8 @@ ACCEPT_BATCH = 16
 FD_MARGIN = 64
 # How often a graceful shutdown looks whether everything has ended.
 _DRAIN_POLL_S = 0.02
+# Rounds of cancelling what is left on the loop at exit (a cancelled task may start one more).
+_QUIESCE_ROUNDS = 5
 # What a connection closed at the end of the grace gets to flush its last frame.
 _FLUSH_S = 1.0
 
@@ -141,6 +144,7 @@ class LiveServer:
         try:
             loop.run_until_complete(self._serve(loop, signals))
         finally:
+            loop.run_until_complete(self._quiesce())
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
             self._finished.set()
@@ -170,6 +174,23 @@ class LiveServer:
             await self._drain(grace_s)
         finally:
             self.routes.close()
+
+    async def _quiesce(self) -> None:
+        """End what still runs on the loop before it closes, quietly: the stream processes past the grace
+        (their cleanup runs now, on the loop), the tasks they awaited, then the token log's connections."""
+        if self.driver is not None:
+            self.driver.close()
+        for _ in range(_QUIESCE_ROUNDS):          # cancelling one task can start another (a last log write)
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            if not tasks:
+                break
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        close = getattr(self.registry.aio, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
 
     def shutdown(self, grace_s: float = 0.0) -> None:
         """Stop ``serve_forever`` (from another thread) and wait for it to return: streams get ``grace_s``.

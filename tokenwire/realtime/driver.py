@@ -32,6 +32,7 @@ for a run that owns the thread (a ``clock=real`` report).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -75,6 +76,7 @@ class LoopDriver:
         self.on_error = on_error
         self.spawn_hook = spawn_hook      # what a Spawn effect calls (a registry counts its producers)
         self.running = 0
+        self._live: set[Proc] = set()     # the processes not ended yet (``close`` ends them)
         self._now = self.clock.now
         self._timers: Timers[Proc] = Timers(self.loop, self._now, precise)
         self._lot = ParkingLot(self.loop, self._now, self._wake)
@@ -99,6 +101,7 @@ class LoopDriver:
         """Start ``proc`` on the next loop turn; returns a future of its return value."""
         future: asyncio.Future[Any] = self.loop.create_future()
         p = Proc(proc, wire, self._now(), future)
+        self._live.add(p)
         self.running += 1
         self.loop.call_soon(self._step, p, None)
         return future
@@ -111,7 +114,20 @@ class LoopDriver:
         self._private.run(self.running > 0)
         return self.clock.now()
 
+    def close(self) -> None:
+        """End every process now, on the loop, each told with ``GeneratorExit`` (its cleanup runs here, not at
+        interpreter exit on a closed loop); their futures are cancelled.  For a server that is stopping."""
+        while self._live:
+            p = self._live.pop()
+            self.running -= 1
+            with contextlib.suppress(Exception):
+                p.gen.close()
+            p.future.cancel()
+
     def _end(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
+        if p not in self._live:
+            return                            # ended by ``close`` while a callback was on its way
+        self._live.discard(p)
         self.running -= 1
         if error is None:
             p.future.set_result(value)
