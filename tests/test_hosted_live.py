@@ -1,8 +1,9 @@
 """The hosted live page (``api/live.py``, the second Vercel function) under uvicorn: with ``TOKENWIRE_LOG_URL`` on a
 real redis-server it serves ``/live`` and its files and resumes a cut stream on another instance; without it, a
-503 naming the setting.  And what Vercel reads: ``vercel.json`` routes the live paths to it, ``requirements.txt``
-gives it uvicorn and redis, the report function does not import them, and the report links to ``/live`` where the
-live function has its log.
+503 naming the setting; with ``TOKENWIRE_MAX_DURATION_S`` it ends each connection in time and the npm
+``eventsource`` client comes back by itself, to the whole answer.  And what Vercel reads: ``vercel.json`` routes
+the live paths to it, ``requirements.txt`` gives it uvicorn and redis, the report function does not import them,
+and the report links to ``/live`` where the live function has its log.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
 from asgi_helpers import ROOT, read_stream, uvicorn
 from redis_fixture import running_redis
+from serverless_sim import require_eventsource
 
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.page import LIVE_CSP
@@ -120,3 +123,38 @@ def test_the_report_links_to_live_where_the_live_function_has_its_log(monkeypatc
         beside = httpx.get(f"{url}/?format=html&tokens=20").text
     assert 'href="/live?' not in alone and 'href="/live?' in beside
     assert "secret" not in beside
+
+
+# The npm eventsource client reads one stream to its `done`, reconnecting by itself, and prints what it saw.
+NODE_READER = r"""
+const EventSource = require(process.argv[2]);
+const source = new EventSource(process.argv[3]);
+const seen = {tokens: [], opens: [], end: null};
+source.addEventListener('open', (e) => { if (e.data) seen.opens.push(JSON.parse(e.data)); });
+source.addEventListener('token', (e) => seen.tokens.push([Number(e.lastEventId), e.data]));
+source.addEventListener('done', (e) => {
+  seen.end = JSON.parse(e.data);
+  source.close();
+  console.log(JSON.stringify(seen));
+  process.exit(0);
+});
+setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 30000);
+"""
+
+
+def test_max_duration_ends_each_connection_and_an_eventsource_comes_back_at_once(tmp_path: Path) -> None:
+    client = require_eventsource()
+    script = tmp_path / "read.js"
+    script.write_text(NODE_READER)
+    with running_redis() as redis_server:
+        env = {LOG_URL_ENV: redis_server.url, "TOKENWIRE_MAX_DURATION_S": "1"}
+        with uvicorn("live:app", env=env, app_dir=API) as one, uvicorn("live:app", env=env, app_dir=API) as other:
+            made = httpx.post(f"{one.url}/streams?tokens=150&producer_ms=20").json()
+            done = subprocess.run(["node", str(script), str(client), other.url + made["events_url"]],
+                                  capture_output=True, text=True, timeout=40)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    seen = json.loads(done.stdout)
+    assert [index for index, _ in seen["tokens"]] == list(range(150))
+    assert "".join(text for _, text in seen["tokens"]) == "".join(ANSWER[:150])
+    assert len(seen["opens"]) >= 3 and all(o["resumed"] for o in seen["opens"][1:])    # cut every second
+    assert seen["end"]["tokens"] == 150
