@@ -134,6 +134,9 @@ def test_takeover_is_end_or_continue() -> None:
 
     with pytest.raises(ValueError, match="takeover must be 'end' or 'continue', got 'restart'"):
         TokenStreams(model, takeover="restart")
+    with pytest.raises(ValueError, match="takeover must be 'end' or 'continue', got 'Continue'"):
+        TokenStreams(takeover="Continue")
+    assert TokenStreams(takeover="continue").models is None              # the canned answer continues anyway
 
 
 def test_take_over_takes_only_a_free_lease_of_a_stream_still_generating() -> None:

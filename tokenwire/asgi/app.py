@@ -41,7 +41,7 @@ from ..realtime import LoopDriver
 from ..redislog.streams import make_registry
 from . import scope as asgi
 from .lifecycle import Lifecycle
-from .model_source import ModelSource, attach
+from .model_source import ModelSource, attach, check_takeover
 from .model_stream import ModelFactory
 from .wire import AsgiWire, Receive, Send
 
@@ -97,6 +97,7 @@ class TokenStreams:
         self.registry: Registry = make_registry(log, attach_stream_async=self._attach, max_live=max_live,
                                                 max_streams=max_streams, create_burst=create_burst,
                                                 create_rate=create_rate)
+        takeover = check_takeover(takeover)     # refused even without a model (the canned answer always continues)
         self.models = None if model is None else ModelSource(
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
             takeover=takeover)

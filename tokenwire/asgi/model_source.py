@@ -45,7 +45,7 @@ from .shared_model import (
     request_to_meta,
 )
 
-__all__ = ["TAKEOVERS", "ModelSource", "attach"]
+__all__ = ["TAKEOVERS", "ModelSource", "attach", "check_takeover"]
 
 # What a follower does when a model stream's owner is gone: end it ("owner lost"), or continue the model.
 TAKEOVERS = ("end", "continue")
@@ -53,14 +53,19 @@ TAKEOVERS = ("end", "continue")
 logger = logging.getLogger("tokenwire.asgi")
 
 
+def check_takeover(takeover: str) -> str:
+    """Return ``takeover`` if it is one of ``TAKEOVERS``; raises ``ValueError`` naming it otherwise."""
+    if takeover not in TAKEOVERS:
+        raise ValueError(f"takeover must be 'end' or 'continue', got {takeover!r}")
+    return takeover
+
+
 class ModelSource:
     """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``."""
 
     def __init__(self, factory: ModelFactory, registry: Registry, *, policy: Policy, buffer: int,
                  on_disconnect: OnDisconnect, takeover: str = "end") -> None:
-        if takeover not in TAKEOVERS:
-            raise ValueError(f"takeover must be 'end' or 'continue', got {takeover!r}")
-        self.factory, self.registry, self.takeover = factory, registry, takeover
+        self.factory, self.registry, self.takeover = factory, registry, check_takeover(takeover)
         self.policy, self.buffer, self.on_disconnect = policy, buffer, on_disconnect
         self.streams: weakref.WeakSet[ModelStream] = weakref.WeakSet()
 
