@@ -72,11 +72,13 @@ def require_eventsource() -> Path:
 
 @dataclass(frozen=True)
 class Kill:
-    """One instance death: when (``time.monotonic()``), which slot, which process."""
+    """One instance death: when (``time.monotonic()``, and ``time.time()`` for other processes' clocks), which
+    slot, which process."""
 
     at: float
     slot: int
     pid: int
+    wall: float
 
 
 def _haproxy_config(port: int, backends: list[int]) -> str:
@@ -192,7 +194,7 @@ class ServerlessSim:
                 proc = self.procs[slot]
                 if proc is not None:
                     _kill(proc)
-                    self.kills.append(Kill(time.monotonic(), slot, proc.pid))
+                    self.kills.append(Kill(time.monotonic(), slot, proc.pid, time.time()))
                 self._spawn(slot)
             deadlines[slot] = time.monotonic() + self.life_s
 

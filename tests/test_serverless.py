@@ -115,12 +115,13 @@ def _prefixes_exact(runs: dict[str, Any], stream_id: str) -> list[int]:
     return [call["start"] for call in calls]
 
 
-def test_a_continued_model_read_by_eventsource_completes_across_instance_deaths(runs: dict[str, Any]) -> None:
+def test_a_continued_model_read_by_eventsource_completes_across_five_instance_deaths(runs: dict[str, Any]) -> None:
     seen = runs["results"]["node"]
     ids = [index for index, _ in seen["tokens"]]
     assert ids == list(range(N)), "every index once, in order"
     assert "".join(text for _, text in seen["tokens"]) == MODEL_TEXT
     assert seen["end"][0] == "done" and seen["end"][1]["tokens"] == N and "stopped_early" not in seen["end"][1]
+    assert sum(1 for kill in runs["kills"] if seen["started"] / 1000 <= kill.wall <= seen["ended"] / 1000) >= 5
     assert len(seen["opens"]) >= 2 and [o["start_index"] for o in seen["opens"]] == sorted(
         o["start_index"] for o in seen["opens"])
     starts = _prefixes_exact(runs, runs["streams"]["node"]["stream_id"])
