@@ -128,15 +128,15 @@ def _quote(value: object) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Ending:
+class EarlyEnd:
     """Why a model stream ended before its model did: ``reason``, and the error event's message if it failed."""
 
     reason: str
     error: str | None = None
 
 
-CANCELLED = Ending("cancelled")
-OWNER_LOST = Ending("owner lost")
+CANCELLED = EarlyEnd("cancelled")
+OWNER_LOST = EarlyEnd("owner lost")
 
 
 class _OpenLength(Model):
@@ -203,7 +203,7 @@ class ModelStream(Stream):
     """A ``Stream`` fed by ``source``, an async iterator of ``str`` (None: none here, e.g. joined from elsewhere).
 
     ``ending`` is None while the model runs and after it ran out; an
-    ``Ending`` once it was stopped early or failed.  ``policy``,
+    ``EarlyEnd`` once it was stopped early or failed.  ``policy``,
     ``capacity``, ``on_disconnect``, ``retry_ms``, ``meta`` and ``attach``
     are ``Stream``'s.
     """
@@ -217,7 +217,7 @@ class ModelStream(Stream):
                          keep_trace=False)
         self.source = source
         self.position = 0                    # the index the source yields next
-        self.ending: Ending | None = None
+        self.ending: EarlyEnd | None = None
         self._pending: asyncio.Future[object] | None = None
         self.released = False                # the iterator was closed before any producer ran it
 
@@ -308,7 +308,7 @@ class ModelStream(Stream):
         return self._made(index, token)
         yield  # unreachable: it makes this a generator
 
-    def _ending(self, total: int, ending: Ending | None) -> Process:
+    def _ending(self, total: int, ending: EarlyEnd | None) -> Process:
         """Record how the model ended in the log, then close every reader's channel."""
         self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
         self._close(total, ending)
@@ -321,7 +321,7 @@ class ModelStream(Stream):
         self.ring(item)
         return item
 
-    def _close(self, total: int, ending: Ending | None) -> None:
+    def _close(self, total: int, ending: EarlyEnd | None) -> None:
         """The model is over after ``total`` tokens: every reader drains, then gets the closing frame."""
         self.total, self.ending = total, ending
         self.producer_running = False
@@ -332,7 +332,7 @@ class ModelStream(Stream):
 
     def _failing(self, total: int, message: str, exc: BaseException | None = None) -> Process:
         logger.error("tokenwire stream %s: %s", self.stream_id, message, exc_info=exc)
-        yield from self._ending(total, Ending("error", message))
+        yield from self._ending(total, EarlyEnd("error", message))
 
     def _close_source(self) -> Process:
         source, self.source = self.source, None

@@ -50,7 +50,7 @@ from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
 from ..redislog.streams import AwaitedReads
-from .model_stream import CANCELLED, OWNER_LOST, Ending, ModelFactory, ModelStream, StreamRequest, open_source
+from .model_stream import CANCELLED, OWNER_LOST, EarlyEnd, ModelFactory, ModelStream, StreamRequest, open_source
 
 __all__ = ["META", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta", "request_from_meta",
            "request_to_meta"]
@@ -58,11 +58,11 @@ __all__ = ["META", "Continuation", "SharedModelStream", "attach_model_stream", "
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
 # A stream stopped early for a reason another process cannot know (the model raised, a cancel there).
-STOPPED = Ending("stopped")
+STOPPED = EarlyEnd("stopped")
 
 
 # What a follower's check returns when it took the lease of a stream whose owner is gone (continuation).
-_TAKEN = Ending("taken over")
+_TAKEN = EarlyEnd("taken over")
 # The meta key a continuable stream's request is kept under.
 REQUEST_KEY = "request"
 
@@ -131,7 +131,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self.handing_off = self.continuation is not None and self.producer_running and self.ending is None
         super().stop()
 
-    def _ending(self, total: int, ending: Ending | None) -> Process:
+    def _ending(self, total: int, ending: EarlyEnd | None) -> Process:
         if self.handing_off and ending is CANCELLED:
             try:
                 yield Await(self.aio.release(self.stream_id))              # free for a continuation at once
@@ -191,7 +191,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
             self._lost()
             raise
 
-    def _ended_elsewhere(self) -> Generator[Effect, Any, Ending | None | bool]:
+    def _ended_elsewhere(self) -> Generator[Effect, Any, EarlyEnd | None | bool]:
         """How the owner ended the stream, or False while it is still generating."""
         state = yield Await(self.aio.state(self.stream_id, patient=True))
         if state is StreamState.DONE:
