@@ -42,7 +42,9 @@ __all__ = ["Followed", "Kill", "ServerlessSim", "follow", "require_eventsource",
 
 # How long haproxy and the first instances may take to listen.
 START_TIMEOUT_S = 20.0
-# haproxy's health check: every 100 ms, one failure marks an instance down, one success up again.
+# haproxy's health check: every 100 ms, one failure marks an instance down, one success up again.  (Its
+# config also says `option http-no-delay`: without it haproxy holds small writes back, and an event stream
+# arrives in bursts up to ~300 ms apart.)
 CHECK = "check inter 100 fall 1 rise 1"
 
 
@@ -92,6 +94,7 @@ defaults
   timeout server 60s
   retries 3
   option redispatch 1
+  option http-no-delay
 frontend front
   bind 127.0.0.1:{port}
   default_backend instances
