@@ -283,3 +283,40 @@ def follow(url: str, *, timeout_s: float = 90.0) -> Followed:
             time.sleep(retry_s)
     got.ended = time.monotonic()
     return got
+
+
+def main() -> None:
+    """``python tests/serverless_sim.py``: one continued model and the canned answer read through the simulator."""
+    import statistics
+
+    from redis_fixture import running_redis
+
+    calls = Path(tempfile.mkdtemp()) / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=600&block_ms=100",
+               "TOKENWIRE_TEST_CALLS": str(calls)}
+        with ServerlessSim("serverless_apps:app", env) as sim:
+            made = {"continued": httpx.post(f"{sim.url}/continued/streams?n=300&delay_ms=100").json(),
+                    "canned": httpx.post(f"{sim.url}/canned/streams?tokens=277&producer_ms=100").json()}
+            got: dict[str, Followed] = {}
+            readers = [threading.Thread(target=lambda k=k: got.__setitem__(k, follow(sim.url + made[k]["events_url"])))
+                       for k in made]
+            for reader in readers:
+                reader.start()
+            for reader in readers:
+                reader.join(120)
+            for name, read in got.items():
+                gaps = sorted(b[2] - a[2] for a, b in zip(read.tokens, read.tokens[1:], strict=False))
+                deaths, took = sim.kills_between(read.started, read.ended), read.ended - read.started
+                largest = [round(g * 1e3) for g in gaps[-5:]]
+                print(f"{name}: {len(read.ids)} tokens, each once in order: {read.ids == list(range(len(read.ids)))}, "
+                      f"ends {read.end[0] if read.end else None}, {len(read.opens)} connections, "
+                      f"{deaths} instance deaths in {took:.1f} s; gaps p50 {statistics.median(gaps) * 1e3:.0f} ms, "
+                      f"the largest {largest} ms")
+            starts = [json.loads(line)["start"] for line in calls.read_text().splitlines()
+                      if json.loads(line)["stream_id"] == made["continued"]["stream_id"]]
+            print(f"the model's factory was called at indexes {starts}; {sim.started} instances started in all")
+
+
+if __name__ == "__main__":
+    main()
