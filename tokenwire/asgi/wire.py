@@ -6,7 +6,7 @@ method) starts the coroutine and steps it once by hand: a server that takes
 the frame at once (uvicorn does, unless the client is slow) finishes it in
 that step, and the writer goes on without a trip through the event loop.
 Otherwise the half-run coroutine is handed to the request's own task, which
-``pump`` keeps for the life of the response: it finishes the write (waiting,
+``respond`` keeps (``_pump``) for the life of the response: it finishes the write (waiting,
 as the server's flow control says, for a slow reader) and then resumes the
 writer with True.  So a slow reader holds its writer, and a ``block``
 stream's producer with it: the backpressure reaches the model.
@@ -23,8 +23,9 @@ been taken for ``write_timeout_s`` (a reader that stopped reading: under
 uvicorn its connection is aborted, under another server the request task
 is cancelled, which makes the server close the connection).  Each answers
 the writer False at once and calls ``on_gone``, which lets go of the stream
-(``cancel`` or ``detach``, as configured) without waiting for the next frame.  The heartbeat is the writer's own (the
-endpoints'): this wire only writes what it is given.
+(``cancel`` or ``detach``, as configured) without waiting for the next
+frame.  The heartbeat is the writer's own (the endpoints'): this wire only
+writes what it is given.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import struct
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
-from ..core.frames import is_token_frame
+from ..core.frames import TOKEN_MARK
 
 __all__ = ["AsgiWire", "Receive", "Send", "eager_send"]
 
@@ -138,7 +139,7 @@ class AsgiWire:
             return False
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if is_token_frame(frame):
+        if TOKEN_MARK in frame:
             self.tokens_sent += 1
         return True
 

@@ -12,8 +12,8 @@ tens of microseconds, a tenth of a 0.5 ms step; the spin calls
 ``os.sched_yield``, which releases the GIL and returns in under a
 microsecond (``time.sleep(0)`` is itself a timed sleep, 50-100 us on Linux:
 the timer slack).  A long wait only sleeps: its overshoot is a tiny
-fraction of it, never accumulates across deadlines, and spinning on every
-one would cost CPU per stream in a server with hundreds of them.
+fraction of it and never accumulates across deadlines.  (A server does not
+pace with this clock's ``sleep_until``: the event-loop driver's timers do.)
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = ["ClockError", "RealClock", "VirtualClock", "ms_to_ns", "ns_to_ms"]
 # 200 us by spinning keeps a 0.5 ms period within a few percent.
 SPIN_NS = 200_000
 # Waits longer than this are slept whole: 100 us late is under 2% of them,
-# and a server's 20 ms steps should not each burn a spin.  Shorter ones (a
+# and a slow reader's steps should not each burn a spin.  Shorter ones (a
 # 0.5 ms model step, a reader's few ms) are where the spin pays.
 SPIN_LIMIT_NS = 5_000_000
 # What the spin calls: sched_yield where there is one (POSIX), else sleep(0).

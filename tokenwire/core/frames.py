@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from .sse import encode
 
-__all__ = ["DEFAULT_RETRY_MS", "TokenItem", "done_frame", "is_token_frame", "open_frame", "token_frame"]
+__all__ = ["DEFAULT_RETRY_MS", "TOKEN_MARK", "TokenItem", "done_frame", "open_frame", "token_frame"]
 
-# How a token frame is told from the others (the field order may change; a
-# data line always starts with "data:", so this line cannot be forged).
-_TOKEN_LINE = b"event: token\n"
-_INNER_TOKEN_LINE = b"\n" + _TOKEN_LINE
+# How a wire tells a token frame from the others (``TOKEN_MARK in frame``):
+# its event line, which always follows its id line.  A data line always
+# starts with "data:" (the encoder splits data at every line break), so
+# this cannot be forged.
+TOKEN_MARK = b"\nevent: token\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +48,6 @@ def open_frame(stream_id: str, *, resumed: bool, start_index: int, policy: str, 
 def token_frame(item: TokenItem) -> bytes:
     """Return the frame for one token: ``id: <index>``, ``event: token``, the text as data."""
     return encode(item.text, event="token", id=str(item.index))
-
-
-def is_token_frame(frame: bytes) -> bool:
-    """True if ``frame`` is a ``token`` frame (what a wire counts as a token sent)."""
-    return frame.startswith(_TOKEN_LINE) or _INNER_TOKEN_LINE in frame
 
 
 def done_frame(total: int, *, delivered_from: int, dropped: int) -> bytes:

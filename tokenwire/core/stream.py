@@ -87,7 +87,7 @@ class Ending(StrEnum):
     CUT = "cut"                    # the disconnect policy cut the reader off
     CLOSED_BY_SERVER = "closed"    # the server closed it after cut_after token frames
     PEER_GONE = "peer-gone"        # the reader hung up (or a write failed)
-    REPLACED = "replaced"          # a newer connection to the same stream took over
+    REPLACED = "replaced"          # the channel was let go under it: the peer declared gone, or the log lost it
 
 
 class TraceEntry(NamedTuple):

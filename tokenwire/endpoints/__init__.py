@@ -1,7 +1,10 @@
 """The live endpoints, sans-IO: request rules, the streams registry, and what each request gets.
 
-``params`` parses a live request and its ``Last-Event-ID``, ``rules`` holds
-the paths, headers, refusals and messages, ``config`` the limits, and
+``decisions`` is what goes in and what comes out, ``decide`` the
+``Endpoints`` that decide (create, open, resume), ``params`` parses a live
+request and its ``Last-Event-ID``, ``rules`` holds the paths, headers,
+refusals and messages, ``writing`` an open stream's writer and heartbeat,
+``page`` the live page and its files, ``config`` the limits, and
 ``registry`` the streams served.  The adapters (``tokenwire.live`` over h11,
 ``tokenwire.asgi`` over ASGI) translate a request in and a decision out.
 """

@@ -1,7 +1,7 @@
 """The live endpoints' settings: their limits, each a named default, ``LiveConfig``, and the journal's record.
 
-How this works: ``LiveConfig`` holds what a ``tokenwire serve`` flag can
-change (every time in seconds); the other limits are constants, each with
+How this works: ``LiveConfig`` holds what a ``tokenwire serve`` flag (or the
+demo) can change (every time in seconds); the other limits are constants, each with
 why that number (the README lists them).  ``ConnectionLog`` is what the
 server remembers of each finished event-stream connection, in a journal of
 at most ``JOURNAL_SIZE`` entries, for tests and the demo to inspect.
@@ -69,9 +69,10 @@ REQUEST_QUEUE_SIZE = 4096
 # as soon as any stream ends, and an EventSource retries after `retry` anyway.
 RETRY_AFTER_S = 1
 # Open connections at once (streams, pages, requests still arriving): past
-# it a new connection gets an immediate 503 and is closed.  Below the common
-# 1,024 file descriptors once the server's own are counted, above the
-# 1,000-stream bench.
+# it a new connection takes the slot of an idle one or gets an immediate 503.
+# Above the 1,000-stream bench; the descriptor limit caps it further (the
+# soft limit less what is open and a margin), and ``tokenwire serve`` raises
+# the soft limit to the hard one.
 DEFAULT_MAX_CONNECTIONS = 4000
 # Report pages rendered at once, each in a process of its own: a render is
 # ~10 ms of CPU, and in a thread it would hold the GIL the streams' loop
@@ -110,7 +111,7 @@ class LiveConfig:
     bytes (the demo, to make the kernel's queue small and visible); None
     leaves the kernel's autotuning alone.  sample_queues: record the send
     queue (``TIOCOUTQ``) after each frame and keep each connection's wire.
-    access_log: print one line per request on stderr.  max_connections:
+    access_log: log one line per request (``tokenwire.access``) and the shutdown notice.  max_connections:
     open connections at once (more get 503).  grace_s: how long a SIGTERM
     lets open streams run to their end.  max_duration_s: end each event-stream
     connection after this long, at a frame boundary (its reader reconnects

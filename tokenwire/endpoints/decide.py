@@ -5,10 +5,11 @@ with an ``Answer`` or an ``OpenStream`` (``decisions``).  The sequence is the
 one both servers follow, in this order, so the same request gets the same
 refusal from either: the path and method (404, 405, 501), a chunked body
 (411), the query (400), the body (413, read only now, by the adapter's
-``read_body``), the open-stream slots (503, before anything is made), the
-client's creation quota (429), then the stream is made; an events request
-reads its cursor (400), the log (404, 410), says 204 to a reader that has
-everything, and takes a slot (503).  A ``RequestError`` or a token-log
+``read_body``); for ``GET /stream`` the open-stream slots (503, before
+anything is made); the client's creation quota (429), then the stream is
+made.  An events request finds the stream (404), reads its cursor (400),
+checks the log still holds what follows it (410), says 204 to a reader that
+has every token, and takes a slot (503).  A ``RequestError`` or a token-log
 failure anywhere is the refusal it names (``rules``).
 
 What a new stream is differs: the canned answer (``CannedSource``, the

@@ -106,7 +106,7 @@ def parse_count(name: str, value: str) -> int:
 
 
 def utf8(raw: str) -> str:
-    """Return text ``http.server`` decoded as Latin-1 (request line, headers) decoded as UTF-8 instead.
+    """Return text an adapter decoded as Latin-1 (request target, headers) decoded as UTF-8 instead.
 
     Bytes that are not UTF-8 become U+FFFD, so a message can quote them.
     """

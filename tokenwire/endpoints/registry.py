@@ -4,9 +4,9 @@ How this works: ``create`` makes a ``Stream`` (a model, the shared token log,
 the producer) under a fresh unguessable id (``secrets.token_urlsafe``), so
 reading a stream requires having been told its id.  ``get`` finds it again;
 a stream the token log has evicted (too old, or too many streams) is
-forgotten here too and reported as ``UnknownStream``.  ``connection()`` is
-the admission gate for open event streams: past ``max_live`` it raises
-``Busy`` (the server answers 503 with ``Retry-After``).  Producers run as
+forgotten here too and reported as ``UnknownStream``.  ``open_slot()`` is
+the admission gate for open event streams (``close_slot()`` gives it back):
+past ``max_live`` it raises ``Busy`` (a 503 with ``Retry-After``).  Producers run as
 processes on the server's event-loop driver (``driver``, set when the server
 starts); ``producers_running`` counts them, so a test can see a cancelled
 producer actually end.  ``admit_creation`` is the per-client creation
@@ -15,7 +15,7 @@ before it can crowd out other clients' streams.
 
 The token log is passed in (``MemoryTokenLog`` on this registry's clock by
 default), which is the one seam a shared log such as Redis Streams plugs
-into, with the two functions that build ``Stream`` objects for it.  A
+into, with the factories (plain and awaited) that build ``Stream`` objects for it.  A
 stream's spec is written to the log's meta (``spec_to_meta``), so when
 ``get`` does not know an id it asks the log and, if another instance (or an
 earlier eviction from this registry) left the stream there, rebuilds it
@@ -50,7 +50,7 @@ STREAM_ID_BYTES = 16
 # Open event streams at once.  Each costs a socket, a writer and a producer
 # on the one event loop (a few KiB); 1,024 holds the 1,000-stream bench and
 # refuses a flood with 503 long before file descriptors run out (the common
-# default limit is 1,024 per process; the server raises its soft limit).
+# default limit is 1,024 per process; ``tokenwire serve`` raises its soft limit).
 DEFAULT_MAX_LIVE = 1024
 # Streams one client address may create in a burst, and how fast its
 # allowance refills: a load test that opens 2,000 streams from one address
@@ -106,8 +106,8 @@ class LiveStream:
             return cut
 
 
-# The meta key a stream's spec is kept under; the same layout as
-# ``shared_stream``, so either side can rebuild the other's streams.
+# The meta key a stream's spec is kept under (``redislog.streams`` uses the
+# same functions, so any instance can rebuild the others' streams).
 SPEC_KEY = "spec"
 
 

@@ -1,9 +1,10 @@
 """The live server: real sockets, streams that stay open, resume from ``Last-Event-ID``.
 
-``server`` binds and runs it (``tokenwire serve``), ``http`` reads one
-connection with h11, ``routes`` adapts each request to the endpoints
-(``tokenwire.endpoints``), ``sockets`` holds the socket wire and kernel
-figures.
+``command`` is ``tokenwire serve`` (flags, logger, banner), ``server``
+binds and runs it, ``http`` reads one connection with h11, ``routes``
+adapts each request to the endpoints (``tokenwire.endpoints``), ``pages``
+renders report pages in worker processes, ``sockets`` holds the socket wire
+and kernel figures.
 """
 
 from ..endpoints.config import LiveConfig

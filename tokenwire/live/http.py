@@ -13,9 +13,9 @@ A request has ``request_timeout_s`` in total to arrive (request line,
 headers, and a ``POST /streams`` body), however slowly it trickles in: one
 loop timer from the connection's start, never restarted by a byte.  Then the
 server's ``dispatch`` answers it with an ``Answer`` (written whole, and the
-connection closed: one request per connection, as before) or an
-``EventStream`` (the connection's writer process runs on the event-loop
-driver, writing through a ``TransportWire``).  Transport flow control
+connection closed: one request per connection) or None: the routes have
+sent the ``200`` and handed a ``TransportWire`` to the endpoints' writer,
+which runs on the event-loop driver.  Transport flow control
 (``pause_writing``/``resume_writing``) is handed to that wire, so a slow
 reader holds only its own writer.  A client that goes away is not an
 error: at most one access-log line, never a traceback.

@@ -1,4 +1,4 @@
-"""``tokenwire serve``: the report pages and the live SSE endpoints on one event loop, in one thread.
+"""The live server (``LiveServer``): the report pages and the live SSE endpoints on one event loop, in one thread.
 
 How this works: ``LiveServer`` binds its listening socket when it is made
 (so the port is known at once), and ``serve_forever`` runs an event loop
@@ -18,7 +18,9 @@ loop stops accepting for a second and tries again (asyncio's own rule), one
 line is logged, and nothing spins.  ``shutdown(grace_s)`` stops accepting,
 lets pages in flight finish and open streams run to their ``done`` for up to
 ``grace_s``, then closes the rest (each after the frame it was writing);
-SIGTERM and SIGINT do that with the configured grace and the command exits 0.
+SIGTERM and SIGINT do that with the configured grace (``tokenwire serve``,
+in ``command``, then exits 0).  Before the loop closes, what still runs on
+it is ended there (``_quiesce``), so nothing is left to a closed loop.
 
 Routes (the README lists the status codes):
 

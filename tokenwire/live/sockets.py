@@ -31,7 +31,7 @@ import termios
 from collections.abc import Callable
 from typing import Protocol
 
-from ..core.frames import is_token_frame
+from ..core.frames import TOKEN_MARK
 from ..endpoints.config import DEFAULT_WRITE_TIMEOUT_S
 
 __all__ = [
@@ -142,7 +142,7 @@ class TransportWire:
         self.transport.write(frame)
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if is_token_frame(frame):
+        if TOKEN_MARK in frame:
             self.tokens_sent += 1
             if self.sample:             # where each token frame ends, for the demo's kernel figures
                 self._token_ends.append(self.bytes_sent)

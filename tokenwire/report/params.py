@@ -16,8 +16,8 @@ tokens or shorter, so that ``?tokens=10`` alone is valid; an explicit value
 must be from 0 to ``tokens - 1`` (``cut_after_message``: one range and one
 message for the report, ``/live``, the command and the demo).  An empty
 ``cut_after`` is the default too: the page's form leaves the field blank so
-that the cut follows whatever ``tokens`` the visitor picks.  The same module
-is meant for the live server's ``POST /streams?...``.  Messages name
+that the cut follows whatever ``tokens`` the visitor picks.  The live
+endpoints parse ``POST /streams?...`` with it too (``tokenwire.endpoints.params``).  Messages name
 parameters as the query does (``reader_ms``) or, from ``parse_cli``, as flags
 (``--reader-ms``).
 """
