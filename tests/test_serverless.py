@@ -56,9 +56,16 @@ setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 90000)
 
 
 def _made(sim: ServerlessSim, mount: str, query: str) -> dict[str, Any]:
-    got = httpx.post(f"{sim.url}{mount}/streams?{query}", timeout=10)
-    assert got.status_code == 201, got.text
-    return dict(got.json())
+    """Create a stream through haproxy; a create whose instance died under it is tried again, as a client would."""
+    for _ in range(5):
+        try:
+            got = httpx.post(f"{sim.url}{mount}/streams?{query}", timeout=10)
+        except httpx.HTTPError:
+            continue
+        if got.status_code not in (502, 503, 504):
+            assert got.status_code == 201, got.text
+            return dict(got.json())
+    raise AssertionError(f"no instance created a stream for {mount}/streams?{query} in 5 tries")
 
 
 def _node(sim: ServerlessSim, script: Path, url: str) -> dict[str, Any]:
