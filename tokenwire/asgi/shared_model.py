@@ -214,7 +214,6 @@ class SharedModelStream(AwaitedReads, ModelStream):
         yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))    # its owner died
         return OWNER_LOST
 
-
     # -- a follower continuing the model of a dead owner ---------------------------------------
     def _continue(self, cursor: int) -> Process:
         """This process holds the lease now: pass on the logged rest, then run the model again from there."""
