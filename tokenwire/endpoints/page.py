@@ -56,5 +56,5 @@ def static_file(name: str) -> Answer:
     if name == "live.css":          # it starts with the report's stylesheet, so both pages look alike
         body = live_stylesheet()
     else:
-        body = resources.files("tokenwire.live").joinpath("static", name).read_bytes()
+        body = resources.files("tokenwire").joinpath("live", "static", name).read_bytes()   # not importing live/
     return Answer(200, (("Content-Type", content_type), *SECURITY_HEADERS, ("Cache-Control", "no-cache")), body)
