@@ -91,11 +91,13 @@ return {m[1], m[2], length(KEYS[2]), m[3]}
 """
 
 # The group commit: one call carries a round's appends, each fenced by its own stream's lease.
-# KEYS tokens, lease per append; ARGV owner, maxlen, ttl_ms, then entry id (0-<index+1>), token per append
+# KEYS every append's tokens key, then every append's lease key (in the same order); ARGV owner, maxlen,
+# ttl_ms, then entry id (0-<index+1>), token per append
 # -> the appends refused, flat: position (from 0), status, value for each ({} when all are logged), where
 # status, value is 'lease', owner | 'conflict', length | 'unknown', 0.
-# The lease holder's path is two commands: GET the lease, XADD with the explicit id (which Redis
-# refuses for a taken index); the stream is trimmed to MAXLEN by the lease renewal.  Without the
+# One MGET reads every lease of the round (the script is atomic: no lease changes while it runs); then the
+# lease holder's path is one command per append, XADD with the explicit id (which Redis refuses for a taken
+# index); the stream is trimmed to MAXLEN by the lease renewal.  Without the
 # lease, or when the XADD is refused, every check is made (on the stream's meta key, the tokens key's
 # sibling in the same hash slot): the stream exists, the index is the next one and within the total,
 # or it is a retried append that already landed (same token, same owner).  The TTLs are re-armed by
@@ -118,9 +120,11 @@ local function checked(tokens, id, token)
   return {'conflict', len}
 end
 local out = {}
-for i = 0, #KEYS / 2 - 1 do
-  local tokens, id, token = KEYS[2 * i + 1], ARGV[4 + 2 * i], ARGV[5 + 2 * i]
-  local o = redis.call('GET', KEYS[2 * i + 2])
+local n = #KEYS / 2
+local leases = redis.call('MGET', unpack(KEYS, n + 1, 2 * n))
+for i = 0, n - 1 do
+  local tokens, id, token = KEYS[i + 1], ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+  local o = leases[i + 1]
   local r = 0
   if o == owner then
     local added = redis.pcall('XADD', tokens, id, 't', token, 'by', owner)

@@ -4,7 +4,11 @@ How this works: every command a process or a route sends to Redis is queued
 here and answered through a future.  While no round is in flight the next
 loop turn starts one; while one is in flight, what arrives meanwhile waits
 for it to be answered and goes in the next round (at most one round trip of
-waiting).  A round is one pipeline on the writer's one connection: a single
+waiting).  While other streams append here too, a round of appends alone is
+held for more until its oldest append is ``GATHER_S`` old or it carries
+``GATHER_APPENDS`` (gathering: part of Redis's cost is per round, so fuller
+rounds cost it less per token).  A round is one pipeline on the writer's
+one connection: a single
 ``APPEND_MANY`` script call carrying every queued append (each fenced by its
 own stream's lease and next index, so a refused append fails that stream's
 future alone), then the other queued commands (creations, resume reads,
@@ -36,8 +40,8 @@ from redis.retry import Retry
 from ..core.tokenlog import LogError, LogUnavailable
 from .scripts import SCRIPTS, appended
 
-__all__ = ["MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND", "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter",
-           "Settings"]
+__all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
+           "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter", "Settings"]
 
 # A request's wait for Redis before it is answered 503: Redis answers in well
 # under a millisecond on a LAN, so a second means it is down or wedged.
@@ -51,6 +55,18 @@ STALL_TIMEOUT_S = 10.0
 MAX_APPENDS_PER_ROUND = 1024
 # Other commands in one round (creations, reads, state changes).
 MAX_COMMANDS_PER_ROUND = 512
+# Gathering (PostgreSQL's commit_delay and commit_siblings): a round of appends is held for more, up to
+# GATHER_S after its oldest append was queued or until it has GATHER_APPENDS, while the last round carried
+# at least GATHER_SIBLINGS (other streams append here too).  Redis pays a share of every round whatever it
+# carries (its wake-up, reads and writes, the script call), besides ~2-4 us an append: at 300 streams x 50
+# tokens/s rounds went back to back every ~1.3 ms with ~18 appends each and Redis spent ~6 us a token;
+# held for up to 4 ms they carry ~60-100 (measured, bench/RESULTS.md, issue 17).  What it costs: a token's
+# append may wait up to GATHER_S more before its round is sent (on top of the round in flight), so the
+# token reaches its reader up to that much later; a lone stream (or a few) never waits, and a round with
+# any other command queued (a request waits on it) goes at once.
+GATHER_S = 0.004
+GATHER_APPENDS = 128        # ~2.5 ms of 1,000 streams' tokens: past it a round gains little by waiting
+GATHER_SIBLINGS = 4         # fewer appenders fill a round too slowly to be worth a token's wait
 # A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
 _NOSCRIPT_RETRIES = 2
 
@@ -129,6 +145,10 @@ class LogWriter:
         self._appends: list[_Append] = []
         self._commands: list[_Command] = []
         self._flushing = False
+        self._oldest = 0.0                    # loop time the oldest queued append was queued at
+        self._last_appends = 0                # appends the last round carried
+        self._gathering: asyncio.Future[None] | None = None   # set while a round is held for more appends
+        self.gathered_s = 0.0                 # time rounds were held for more appends (for tests and the bench)
         self._conn: Any = None                # the writer's one connection, taken from its pool once
         self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self.rounds = 0                       # rounds sent (for tests and the bench)
@@ -140,6 +160,8 @@ class LogWriter:
         """Queue one command; returns the future of its (parsed) reply."""
         future: asyncio.Future[Any] = self.loop.create_future()
         self._commands.append(_Command(args, future, parse))
+        if self._gathering is not None:
+            _settle(self._gathering)                 # a command is not held: the round goes now
         self._kick()
         return future
 
@@ -151,7 +173,11 @@ class LogWriter:
     def append(self, stream_id: str, index: int, token: str) -> asyncio.Future[None]:
         """Queue a fenced append; the future is done once Redis has it (or raises the core's ``LogError``)."""
         future: asyncio.Future[None] = self.loop.create_future()
+        if not self._appends:
+            self._oldest = self.loop.time()
         self._appends.append(_Append(stream_id, self.settings._keys(stream_id), index, token, future))
+        if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
+            _settle(self._gathering)                 # full enough: the round goes now
         self._kick()
         return future
 
@@ -164,20 +190,39 @@ class LogWriter:
     async def _flush(self) -> None:
         try:
             while self._appends or self._commands:
+                await self._gather()
                 appends, self._appends = self._appends[:MAX_APPENDS_PER_ROUND], self._appends[MAX_APPENDS_PER_ROUND:]
+                if appends:
+                    self._last_appends = len(appends)
                 commands = self._commands[:MAX_COMMANDS_PER_ROUND]
                 del self._commands[:MAX_COMMANDS_PER_ROUND]
                 await self._round(appends, commands)
         finally:
             self._flushing = False
 
+    async def _gather(self) -> None:
+        """Hold the round for more appends (see ``GATHER_S``): at most until its oldest append is GATHER_S old."""
+        if self._commands or self._last_appends < GATHER_SIBLINGS or len(self._appends) >= GATHER_APPENDS:
+            return
+        wait = self._oldest + GATHER_S - self.loop.time()
+        if wait <= 0:
+            return
+        gathering = self._gathering = self.loop.create_future()
+        timer = self.loop.call_later(wait, _settle, gathering)
+        started = self.loop.time()
+        try:
+            await gathering
+        finally:
+            timer.cancel()
+            self._gathering = None
+            self.gathered_s += self.loop.time() - started
+
     def _append_call(self, appends: list[_Append]) -> tuple[Any, ...]:
         s = self.settings
-        keys: list[str] = []
+        keys = [a.keys[1] for a in appends]
+        keys += [a.keys[2] for a in appends]          # the leases after the tokens: the script MGETs them at once
         args: list[Any] = [s.owner_id, s.maxlen, s.ttl_ms]
         for a in appends:
-            keys.append(a.keys[1])
-            keys.append(a.keys[2])
             args.append(f"0-{a.index + 1}")
             args.append(a.token)
         return ("EVALSHA", self.shas["append_many"], len(keys), *keys, *args)
