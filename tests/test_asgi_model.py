@@ -164,3 +164,18 @@ def test_a_factory_refusing_its_parameters_is_a_400_with_its_message(server: Uvi
                                                                     "got 'bad'"})
     assert httpx.get(f"{server.url}/tokens/stream?n=3&n=4").status_code == 400
     assert "Traceback" not in server.stderr().split("RuntimeError")[0]
+
+
+@pytest.mark.parametrize("mount", ["/tokens", "/cancel"])
+def test_a_model_that_fails_before_its_first_token_is_seen_failing_by_a_plain_reconnect(server: Uvicorn,
+                                                                                         mount: str) -> None:
+    """Issue 18, item 2: a stream that ended before index 0 answers a reconnect without ``Last-Event-ID`` with
+    its ending (200), never with a 204 that would tell an ``EventSource`` it has everything."""
+    url = create(server, "n=10&delay_ms=1&mode=raise&at=0", mount=mount)
+    first = read_stream(url)
+    assert first.ids == [] and first.last.event == "error"
+    assert first.last_json() == {"error": "the model raised RuntimeError", "tokens": 0}
+    again = httpx.get(url)
+    assert again.status_code == 200, again.text
+    assert "event: error" in again.text and '"tokens": 0' in again.text
+    assert "id: -1" not in again.text                   # no id an EventSource would send back as Last-Event-ID
