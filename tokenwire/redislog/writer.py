@@ -60,11 +60,13 @@ MAX_COMMANDS_PER_ROUND = 512
 # at least GATHER_SIBLINGS (other streams append here too).  Redis pays a share of every round whatever it
 # carries (its wake-up, reads and writes, the script call), besides ~2-4 us an append: at 300 streams x 50
 # tokens/s rounds went back to back every ~1.3 ms with ~18 appends each and Redis spent ~6 us a token;
-# held for up to 4 ms they carry ~60-100 (measured, bench/RESULTS.md, issue 17).  What it costs: a token's
+# held for up to 3-4 ms they carry ~60-90 (measured, bench/RESULTS.md, issue 17).  What it costs: a token's
 # append may wait up to GATHER_S more before its round is sent (on top of the round in flight), so the
 # token reaches its reader up to that much later; a lone stream (or a few) never waits, and a round with
 # any other command queued (a request waits on it) goes at once.
-GATHER_S = 0.004
+# 3 ms: under a fraction of a millisecond nothing changes (a loaded process's round trip is already longer);
+# 4-8 ms measured no lower within this machine's run-to-run noise, and widen the gaps between a reader's tokens.
+GATHER_S = 0.003
 GATHER_APPENDS = 128        # ~2.5 ms of 1,000 streams' tokens: past it a round gains little by waiting
 GATHER_SIBLINGS = 4         # fewer appenders fill a round too slowly to be worth a token's wait
 # A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
