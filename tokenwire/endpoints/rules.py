@@ -22,8 +22,16 @@ from dataclasses import dataclass
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
 from .config import RETRY_AFTER_S
-from .params import RequestError, cut_range_message, echo, header_text, parse_count, resume_cursor, split_query
-from .params import unknown_stream_message
+from .params import (
+    RequestError,
+    cut_range_message,
+    echo,
+    header_text,
+    parse_count,
+    resume_cursor,
+    split_query,
+    unknown_stream_message,
+)
 from .registry import Busy, OverQuota
 
 __all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "KNOWN_METHODS", "NO_CONTENT_HEADERS",
