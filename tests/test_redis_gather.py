@@ -98,3 +98,19 @@ def test_a_held_round_goes_at_once_when_full_or_when_a_command_comes(redis_serve
     full_s, ping_s, lone_s = _scene(redis_server.url, loop, monkeypatch, 8, body)
     assert full_s < BOUND_S, full_s                # GATHER_APPENDS queued: not held for the bound
     assert ping_s < BOUND_S and lone_s < BOUND_S, (ping_s, lone_s)    # the command took the held append along
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_commands_sent_again_after_noscript_keep_their_order(redis_server, loop, monkeypatch):
+    """Redis forgot the scripts (a restart, SCRIPT FLUSH): a round's script commands are sent again in the order
+    they were asked (a create, then the claim of the same stream, lands as a create then a claim)."""
+    async def body(aio: Any, ids: list[str]) -> list[bool]:
+        await aio.command("SCRIPT", "FLUSH")
+        fresh = [f"n{i}" for i in range(5)]
+        owned = []
+        for sid in fresh:                                    # each pair asked in one loop turn: one round
+            made, claim = await asyncio.gather(aio.create(sid, {}, 10), aio.claim(sid))
+            owned.append(claim.owned)
+            aio.disown(sid)
+        return owned
+    assert _scene(redis_server.url, loop, monkeypatch, 1, body) == [True] * 5

@@ -5,8 +5,9 @@ tag (``{id}``) so that they live in one cluster slot and a Lua script may
 touch them together:
 
 - ``<prefix>:{id}:meta``, a hash: ``params`` (the JSON meta given to ``create``:
-  what any instance needs to rebuild the stream), ``total``, ``length`` (the
-  next index) and ``state`` (generating / done / cancelled);
+  what any instance needs to rebuild the stream), ``total``, ``state``
+  (generating / done / cancelled) and ``creator`` (the create call's token);
+  the length (the next index) is the last entry's id, nothing written per token;
 - ``<prefix>:{id}:tokens``, a Redis stream: token ``i`` is the entry with id
   ``0-(i+1)`` and fields ``t`` (the text) and ``by`` (the owner that made it).
   "After cursor c" is then the exclusive start ``0-(c+1)`` for ``XRANGE``
@@ -22,8 +23,9 @@ than ``length`` (``IndexConflict``), which is what makes "never an index
 twice" hold even across a lease hand-over.  A retried append that already
 landed (the reply was lost) is recognised and succeeds.
 
-Memory is bounded per stream by ``MAXLEN`` (exact, so a cursor before the
-first kept token is a ``LogGap``, as in memory) and in time by a TTL set at
+Memory is bounded per stream by ``MAXLEN``, trimmed exactly by the owner's
+lease renewal rather than per append (a cursor before the first kept token
+is a ``LogGap``, as in memory), and in time by a TTL set at
 creation and re-armed by the owner's lease renewal and every state change;
 the number of streams is bounded by that TTL times the creation rate (give
 Redis a ``maxmemory`` for a hard cap).  Any error from Redis (down, timing
@@ -235,7 +237,7 @@ class RedisTokenLog:
         """Take the lease if it is free, or extend it (to ``hold_ms``) if this instance holds it.
 
         Returns a ``Claim``; a finished stream is never claimed.  The blocking
-        face renews nothing (its loop runs no timer between calls): claim again.
+        face renews nothing (``claim`` disowns at once): claim again.
         Raises ``UnknownStream``, ``LogUnavailable``.
         """
         claim = self._run(self.aio.claim(stream_id, hold_ms))

@@ -64,7 +64,7 @@ class _Follow:
 
 
 class LogReader:
-    """One event loop's shared blocking read; ``wait`` is a follower's ``XREAD BLOCK`` of its own."""
+    """One event loop's shared blocking read; ``wait`` stands in for a follower's own ``XREAD BLOCK``."""
 
     def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, writer: LogWriter) -> None:
         self.settings, self.loop, self.writer = settings, loop, writer

@@ -1,11 +1,10 @@
-"""The Redis token log's Lua scripts, and what their replies mean (for the log and its asyncio twin).
+"""The Redis token log's Lua scripts, and what their replies mean.
 
 How this works: every write is one script, so "check the lease, check the
-index, XADD, re-arm the TTLs" is atomic on the server.  The functions below
-turn a script's (or a pipeline's) reply into a value or the core's
-``LogError``; ``RedisTokenLog`` (redis-py) and ``AsyncRedisLog``
-(redis.asyncio) send the same scripts and read the replies here, so the two
-cannot disagree.
+index, XADD" is atomic on the server (the TTLs are re-armed by RENEW_MANY,
+on the owner's renewal timer).  The functions below turn a script's reply
+into a value or the core's ``LogError``, for ``AsyncRedisLog``, the one
+implementation (``RedisTokenLog`` runs its coroutines).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
 
 __all__ = ["APPEND_MANY", "CLAIM", "CREATE", "INFO", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE",
-           "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created", "entry_index", "followed",
+           "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created", "entry_index",
            "tokens_read"]
 
 
@@ -257,13 +256,6 @@ def claimed(stream_id: str, reply: Any) -> Claim:
     if owned == -1:
         raise UnknownStream(stream_id)
     return Claim(owned == 1, int(length), str(owner))
-
-
-def followed(reply: Any, tokens_key: str) -> list[tuple[int, str]]:
-    if not reply:
-        return []
-    entries = reply[tokens_key] if isinstance(reply, dict) else reply[0][1]
-    return [(entry_index(entry_id), fields["t"]) for entry_id, fields in entries]
 
 
 def entry_index(entry_id: str) -> int:

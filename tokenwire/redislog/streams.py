@@ -31,9 +31,10 @@ instance that created it only wrote its spec.  A stale local copy is never
 trusted: every attach reads the log's length and tokens at one instant.
 
 ``open_log`` turns ``--log`` / ``TOKENWIRE_LOG_URL`` into a token log;
-``new_stream`` and ``attach_stream`` are the registry's stream factories
-for it (the spec is kept in the log's meta, so any instance can rebuild a
-stream), and ``make_registry`` puts the three together for ``tokenwire serve``.
+``new_stream``/``attach_stream`` and their awaited twins are the registry's
+stream factories for it (the spec is kept in the log's meta, so any instance
+can rebuild a stream), and ``make_registry`` puts them together for
+``tokenwire serve`` and ``TokenStreams``.
 """
 
 from __future__ import annotations

@@ -244,9 +244,17 @@ class LogWriter:
         if appends:
             noscript = self._appended(appends, replies[0])
             replies = replies[1:]
+        again: list[_Command] = []                # sent again after the scripts are loaded, in their order
+        missing: NoScriptError | None = None
         for command, reply in zip(commands, replies, strict=True):
-            noscript = self._answered(command, reply) or noscript
-        if noscript:
+            if isinstance(reply, NoScriptError):
+                again.append(command)
+                missing = reply
+            else:
+                self._answered(command, reply)
+        if missing is not None:
+            self._again(again, self._commands, missing)
+        if noscript or again:
             await self._load_scripts()
 
     async def _send(self, appends: list[_Append], commands: list[_Command]) -> list[Any]:
@@ -309,18 +317,14 @@ class LogWriter:
             _settle(a.future)
         return False
 
-    def _answered(self, command: _Command, reply: Any) -> bool:
-        if isinstance(reply, NoScriptError):
-            self._again([command], self._commands, reply)
-            return True
+    def _answered(self, command: _Command, reply: Any) -> None:
         if isinstance(reply, Exception):
             _settle(command.future, error=unavailable(self.settings, reply))
-            return False
+            return
         try:
             _settle(command.future, command.parse(reply) if command.parse is not None else reply)
         except LogError as exc:
             _settle(command.future, error=exc)
-        return False
 
     def _again(self, items: list[Any], queue: list[Any], reply: Exception) -> None:
         for item in items:
