@@ -32,7 +32,7 @@ from ..core.tokenlog import TokenLog
 from ..endpoints.decisions import Asked, LiveRequest
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
-from ..redislog.streams import attach_stream_async
+from ..redislog.streams import aio_of, attach_stream_async
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest, open_source
 from .shared_model import (
     META,
@@ -123,7 +123,7 @@ async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: P
     With ``models`` (the app's model source), a model stream made to be
     continued is continued here if its owner is gone.
     """
-    meta = await registry.aio.meta(stream_id)
+    meta = await aio_of(log).meta(stream_id)
     if not is_model_meta(meta):
         return await attach_stream_async(stream_id, log)
     continuation = models.continuation(request_from_meta(stream_id, meta)) if models is not None else None

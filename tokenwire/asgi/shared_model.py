@@ -49,7 +49,7 @@ from typing import Any
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
-from ..redislog.streams import AwaitedReads
+from ..redislog.streams import AwaitedReads, aio_of
 from .model_stream import CANCELLED, OWNER_LOST, EarlyEnd, ModelFactory, ModelStream, StreamRequest, open_source
 
 __all__ = ["META", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta", "request_from_meta",
@@ -100,7 +100,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
                  continuation: Continuation | None = None, **kwargs: Any) -> None:
         super().__init__(stream_id, source, log, attach="checked", **kwargs)
         self.spec = RunSpec(policy=self.policy, capacity=self.capacity, on_disconnect=self.on_disconnect)
-        self.aio: Any = log.aio  # type: ignore[attr-defined]
+        self.aio = aio_of(log)
         self.offered = -1
         self.continuation = continuation          # a follower may continue the model (takeover="continue")
         self.continued_at: int | None = None      # the index this process continued the model at
@@ -239,7 +239,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
 
 async def attach_model_stream(stream_id: str, log: TokenLog, **kwargs: Any) -> SharedModelStream:
     """Rebuild a model stream another process created in the shared ``log`` (a follower); raises ``UnknownStream``."""
-    if not is_model_meta(await log.aio.meta(stream_id)):  # type: ignore[attr-defined]
+    if not is_model_meta(await aio_of(log).meta(stream_id)):
         raise UnknownStream(stream_id)
     return SharedModelStream(stream_id, None, log, **kwargs)
 

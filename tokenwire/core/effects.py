@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .frames import TokenItem
 
@@ -32,8 +32,10 @@ class Mailbox(Protocol):
     """
 
     channel: BoundedChannel[TokenItem] | None
-    cond: Any
     keep_trace: bool
+
+    @property
+    def cond(self) -> object: ...    # the stream's SingleThread (a driver checks it)
 
     def offer(self, item: TokenItem) -> Outcome: ...
     def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken: ...
@@ -103,7 +105,7 @@ class _Timeout:
         return "TIMEOUT"
 
 
-TIMEOUT: Any = _Timeout()
+TIMEOUT: Final = _Timeout()
 
 Effect = Sleep | Put | Get | Send | Spawn | Await
 Process = Generator[Effect, Any, Any]

@@ -330,6 +330,7 @@ class Stream:
         if cut_after == 0:                  # the connection dies before its first token
             return self._left(channel, Ending.CLOSED_BY_SERVER)
         sent, last = 0, cursor
+        got: object                         # a TokenItem, a Taken reason, or TIMEOUT
         pending: deque[TokenItem | Taken] = deque(replay)
         while True:
             if pending:

@@ -32,13 +32,17 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.clock import RealClock
 from ..core.effects import Process
 from ..core.pipeline import RunSpec
 from ..core.stream import Stream
 from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
+from ..realtime import LoopDriver
+
+if TYPE_CHECKING:
+    from ..redislog.aio import AsyncRedisLog
 
 __all__ = ["AttachStreamAsync", "DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "DEFAULT_MAX_LIVE", "STREAM_ID_BYTES",
            "Busy", "LiveStream",
@@ -190,7 +194,7 @@ class Registry:
             raise ValueError(f"create_rate must be a positive number of streams per second, got {create_rate!r}")
         self.create_burst, self.create_rate, self.keep_trace = create_burst, float(create_rate), keep_trace
         self._allowance: OrderedDict[str, tuple[float, float]] = OrderedDict()   # client -> (tokens, when)
-        self.driver: Any = None          # the server's LoopDriver, set when it starts
+        self.driver: LoopDriver | None = None        # the server's, set when it starts
         self.clock = clock or RealClock()
         self.log: TokenLog = log if log is not None else MemoryTokenLog(
             self.clock.now, max_streams=max_streams, max_age_ns=max_age_ns)
@@ -198,7 +202,7 @@ class Registry:
         self._new_stream, self._attach_stream = new_stream, attach_stream
         # A log whose calls must be awaited (Redis) comes with async factories and its asyncio twin.
         self._new_stream_async, self._attach_stream_async = new_stream_async, attach_stream_async
-        self.aio: Any = getattr(self.log, "aio", None) if new_stream_async is not None else None
+        self.aio: AsyncRedisLog | None = getattr(self.log, "aio", None) if new_stream_async is not None else None
         self._streams: OrderedDict[str, LiveStream] = OrderedDict()
         self._lock = threading.Lock()
         self.live = 0
@@ -294,7 +298,7 @@ class Registry:
 
     async def get_async(self, stream_id: str) -> LiveStream:
         """``get``, with a shared log read by awaited calls; raises ``UnknownStream``, ``LogUnavailable``."""
-        if self._attach_stream_async is None:
+        if self._attach_stream_async is None or self.aio is None:
             return self.get(stream_id)
         live = self._known(stream_id)
         if live is None:
@@ -358,13 +362,18 @@ class Registry:
     # -- producers -----------------------------------------------------------
     def spawn(self, proc: Process) -> None:
         """Run a producer ``proc`` on the server's event-loop driver, counted in ``producers_running``."""
-        if self.driver is None:
-            raise RuntimeError("the registry has no driver: start the server before streaming")
+        driver = self.loop_driver()
         with self._lock:
             self._producers += 1
-        self.driver.spawn(proc).add_done_callback(self._producer_ended)
+        driver.spawn(proc).add_done_callback(self._producer_ended)
 
-    def _producer_ended(self, future: Any) -> None:
+    def loop_driver(self) -> LoopDriver:
+        """The server's event-loop driver; raises ``RuntimeError`` before the server has started."""
+        if self.driver is None:
+            raise RuntimeError("the registry has no driver: start the server before streaming")
+        return self.driver
+
+    def _producer_ended(self, future: object) -> None:
         """A producer ended (its error, if any, went to the driver's ``on_error``: a log error is expected)."""
         with self._lock:
             self._producers -= 1

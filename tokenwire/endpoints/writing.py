@@ -85,7 +85,7 @@ def write_events(decision: OpenStream, wire: EventWire, registry: Registry, conf
     cut = live.take_cut(decision.cut)
     writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9))
     writing = Writing(stream, channel)
-    done = registry.driver.spawn(writer, wire)
+    done = registry.loop_driver().spawn(writer, wire)
     limit = None
     if config.max_duration_s is not None:       # the platform's clock: end before it kills the response
         limit = asyncio.get_running_loop().call_later(config.max_duration_s, writing.expire)

@@ -96,7 +96,7 @@ class LiveServer:
         self.endpoints = Endpoints(self.registry, self.config)
         self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
         self.clock = self.registry.clock
-        self.driver: Any = None
+        self.driver: LoopDriver | None = None
         self.connections: set[HttpConnection] = set()
         # Connections that have not sent a complete request line, oldest first: when the server is
         # full, a new connection takes the slot of the first of them (O(1) to add, find and remove).

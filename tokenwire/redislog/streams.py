@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..core.channel import BoundedChannel
 from ..core.clock import RealClock
@@ -62,10 +62,11 @@ from ..core.tokenlog import (
 from ..endpoints import registry
 
 if TYPE_CHECKING:
+    from .aio import AsyncRedisLog
     from .blocking import Claim
 
-__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "attach_stream", "is_shared", "make_registry",
-           "new_stream", "open_log"]
+__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "aio_of", "attach_stream", "is_shared",
+           "make_registry", "new_stream", "open_log"]
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
@@ -86,6 +87,14 @@ def is_shared(log: TokenLog) -> bool:
     return all(hasattr(log, name) for name in ("claim", "release", "wait_after"))
 
 
+def aio_of(log: TokenLog) -> AsyncRedisLog:
+    """The awaited face of a shared ``log``; raises ``TypeError`` for a log that has none (the memory log)."""
+    aio = getattr(log, "aio", None)
+    if aio is None:
+        raise TypeError(f"a stream shared between instances needs a Redis log, got {log!r}")
+    return cast("AsyncRedisLog", aio)
+
+
 class AwaitedReads:
     """The writer's log reads as awaited steps: what a stream on a shared log mixes in before ``Stream``.
 
@@ -97,7 +106,7 @@ class AwaitedReads:
 
     stream_id: str
     total: int
-    aio: Any
+    aio: AsyncRedisLog
     offered: int
     join: Callable[..., Attached]
     producer_running: bool
@@ -142,7 +151,7 @@ class SharedStream(AwaitedReads, Stream):
 
     def __init__(self, stream_id: str, model: Model, log: SharedLog, **kwargs: Any) -> None:
         super().__init__(stream_id, model, log, **kwargs)
-        self.aio: Any = log.aio       # type: ignore[attr-defined]
+        self.aio = aio_of(log)
         self.fenced = 0
         self.failure: LogError | None = None
         self.offered = -1
@@ -273,7 +282,7 @@ async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep
     if not is_shared(log):
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
     meta = {**registry.spec_to_meta(spec), "policy": spec.policy.value, "capacity": spec.capacity}
-    await log.aio.create(stream_id, meta, spec.tokens)  # type: ignore[attr-defined]
+    await aio_of(log).create(stream_id, meta, spec.tokens)
     return spec.stream(SharedStream, stream_id, log, attach="checked", keep_trace=keep_trace)
 
 
@@ -281,7 +290,7 @@ async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
     """``attach_stream`` for code on an event loop; raises ``UnknownStream``, ``LogUnavailable``."""
     if not is_shared(log):
         return registry.attach_stream(stream_id, log)
-    meta, total, _, _ = await log.aio.info(stream_id)  # type: ignore[attr-defined]
+    meta, total, _, _ = await aio_of(log).info(stream_id)
     try:
         spec = registry.spec_from_meta(meta)
     except ValueError:

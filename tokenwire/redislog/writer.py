@@ -106,7 +106,7 @@ def unavailable(settings: Settings, exc: BaseException) -> LogUnavailable:
 class _Command:
     __slots__ = ("args", "future", "parse", "tries")
 
-    def __init__(self, args: tuple[Any, ...], future: asyncio.Future[Any], parse: Parse | None) -> None:
+    def __init__(self, args: tuple[object, ...], future: asyncio.Future[Any], parse: Parse | None) -> None:
         self.args, self.future, self.parse, self.tries = args, future, parse, 0
 
 
@@ -119,7 +119,7 @@ class _Append:
         self.tries = 0
 
 
-def _pack(args: Iterable[Any]) -> bytes:
+def _pack(args: Iterable[object]) -> bytes:
     """One command in RESP (an array of bulk strings): redis-py's own packing costs more than the round trip."""
     parts = []
     for arg in args:
@@ -158,7 +158,7 @@ class LogWriter:
         self._renewal: asyncio.TimerHandle | None = None
 
     # -- queueing ----------------------------------------------------------------------------------
-    def command(self, *args: Any, parse: Parse | None = None) -> asyncio.Future[Any]:
+    def command(self, *args: object, parse: Parse | None = None) -> asyncio.Future[Any]:
         """Queue one command; returns the future of its (parsed) reply."""
         future: asyncio.Future[Any] = self.loop.create_future()
         self._commands.append(_Command(args, future, parse))
@@ -167,7 +167,7 @@ class LogWriter:
         self._kick()
         return future
 
-    def script(self, name: str, keys: Iterable[str], args: Iterable[Any], parse: Parse | None = None
+    def script(self, name: str, keys: Iterable[str], args: Iterable[object], parse: Parse | None = None
                ) -> asyncio.Future[Any]:
         keys = tuple(keys)
         return self.command("EVALSHA", self.shas[name], len(keys), *keys, *args, parse=parse)
@@ -219,11 +219,11 @@ class LogWriter:
             self._gathering = None
             self.gathered_s += self.loop.time() - started
 
-    def _append_call(self, appends: list[_Append]) -> tuple[Any, ...]:
+    def _append_call(self, appends: list[_Append]) -> tuple[object, ...]:
         s = self.settings
         keys = [a.keys[1] for a in appends]
         keys += [a.keys[2] for a in appends]          # the leases after the tokens: the script MGETs them at once
-        args: list[Any] = [s.owner_id, s.maxlen, s.ttl_ms]
+        args: list[object] = [s.owner_id, s.maxlen, s.ttl_ms]
         for a in appends:
             args.append(f"0-{a.index + 1}")
             args.append(a.token)
