@@ -233,3 +233,33 @@ def test_max_duration_ends_each_connection_after_a_frame_and_the_stream_goes_on_
 
 def wire_stream(opened: OpenStream) -> str:
     return opened.live.stream_id
+
+
+def test_a_body_declared_past_the_limit_is_refused_before_the_query_is_read() -> None:
+    """The same 413 as ``tokenwire serve``'s HTTP layer gives, and before a bad query's 400."""
+    endpoints = _endpoints()
+    status, message = _error(_decide(endpoints, "POST", "/streams?bogus=1", {"Content-Length": "100000"}))
+    assert (status, message) == (413, "request body of 100000 bytes; at most 1024 are read")
+
+
+def test_a_stream_opened_after_the_shutdown_closed_the_others_ends_too() -> None:
+    async def main() -> Endpoints:
+        registry = Registry()
+        endpoints = Endpoints(registry, LiveConfig())
+        registry.driver = LoopDriver(asyncio.get_running_loop(), registry.clock, spawn_hook=registry.spawn)
+        assert endpoints.close_streams() == 0                # the shutdown: nothing open yet
+        opened = await endpoints.decide(_request("GET", "/stream?tokens=200&producer_ms=50"), _no_body)
+        assert isinstance(opened, OpenStream)
+        wire = _Wire()
+        endpoints.write(opened, wire)
+        await asyncio.wait_for(wire.ended.wait(), 5)         # not the 10 s the answer would take
+        return endpoints
+    endpoints = asyncio.run(main())
+    assert [entry.ending.value for entry in endpoints.journal] == ["closed"]
+    assert endpoints.registry.live == 0 and not endpoints.writing
+
+
+@pytest.mark.parametrize("sndbuf", [0, -1, 2**31, True, 1.5])
+def test_a_bad_send_buffer_size_is_refused_where_it_is_set(sndbuf: object) -> None:
+    with pytest.raises(ValueError, match=r"sndbuf must be None or a positive int"):
+        LiveConfig(sndbuf=sndbuf)  # type: ignore[arg-type]

@@ -101,7 +101,8 @@ class TokenStreams:
         self.models = None if model is None else ModelSource(
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
             takeover=takeover)
-        self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True)
+        self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True,
+                                   max_body_bytes=max_body_bytes)
         self.driver: LoopDriver | None = None
         self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)
 
@@ -140,7 +141,7 @@ class TokenStreams:
         decision = await self.endpoints.decide(asgi.live_request(scope),
                                                lambda: asgi.read_body(receive, self.max_body_bytes))
         if isinstance(decision, Answer):
-            await asgi.answer(send, decision.status, decision.headers, decision.body)
+            await asgi.answer(send, decision.status, decision.headers, decision.body, head=scope["method"] == "HEAD")
         elif decision is not None:
             await self._write(decision, receive, send)
 

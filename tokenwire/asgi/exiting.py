@@ -29,9 +29,14 @@ def watch_exit(on_exit: Callable[[], None]) -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
     loop = asyncio.get_running_loop()
+    listening = False
     for sig in EXIT_SIGNALS:
-        signal.signal(sig, _chained(loop, on_exit, signal.getsignal(sig)))
-    return True
+        previous = signal.getsignal(sig)
+        if previous is None or previous == signal.SIG_IGN:
+            continue               # installed outside Python (it could not be handed on), or the signal is ignored
+        signal.signal(sig, _chained(loop, on_exit, previous))
+        listening = True
+    return listening
 
 
 def _chained(loop: asyncio.AbstractEventLoop, on_exit: Callable[[], None],

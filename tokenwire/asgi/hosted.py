@@ -94,12 +94,7 @@ class HostedLive:
 
 async def _send(send: Send, answer: Answer, scope: dict[str, Any]) -> None:
     """Send ``answer``; a ``HEAD`` gets the headers (and the length) ``GET`` would, without the body."""
-    if scope.get("method") != "HEAD":
-        await asgi.answer(send, answer.status, answer.headers, answer.body)
-        return
-    headers = [*answer.headers, ("Content-Length", str(len(answer.body)))]
-    await send({"type": "http.response.start", "status": answer.status, "headers": asgi.asgi_headers(headers)})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    await asgi.answer(send, answer.status, answer.headers, answer.body, head=scope.get("method") == "HEAD")
 
 
 def hosted_app(environ: dict[str, str] | None = None) -> HostedLive:

@@ -39,6 +39,7 @@ class Lifecycle:
     def start(self) -> None:
         """Start on the running loop (again if it is a new one), listening for the server's exit."""
         if self._start():
+            self.exiting = False               # a new loop: a new server, which has not been told to exit
             watch_exit(self._exiting)
 
     async def run(self, receive: Receive, send: Send) -> None:

@@ -83,10 +83,11 @@ def asgi_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]
     return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
 
 
-async def answer(send: Send, status: int, headers: Iterable[tuple[str, str]], body: bytes = b"") -> None:
-    """Send a whole response (with its ``Content-Length``)."""
+async def answer(send: Send, status: int, headers: Iterable[tuple[str, str]], body: bytes = b"", *,
+                 head: bool = False) -> None:
+    """Send a whole response (with its ``Content-Length``); ``head``: the headers ``GET`` gets, no body."""
     fields = asgi_headers(headers)
     if status not in (204, 304):
         fields.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": fields})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    await send({"type": "http.response.body", "body": b"" if head else body, "more_body": False})

@@ -190,6 +190,9 @@ class AsgiWire:
                 raise
             await asyncio.sleep(0)      # our own watch cancelled it: let an aborted transport say it is lost
             return
+        except BaseException as exc:    # a send that failed some other way (middleware): the writer is told
+            self.lost(f"send failed: {type(exc).__name__}: {exc}")
+            raise
         finally:
             listener.cancel()
             if self._watcher is not None:

@@ -130,6 +130,9 @@ class LiveConfig:
     max_duration_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.sndbuf is not None and (isinstance(self.sndbuf, bool) or not isinstance(self.sndbuf, int)
+                                        or not 1 <= self.sndbuf < 2**31):
+            raise ValueError(f"sndbuf must be None or a positive int of bytes below 2**31, got {self.sndbuf!r}")
         duration = self.max_duration_s
         if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float))
                                      or not 0 < duration < 86_400):

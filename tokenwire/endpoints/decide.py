@@ -27,7 +27,7 @@ from typing import Protocol
 
 from ..core.tokenlog import LogError
 from . import rules
-from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
+from .config import JOURNAL_SIZE, MAX_BODY_BYTES, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, LiveRequest, OpenStream
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
@@ -78,11 +78,12 @@ class Endpoints:
     """
 
     def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
-                 alone: bool = False) -> None:
-        self.registry, self.config, self.alone = registry, config, alone
+                 alone: bool = False, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.registry, self.config, self.alone, self.max_body_bytes = registry, config, alone, max_body_bytes
         self.source: StreamSource = source if source is not None else CannedSource(registry)
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.writing: set[Writing] = set()      # the streams being written now
+        self.closing = False                    # a shutdown has closed the streams (close_streams)
 
     async def decide(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
         """The answer to ``request``: a whole ``Answer``, an ``OpenStream`` to write, or None (not a live path)."""
@@ -116,6 +117,7 @@ class Endpoints:
     async def _create(self, request: LiveRequest, read_body: ReadBody) -> Answer:
         if request.header_values("transfer-encoding"):
             raise rules.chunked_error()
+        rules.check_declared_body(request.header_values("content-length"), self.max_body_bytes)
         asked = self.source.parse(request.query)
         body = await read_body()
         live = await self._make(asked, request, body)
@@ -159,6 +161,8 @@ class Endpoints:
             self.release(decision)             # the writer never started: its slot goes back
             raise
         self.writing.add(writing)
+        if self.closing:
+            writing.close()                    # opened after the shutdown closed the others: it ends too
         return writing
 
     def release(self, decision: OpenStream) -> None:
@@ -168,6 +172,7 @@ class Endpoints:
 
     def close_streams(self) -> int:
         """End every stream being written after the frame it is writing (a shutdown); returns how many."""
+        self.closing = True
         writing = list(self.writing)
         for one in writing:
             one.close()

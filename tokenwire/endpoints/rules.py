@@ -36,13 +36,15 @@ from .registry import Busy, OverQuota
 
 __all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "KNOWN_METHODS", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error",
-           "chunked_error", "created", "error_body", "events_request", "last_event_id", "live_allow", "log_error",
-           "method_error", "no_route_error", "not_implemented_error", "quota_error"]
+           "check_declared_body", "chunked_error", "created", "error_body", "events_request", "last_event_id",
+           "live_allow", "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error"]
 
 EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
 # Methods some route answers (with 405 where a path does not take one); any
 # other method is 501, as RFC 9110 asks of a method a server does not implement.
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+# A Content-Length longer than this is left to the server's own parser (and past any limit here anyway).
+MAX_LENGTH_DIGITS = 9
 _ROUTES = "the routes here are POST /streams, GET /streams/<id>/events and GET /stream"
 # The methods each live path takes (a 405's Allow).
 ALLOW_STREAMS, ALLOW_GET = "POST", "GET"
@@ -91,6 +93,14 @@ def body_error(limit: int, size: int | None = None) -> RequestError:
     if size is None:
         return RequestError(413, f"request body longer than {limit} bytes")
     return RequestError(413, f"request body of {size} bytes; at most {limit} are read")
+
+
+def check_declared_body(content_length: list[str], limit: int) -> None:
+    """Raise the 413 for a body whose ``Content-Length`` says it is past ``limit`` (before anything else is read)."""
+    for value in content_length:
+        value = value.strip()
+        if value.isdigit() and len(value) <= MAX_LENGTH_DIGITS and int(value) > limit:
+            raise body_error(limit, int(value))
 
 
 def method_error(path: str, method: str, allow: str) -> RequestError:

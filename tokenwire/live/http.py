@@ -38,7 +38,7 @@ from ..endpoints.config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LIN
 from ..endpoints.decide import refusal
 from ..endpoints.decisions import Answer
 from ..endpoints.params import RequestError, utf8
-from ..endpoints.rules import KNOWN_METHODS, body_error, chunked_error, not_implemented_error
+from ..endpoints.rules import KNOWN_METHODS, body_error, check_declared_body, chunked_error, not_implemented_error
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
@@ -158,9 +158,10 @@ def _body_limits(fields: bytes) -> Answer | None:
         if name == b"transfer-encoding":
             return refusal(chunked_error())
         if name == b"content-length":
-            value = value.strip()
-            if value.isdigit() and len(value) <= 9 and int(value) > MAX_BODY_BYTES:
-                return refusal(body_error(MAX_BODY_BYTES, int(value)))
+            try:
+                check_declared_body([value.decode("latin-1")], MAX_BODY_BYTES)
+            except RequestError as exc:
+                return refusal(exc)
     return None
 
 

@@ -108,6 +108,8 @@ class Routes:
         try:
             self._write_stream(connection, request, decision)
         except BaseException:
+            if connection.wire is None:
+                self.server.endpoints.release(decision)      # the writer never started: its slot goes back
             connection.close_after(0)
             raise
         return None
