@@ -141,3 +141,15 @@ def test_a_request_trickled_one_byte_at_a_time_is_cut_at_the_request_timeout() -
         served = request(server, "GET", "/live")
     assert cut, f"the server still waited for the request after {sent} bytes over {sent * TRICKLE_EVERY_S:g} s"
     assert served[0] == 200
+
+
+def test_a_refused_request_still_being_sent_gets_its_answer_not_a_reset(server: LiveServer) -> None:
+    """A request refused before it was read whole (a 4 MB request line): the server answers, half-closes and
+    reads what still comes before it closes, so the client, still sending, reads the 414 instead of a reset."""
+    for _ in range(5):
+        with socket.create_connection(server.address, timeout=TIMEOUT_S) as sock:
+            sock.sendall(b"GET /?x=" + b"a" * (4 << 20) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 414 "), data[:100]

@@ -49,6 +49,10 @@ MAX_HEADERS = 100
 # What h11 may buffer for one event: our limits on the head, and a little slack.
 _H11_BUFFER = MAX_REQUEST_LINE + MAX_HEADER_BYTES + 1024
 _VERSION = re.compile(rb"HTTP/1\.[01]")
+# How long a connection refused before its request was read whole goes on reading (and dropping) what the
+# client still sends, after our answer and a FIN, before it is closed (the lingering close of Apache and
+# nginx): long enough for a client to finish sending a 70 KB request line and read the answer.
+LINGER_S = 2.0
 # The answer to a refused request sent right after accepting it (--max-connections).
 _REFUSED = "too many open connections: this server holds at most {cap}"
 
@@ -182,6 +186,7 @@ class HttpConnection(asyncio.Protocol):
         self._body = bytearray()
         self._deadline: asyncio.TimerHandle | None = None
         self._task: asyncio.Future[Any] | None = None
+        self._lingering = False                       # refused mid-request: reading what still comes, then closing
 
     # -- asyncio.Protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -204,15 +209,18 @@ class HttpConnection(asyncio.Protocol):
                 self.host.requested(self)
             refused = _precheck(self._head)
             if refused is not None:
-                self.answer(refused)
+                self.answer(refused, linger=True)
                 return
         try:
             self._h11.receive_data(data)
             self._events()
         except h11.RemoteProtocolError as exc:
-            self.answer(text_answer(exc.error_status_hint, f"bad request: {exc}"))
+            self.answer(text_answer(exc.error_status_hint, f"bad request: {exc}"), linger=True)
 
     def eof_received(self) -> bool | None:
+        if self._lingering:
+            self._close()                   # the client has read our answer and said all it will
+            return None
         if self.busy:
             return True      # the client has said all it will: the answer (or the stream) still goes out
         self._close()
@@ -248,7 +256,7 @@ class HttpConnection(asyncio.Protocol):
             elif isinstance(event, h11.Data):
                 self._body += event.data
                 if len(self._body) > MAX_BODY_BYTES:
-                    self.answer(refusal(body_error(MAX_BODY_BYTES)))
+                    self.answer(refusal(body_error(MAX_BODY_BYTES)), linger=True)
                     return
             elif isinstance(event, h11.EndOfMessage):
                 self._dispatch()
@@ -283,8 +291,16 @@ class HttpConnection(asyncio.Protocol):
             self.answer(answer, request=request)
 
     # -- answers -------------------------------------------------------------------
-    def answer(self, answer: Answer, *, request: Request | None = None, log: bool = True) -> None:
-        """Write ``answer`` whole (no body for HEAD) and close the connection."""
+    def answer(self, answer: Answer, *, request: Request | None = None, log: bool = True,
+               linger: bool = False) -> None:
+        """Write ``answer`` whole (no body for HEAD) and close the connection.
+
+        ``linger``: the request was refused before it was read whole, so the
+        connection is half-closed (a FIN after the answer) and what the client
+        still sends is read and dropped for up to ``LINGER_S`` before it is
+        closed: closing with unread bytes would make the kernel send a reset,
+        which can destroy the answer before the client reads it.
+        """
         if self.closed or self.transport is None:
             return
         self.busy = True
@@ -295,6 +311,11 @@ class HttpConnection(asyncio.Protocol):
         self.transport.write(head_bytes(answer.status, (*answer.headers, *length)) + body)
         if log:
             self.log(request, answer.status, len(body))
+        if linger and self.transport.can_write_eof():
+            self._lingering = True
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self._close)
+            return
         self._close()
 
     def log(self, request: Request | None, status: int, size: int) -> None:
