@@ -166,13 +166,7 @@ class AsyncRedisLog:
     # -- sharing: lease and following ------------------------------------------------------
     async def claim(self, stream_id: str, hold_ms: int | None = None) -> Claim:
         """Take the lease if free, or extend it if held here; an owned stream's lease is renewed on the timer."""
-        writer = self._here().writer
-        claim: Claim = await writer.script("claim", self.log._keys(stream_id),
-                                           [self.log.owner_id, hold_ms or self.log.lease_ms],
-                                           parse=lambda reply: claimed(stream_id, reply))
-        if claim.owned:
-            writer.own(stream_id)
-        return claim
+        return await self._lease("claim", stream_id, hold_ms)
 
     async def take_over(self, stream_id: str, hold_ms: int | None = None) -> Claim:
         """Take the lease of a stream still generating whose owner is gone (none holds it); else not owned.
@@ -180,8 +174,12 @@ class AsyncRedisLog:
         Unlike ``claim``, a stopped or finished stream is never marked generating again.  Raises
         ``UnknownStream``, ``LogUnavailable``.
         """
+        return await self._lease("take_over", stream_id, hold_ms)
+
+    async def _lease(self, script: str, stream_id: str, hold_ms: int | None) -> Claim:
+        """Run the lease ``script`` (claim, take_over); a lease taken is renewed on the writer's timer."""
         writer = self._here().writer
-        claim: Claim = await writer.script("take_over", self.log._keys(stream_id),
+        claim: Claim = await writer.script(script, self.log._keys(stream_id),
                                            [self.log.owner_id, hold_ms or self.log.lease_ms],
                                            parse=lambda reply: claimed(stream_id, reply))
         if claim.owned:
