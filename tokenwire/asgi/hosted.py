@@ -20,9 +20,8 @@ from typing import Any
 from ..endpoints.config import LiveConfig
 from ..endpoints.decide import refusal
 from ..endpoints.decisions import Answer
-from ..endpoints.page import live_page, page_allow, static_file
+from ..endpoints.page import page_answer
 from ..endpoints.params import RequestError
-from ..endpoints.rules import method_error
 from ..redislog.streams import LOG_URL_ENV
 from . import scope as asgi
 from .app import TokenStreams
@@ -64,20 +63,10 @@ class HostedLive:
         path = "/live" if path == FUNCTION_PATH else path
         if self.unavailable is not None and not path.startswith("/static/"):
             await _send(send, refusal(RequestError(503, self.unavailable)), scope)
-        elif page_allow(path) is not None:
-            await _send(send, self._page(path, str(scope["method"])), scope)
+        elif (page := page_answer(path, str(scope["method"]), self.config)) is not None:
+            await _send(send, page, scope)
         elif self.streams is not None:
             await self.streams(scope, receive, send)
-
-    def _page(self, path: str, method: str) -> Answer:
-        allow = page_allow(path)
-        assert allow is not None
-        try:
-            if method not in allow.split(", "):
-                raise method_error(path, method, allow)
-            return live_page(self.config) if path == "/live" else static_file(path[len("/static/"):])
-        except RequestError as exc:
-            return refusal(exc)
 
     async def _lifespan(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if self.streams is not None:

@@ -14,11 +14,12 @@ from importlib import resources
 from ..core.frames import DEFAULT_RETRY_MS
 from ..report.templating import ENV, live_stylesheet
 from .config import RETRY_AFTER_S, LiveConfig
+from .decide import refusal
 from .decisions import Answer
 from .params import LIVE_PARAMS, RequestError
-from .rules import NO_STORE, SECURITY_HEADERS
+from .rules import NO_STORE, SECURITY_HEADERS, method_error
 
-__all__ = ["ALLOW_PAGE", "LIVE_CSP", "LIVE_PACE_MS", "live_page", "page_allow", "static_file"]
+__all__ = ["ALLOW_PAGE", "LIVE_CSP", "LIVE_PACE_MS", "live_page", "page_allow", "page_answer", "static_file"]
 
 # The methods the page and its files take (a 405's Allow).
 ALLOW_PAGE = "GET, HEAD"
@@ -37,6 +38,19 @@ def page_allow(path: str) -> str | None:
     if path == "/live" or (path.startswith("/static/") and path[len("/static/"):] in _STATIC):
         return ALLOW_PAGE
     return None
+
+
+def page_answer(path: str, method: str, config: LiveConfig) -> Answer | None:
+    """The answer to ``method`` on the page or one of its files (405, 404 as refusals); None for any other path."""
+    allow = page_allow(path)
+    if allow is None:
+        return None
+    try:
+        if method not in allow.split(", "):
+            raise method_error(path, method, allow)
+        return live_page(config) if path == "/live" else static_file(path[len("/static/"):])
+    except RequestError as exc:
+        return refusal(exc)
 
 
 def live_page(config: LiveConfig) -> Answer:

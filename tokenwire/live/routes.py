@@ -21,15 +21,15 @@ from typing import Protocol
 from ..endpoints.config import JOURNAL_SIZE, LiveConfig
 from ..endpoints.decide import Endpoints, refusal
 from ..endpoints.decisions import Answer, LiveRequest, OpenStream
-from ..endpoints.page import ALLOW_PAGE, live_page, page_allow, static_file
+from ..endpoints.page import page_answer
 from ..endpoints.params import RequestError
-from ..endpoints.rules import SSE_HEADERS, live_allow, method_error
+from ..endpoints.rules import SSE_HEADERS, live_allow
 from ..handler import REPORT_PATHS, respond
 from .http import HttpConnection, Request, head_bytes
 from .pages import Pages
 from .sockets import TransportWire, shrink_buffers
 
-__all__ = ["Routes", "allowed_methods"]
+__all__ = ["Routes"]
 
 
 class ServerState(Protocol):
@@ -38,13 +38,6 @@ class ServerState(Protocol):
     endpoints: Endpoints
     config: LiveConfig
     wires: dict[str, TransportWire]
-
-
-def allowed_methods(path: str) -> str | None:
-    """Return the ``Allow`` value of a served ``path``, None for a path this server does not serve."""
-    if path in REPORT_PATHS:
-        return ALLOW_PAGE
-    return live_allow(path) or page_allow(path)
 
 
 class Routes:
@@ -78,18 +71,14 @@ class Routes:
 
     async def _page_route(self, request: Request) -> Answer:
         path, method = request.path, request.method
-        allow = allowed_methods(path)
-        if allow is None:
+        page = page_answer(path, method, self.server.config)     # the live page and its files: the endpoints'
+        if page is not None:
+            return page
+        if path not in REPORT_PATHS:
             return _respond("GET", request.target)        # the report's 404, whatever the method
-        if path in REPORT_PATHS and method not in ("GET", "HEAD"):
+        if method not in ("GET", "HEAD"):
             return _respond(method, request.target)       # the report's own 405
-        if method not in allow.split(", "):
-            raise method_error(path, method, allow)
-        if path in REPORT_PATHS:
-            return await self.pages.render(request.target)
-        if path == "/live":
-            return live_page(self.server.config)
-        return static_file(path[len("/static/"):])
+        return await self.pages.render(request.target)
 
     # -- the live routes -------------------------------------------------------------
     async def _live(self, request: Request, connection: HttpConnection) -> Answer | None:
