@@ -3,8 +3,9 @@ request at once: a new connection takes the slot of the oldest one that has not 
 and a connection that has sent its request is never shed for it (issue 18, item 8).
 
 Real processes on both loops: the server is ``python -m tokenwire serve`` (``test_loop_server_process.Served``);
-the idle connections are this process's own sockets that never send a byte.  What is asserted: statuses, that
-the open event stream runs to its ``done``, and the server's CPU time (``/proc``) per connection it closed.
+the idle connections are this process's own sockets that never send a byte.  What is asserted: statuses, and
+that the open event stream runs to its ``done``.  The server's CPU time (``/proc``) per connection it closed is
+printed, not asserted: it is a speed, and depends on what else the machine runs (the attacker shares it).
 """
 
 from __future__ import annotations
@@ -195,4 +196,4 @@ def test_under_ulimit_1024_a_client_holding_1100_idle_connections_does_not_keep_
     print(f"\n{loop}: probes {statuses}; the server closed {closed} idle connections in the window and spent "
           f"{cpu:.3f} s CPU: {per_close_us:.1f} us per closed connection")
     assert statuses.count(200) >= PROBES - 1, statuses
-    assert per_close_us <= 100, f"{per_close_us:.1f} us of server CPU per closed connection"
+    assert closed > 0, "the attacker was never shed: the probes got in some other way"
