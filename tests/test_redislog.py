@@ -122,13 +122,13 @@ def test_entries_are_keyed_by_index_and_redis_refuses_a_second_xadd(url):
     log.append("s", 0, "a")
     log.append("s", 1, "b")
     raw = redis.Redis.from_url(url, decode_responses=True)
-    assert [entry_id for entry_id, _ in raw.xrange("tokenwire:{s}:tokens")] == ["0-1", "0-2"]
+    assert [entry_id for entry_id, _ in raw.xrange("tokenwire:{s}:tokens")] == ["1-1", "1-2"]   # epoch 1
     with pytest.raises(redis.ResponseError, match="equal or smaller"):
-        raw.xadd("tokenwire:{s}:tokens", {"t": "again"}, id="0-2")
+        raw.xadd("tokenwire:{s}:tokens", {"t": "again"}, id="1-2")
     assert [(i, t) for i, t, _ in log.entries("s")] == [(0, "a"), (1, "b")]
 
 
-def test_ttl_is_armed_by_the_first_append_and_rearmed_by_the_lease_renewal(url):
+def test_ttl_is_armed_at_creation_and_rearmed_by_the_lease_renewal(url):
     log = _redis_log(url, ttl_ms=5_000, lease_ms=300)
     log.create("s", {}, total=3)
     log.append("s", 0, "a")

@@ -183,7 +183,7 @@ class AsyncRedisLog:
                                            [self.log.owner_id, hold_ms or self.log.lease_ms],
                                            parse=lambda reply: claimed(stream_id, reply))
         if claim.owned:
-            writer.own(stream_id)
+            writer.own(stream_id, claim.epoch)
         return claim
 
     async def release(self, stream_id: str) -> bool:

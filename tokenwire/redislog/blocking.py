@@ -6,22 +6,27 @@ touch them together:
 
 - ``<prefix>:{id}:meta``, a hash: ``params`` (the JSON meta given to ``create``:
   what any instance needs to rebuild the stream), ``total``, ``state``
-  (generating / done / cancelled) and ``creator`` (the create call's token);
+  (generating / done / cancelled), ``creator`` (the create call's token) and
+  the epochs (each owner's turn: its number, owner and first index);
   the length (the next index) is the last entry's id, nothing written per token;
-- ``<prefix>:{id}:tokens``, a Redis stream: token ``i`` is the entry with id
-  ``0-(i+1)`` and fields ``t`` (the text) and ``by`` (the owner that made it).
-  "After cursor c" is then the exclusive start ``0-(c+1)`` for ``XRANGE``
-  and ``XREAD``, and Redis itself refuses a second ``XADD`` of an index;
+- ``<prefix>:{id}:tokens``, a Redis stream: token ``i`` appended in epoch
+  ``e`` is the entry with id ``e-(i+1)`` and field ``t`` (the text).  "After
+  cursor c" is the exclusive start ``e-(c+1)`` for ``XRANGE`` and ``XREAD``
+  (``e`` from the meta's epochs), and Redis itself refuses a second ``XADD``
+  of an index;
 - ``<prefix>:{id}:lease``, a string: the owner id of the one instance allowed
   to generate, taken with a claim and renewed on a timer (``writer``).
 
-Every write is a Lua script, so "check the lease, check the index, XADD"
-happens atomically: an instance whose lease expired (it stalled, or was
-partitioned away) and was taken over is fenced off, its append fails with
-``LeaseLost`` instead of landing.  The append also refuses any index other
-than ``length`` (``IndexConflict``), which is what makes "never an index
-twice" hold even across a lease hand-over.  A retried append that already
-landed (the reply was lost) is recognised and succeeds.
+The lease fences by epoch (``scripts``): a claim that changes the owner
+starts a new epoch and moves the stream's last id past the old one's, so
+an instance whose lease expired (it stalled, or was partitioned away) and
+was taken over is fenced off by ``XADD`` itself, its append failing with
+``LeaseLost`` instead of landing; the owner's appends cost one ``XADD``
+each, nothing more.  An append without a claim is checked whole (the
+lease, ``length`` as the index: ``IndexConflict`` otherwise, the total),
+which with the epochs makes "never an index twice" hold across a lease
+hand-over.  A retried append that already landed (the reply was lost) is
+recognised and succeeds.
 
 Memory is bounded per stream by ``MAXLEN``, trimmed exactly by the owner's
 lease renewal rather than per append (a cursor before the first kept token
@@ -268,11 +273,15 @@ class RedisTokenLog:
 
     def entries(self, stream_id: str) -> list[tuple[int, str, str]]:
         """Return every kept token as ``(index, text, owner that generated it)``; for tests and diagnostics."""
-        entries = self._run(self.aio.command("XRANGE", self._keys(stream_id)[1], "-", "+"))
+        meta, tokens, _ = self._keys(stream_id)
+        entries = self._run(self.aio.command("XRANGE", tokens, "-", "+"))
+        epochs = self._run(self.aio.command("HGETALL", meta))
+        owners = epochs if isinstance(epochs, dict) else dict(zip(epochs[::2], epochs[1::2], strict=True))
         out = []
         for entry_id, fields in entries:
             named = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2], strict=True))
-            out.append((entry_index(entry_id), str(named["t"]), str(named["by"])))
+            epoch = entry_id.partition("-")[0]
+            out.append((entry_index(entry_id), str(named["t"]), str(owners.get(f"by:{epoch}", ""))))
         return out
 
     def key_ttls_ms(self, stream_id: str) -> tuple[int, int]:

@@ -44,10 +44,11 @@ Entries = list[tuple[int, str]]
 
 
 class _Follow:
-    __slots__ = ("buffer", "idle_since", "pos", "waiters")
+    __slots__ = ("after", "buffer", "idle_since", "pos", "waiters")
 
     def __init__(self, pos: int) -> None:
         self.pos = pos
+        self.after: str | None = None         # the entry id of index ``pos`` (None: to be looked up)
         self.buffer: Entries = []
         self.waiters: list[tuple[int, asyncio.Future[Entries], float]] = []
         self.idle_since = 0.0
@@ -59,7 +60,7 @@ class _Follow:
             self.buffer = []
             return got
         if cursor != self.pos:
-            self.pos, self.buffer = cursor, []
+            self.pos, self.after, self.buffer = cursor, None, []
         return []
 
 
@@ -104,7 +105,10 @@ class LogReader:
             while self.follows:
                 if self._client_id is None:
                     self._client_id = int(await self.redis.client_id())
-                streams = {key: f"0-{follow.pos + 1}" for key, follow in self.follows.items()}
+                await self._look_up()
+                streams = {key: follow.after for key, follow in self.follows.items() if follow.after is not None}
+                if not streams:
+                    continue                # every position moved while it was looked up: again
                 self._blocked, self._unblocking = True, False
                 try:
                     reply = await self.redis.xread(streams, count=FOLLOW_COUNT, block=self.settings.block_ms)
@@ -121,14 +125,29 @@ class LogReader:
         finally:
             self._task = None
 
+    async def _look_up(self) -> None:
+        """The entry ids the read starts after, for the positions not known by id (one script call).
+
+        An entry's id holds the epoch of the owner that wrote it, which only the stream's meta knows for an
+        index this reader has not read."""
+        wanted = [(key, follow.pos) for key, follow in self.follows.items() if follow.after is None]
+        if not wanted:
+            return
+        metas = [key[:-len("tokens")] + "meta" for key, _ in wanted]
+        ids = await self.writer.script("ids_at", metas, [pos for _, pos in wanted])
+        for (key, pos), entry_id in zip(wanted, ids, strict=True):
+            follow = self.follows.get(key)
+            if follow is not None and follow.pos == pos:
+                follow.after = str(entry_id)
+
     def _hand_out(self, asked: dict[str, str], reply: Any) -> None:
         items = reply.items() if isinstance(reply, dict) else (reply or [])
         for key, raw in items:
             follow = self.follows.get(key)
-            if follow is None or not raw or asked.get(key) != f"0-{follow.pos + 1}":
+            if follow is None or not raw or asked.get(key) != follow.after:
                 continue                    # dropped, or moved while the read was out: read again
             follow.buffer.extend((entry_index(entry_id), fields["t"]) for entry_id, fields in raw)
-            follow.pos = follow.buffer[-1][0]
+            follow.pos, follow.after = follow.buffer[-1][0], str(raw[-1][0])
             waiters, follow.waiters = follow.waiters, []
             served = False
             for cursor, future, deadline in waiters:
@@ -144,7 +163,7 @@ class LogReader:
                 follow.buffer = []
             behind = [cursor for cursor, _, _ in follow.waiters if cursor < follow.pos]
             if behind:                      # a follower behind what was read: read again from its cursor
-                follow.pos, follow.buffer = min(behind), []
+                follow.pos, follow.after, follow.buffer = min(behind), None, []
             if len(follow.buffer) > _BUFFER_MAX:
                 del self.follows[key]
 

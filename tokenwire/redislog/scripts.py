@@ -1,10 +1,19 @@
 """The Redis token log's Lua scripts, and what their replies mean.
 
-How this works: every write is one script, so "check the lease, check the
-index, XADD" is atomic on the server (the TTLs are re-armed by RENEW_MANY,
-on the owner's renewal timer).  The functions below turn a script's reply
-into a value or the core's ``LogError``, for ``AsyncRedisLog``, the one
-implementation (``RedisTokenLog`` runs its coroutines).
+How this works: every write is one script, atomic on the server.  A token
+is fenced by an *epoch*, the entry id's first part: token ``i`` written by
+the stream's ``e``-th owner is the entry ``e-(i+1)``.  When the lease passes
+to another owner, the claim starts a new epoch and moves the stream's last
+id to ``e-length`` (``XSETID``), so every append the old owner still sends
+(ids ``(e-1)-...``) is refused by ``XADD`` itself; the owner's appends need
+no lease check: each is one plain ``XADD``, a round's sent together (only
+a refused one is looked at further, by ``REFUSED``).  An append without a claim (tools, tests) takes the checked
+path, ``APPEND_ONE``.  Each epoch's first index is kept in the meta hash
+(``epochs``), which turns an index into its entry id for the reads.  The
+TTLs are re-armed by RENEW_MANY, on the owner's renewal timer.  The
+functions below turn a script's reply into a value or the core's
+``LogError``, for ``AsyncRedisLog``, the one implementation
+(``RedisTokenLog`` runs its coroutines).
 """
 
 from __future__ import annotations
@@ -17,69 +26,102 @@ from typing import Any
 
 from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
 
-__all__ = ["APPEND_MANY", "CLAIM", "CREATE", "INFO", "READ", "RELEASE", "RENEW_MANY", "SCRIPTS", "SET_STATE",
-           "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created", "entry_index",
-           "tokens_read"]
+__all__ = ["APPEND_ONE", "CLAIM", "CREATE", "IDS_AT", "INFO", "READ", "REFUSED", "RELEASE", "RENEW_MANY",
+           "SCRIPTS", "SET_STATE", "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created",
+           "entry_id", "entry_index", "tokens_read"]
 
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """The answer to a lease claim: ``owned`` (this instance may generate), the log's ``length``, the ``owner``."""
+    """The answer to a lease claim: ``owned`` (this instance may generate), the log's ``length``, the ``owner``,
+    and, when owned, the ``epoch`` its appends are fenced by."""
 
     owned: bool
     length: int
     owner: str
+    epoch: int = 0
 
 
-# A stream's length (the next index) is its last entry's id, ``0-<length>``: no counter is written per token.
+# A stream's length (the next index) is its last entry's sequence number, ``e-<length>``: no counter is
+# written per token.
 _LENGTH = """
 local function length(tokens)
   local e = redis.call('XREVRANGE', tokens, '+', '-', 'COUNT', 1)
   if #e == 0 then return 0 end
-  return tonumber(string.sub(e[1][1], 3))
+  return tonumber(string.match(e[1][1], '%d+$'))
+end
+"""
+
+# The epochs: ``epoch`` (the current one), ``eowner`` (its owner), ``by:<e>`` (each epoch's owner) and
+# ``epochs`` ("e:first-index," for each) in the meta hash.  id_at gives the entry id of ``index`` (kept,
+# trimmed or not yet written); fence makes ``owner`` the writer of the next entries, a new epoch unless it
+# already is one's owner, and moves the stream's last id past anything an older epoch could still add.
+_EPOCHS = """
+local function id_at(meta, index)
+  local e = '0'
+  for ep, first in string.gmatch(redis.call('HGET', meta, 'epochs') or '', '(%d+):(%d+),') do
+    if tonumber(first) <= index then e = ep end
+  end
+  return e .. '-' .. (index + 1)
+end
+local function fence(meta, tokens, owner, len)
+  local m = redis.call('HMGET', meta, 'epoch', 'eowner', 'epochs')
+  if m[2] == owner then return tonumber(m[1]) end
+  local e = tonumber(m[1] or '0') + 1
+  local epochs = (m[3] or '') .. e .. ':' .. len .. ','
+  redis.call('HSET', meta, 'epoch', e, 'eowner', owner, 'by:' .. e, owner, 'epochs', epochs)
+  redis.call('XSETID', tokens, e .. '-' .. len)
+  return e
 end
 """
 
 # KEYS meta, tokens, lease; ARGV params, total, ttl_ms, creator.  Idempotent:
 # the same creator asking again (a round sent twice after a reconnect) is told it succeeded.
+# The tokens stream is made empty here (an entry added and deleted), so that an append never makes it:
+# an append to a stream that expired finds no key (``NOMKSTREAM``) instead of leaving one without a TTL.
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'creator') == ARGV[4] then return 1 end
   return 0
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'params', ARGV[1], 'total', ARGV[2], 'state', 'generating', 'creator', ARGV[4])
+redis.call('HSET', KEYS[1], 'params', ARGV[1], 'total', ARGV[2], 'state', 'generating', 'creator', ARGV[4],
+           'epoch', 0, 'epochs', '')
+redis.call('XADD', KEYS[2], '0-1', 't', '')
+redis.call('XDEL', KEYS[2], '0-1')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
 """
 
-# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner}.
+# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner, epoch}.
 # Taking a free lease marks the stream generating (it may have been cancelled by the last owner).
-CLAIM = _LENGTH + """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, ''} end
+CLAIM = _LENGTH + _EPOCHS + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, '', 0} end
 local len = length(KEYS[2])
 local o = redis.call('GET', KEYS[3])
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  return {1, len, o}
+  return {1, len, o, fence(KEYS[1], KEYS[2], o, len)}
 end
-if o then return {0, len, o} end
-if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, len, ''} end
+if o then return {0, len, o, 0} end
+if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, len, '', 0} end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'state', 'generating')
-return {1, len, ARGV[1]}
+return {1, len, ARGV[1], fence(KEYS[1], KEYS[2], ARGV[1], len)}
 """
 
 # A continuation's claim: take a free lease only while the stream is still generating (a stopped or finished
 # stream stays as its owner left it).  KEYS meta, tokens, lease; ARGV owner, hold_ms -> as CLAIM.
-TAKE_OVER = _LENGTH + """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, ''} end
+TAKE_OVER = _LENGTH + _EPOCHS + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, '', 0} end
 local len = length(KEYS[2])
 local o = redis.call('GET', KEYS[3])
-if o then return {o == ARGV[1] and 1 or 0, len, o} end
-if redis.call('HGET', KEYS[1], 'state') ~= 'generating' then return {0, len, ''} end
+if o == ARGV[1] then return {1, len, o, fence(KEYS[1], KEYS[2], o, len)} end
+if o then return {0, len, o, 0} end
+if redis.call('HGET', KEYS[1], 'state') ~= 'generating' then return {0, len, '', 0} end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
-return {1, len, ARGV[1]}
+return {1, len, ARGV[1], fence(KEYS[1], KEYS[2], ARGV[1], len)}
 """
 
 # KEYS meta, tokens; -> {params, total, length, state}, or nil for an unknown stream.
@@ -89,53 +131,29 @@ if not m[1] then return nil end
 return {m[1], m[2], length(KEYS[2]), m[3]}
 """
 
-# The group commit: one call carries a round's appends, each fenced by its own stream's lease.
-# KEYS every append's tokens key, then every append's lease key (in the same order); ARGV owner, maxlen,
-# ttl_ms, then entry id (0-<index+1>), token per append
-# -> the appends refused, flat: position (from 0), status, value for each ({} when all are logged), where
-# status, value is 'lease', owner | 'conflict', length | 'unknown', 0.
-# One MGET reads every lease of the round (the script is atomic: no lease changes while it runs); then the
-# lease holder's path is one command per append, XADD with the explicit id (which Redis refuses for a taken
-# index); the stream is trimmed to MAXLEN by the lease renewal.  Without the
-# lease, or when the XADD is refused, every check is made (on the stream's meta key, the tokens key's
-# sibling in the same hash slot): the stream exists, the index is the next one and within the total,
-# or it is a retried append that already landed (same token, same owner).  The TTLs are re-armed by
-# the renewal (RENEW_MANY), not here; the tokens key gets its first TTL with its first entry.
-APPEND_MANY = _LENGTH + """
-local owner, maxlen = ARGV[1], ARGV[2]
-local function checked(tokens, id, token)
+# What a refused XADD of the group commit means (the writer sends a round's appends of the streams this
+# instance owns as plain ``XADD key NOMKSTREAM e-<index+1> t token``, e the epoch of its claim: Redis refuses
+# an id not past the stream's last, which is an index already taken or an epoch that is over, another owner
+# having claimed the stream; NOMKSTREAM: a stream that expired is not made again).  Sent with EVAL, only for
+# a round with a refusal.  KEYS the refused appends' tokens keys; ARGV entry id, token per append
+# -> flat: position (from 0), status, value for each append really refused, where status, value is 'lease',
+# the epoch's owner now | 'conflict', length | 'unknown', 0; a retried round's append that had landed (the
+# same token at that id) is not in it.  The meta key is the tokens key's sibling in the same hash slot.
+REFUSED = _LENGTH + """
+local function refused(tokens, id, token)
   local meta = string.sub(tokens, 1, -7) .. 'meta'
   if redis.call('EXISTS', meta) == 0 then return {'unknown', 0} end
-  local index, len = tonumber(string.sub(id, 3)) - 1, length(tokens)
-  if index == len and index < tonumber(redis.call('HGET', meta, 'total')) then
-    redis.call('XADD', tokens, 'MAXLEN', maxlen, id, 't', token, 'by', owner)
-    if index == 0 then redis.call('PEXPIRE', tokens, ARGV[3]) end
-    return 0
-  end
-  if index < len then
-    local e = redis.call('XRANGE', tokens, id, id)
-    if #e == 1 and e[1][2][2] == token and e[1][2][4] == owner then return 0 end
-  end
-  return {'conflict', len}
+  local e = redis.call('XRANGE', tokens, id, id)
+  if #e == 1 and e[1][2][2] == token then return 0 end
+  local m = redis.call('HMGET', meta, 'epoch', 'eowner')
+  if m[1] ~= string.match(id, '^%d+') then return {'lease', m[2] or ''} end
+  return {'conflict', length(tokens)}
 end
 local out = {}
-local n = #KEYS / 2
-local leases = redis.call('MGET', unpack(KEYS, n + 1, 2 * n))
-for i = 0, n - 1 do
-  local tokens, id, token = KEYS[i + 1], ARGV[4 + 2 * i], ARGV[5 + 2 * i]
-  local o = leases[i + 1]
-  local r = 0
-  if o == owner then
-    local added = redis.pcall('XADD', tokens, id, 't', token, 'by', owner)
-    if type(added) == 'table' and added.err then r = checked(tokens, id, token)
-    elseif id == '0-1' then redis.call('PEXPIRE', tokens, ARGV[3]) end
-  elseif o then
-    r = {'lease', o}
-  else
-    r = checked(tokens, id, token)
-  end
+for i = 1, #KEYS do
+  local r = refused(KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
   if r ~= 0 then
-    out[#out + 1] = i
+    out[#out + 1] = i - 1
     out[#out + 1] = r[1]
     out[#out + 1] = r[2]
   end
@@ -143,10 +161,35 @@ end
 return out
 """
 
+# The checked append, for an append this instance holds no claim for (tools, tests, an owner whose renewal
+# found its lease gone): every check is made, and the stream trimmed to MAXLEN (nobody's renewal may trim it).
+# KEYS meta, tokens, lease; ARGV owner, index, token, maxlen -> {status, value} as REFUSED's ('ok', 0
+# when logged).  It appends while nobody else holds the lease,
+# at the next index and within the total, in this owner's epoch (a new one if the last was another's); a
+# retried append that already landed (the same token at that index) is logged.
+APPEND_ONE = _LENGTH + _EPOCHS + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown', 0} end
+local o = redis.call('GET', KEYS[3])
+if o and o ~= ARGV[1] then return {'lease', o} end
+local len, index = length(KEYS[2]), tonumber(ARGV[2])
+if index == len and index < tonumber(redis.call('HGET', KEYS[1], 'total')) then
+  local e = fence(KEYS[1], KEYS[2], ARGV[1], len)
+  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[4], e .. '-' .. (index + 1), 't', ARGV[3])
+  return {'ok', 0}
+end
+if index < len then
+  local id = id_at(KEYS[1], index)
+  local e = redis.call('XRANGE', KEYS[2], id, id)
+  if #e == 1 and e[1][2][2] == ARGV[3] then return {'ok', 0} end
+end
+return {'conflict', len}
+"""
+
 # The owner's leases, renewed together on a timer; each stream's keys get their TTL back too, and its
 # tokens are trimmed to MAXLEN (the appends do not trim).
 # KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms, maxlen -> 1 (held) or 0 (lost) per stream.
-# A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates.
+# A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates
+# and its epoch is still this owner's (nobody claimed it in between: its appends would be refused).
 RENEW_MANY = """
 local out = {}
 for i = 0, #KEYS / 3 - 1 do
@@ -156,9 +199,12 @@ for i = 0, #KEYS / 3 - 1 do
   if o == ARGV[1] then
     redis.call('PEXPIRE', lease, ARGV[2])
     held = 1
-  elseif not o and redis.call('HGET', meta, 'state') == 'generating' then
-    redis.call('SET', lease, ARGV[1], 'PX', ARGV[2])
-    held = 1
+  elseif not o then
+    local m = redis.call('HMGET', meta, 'state', 'eowner')
+    if m[1] == 'generating' and m[2] == ARGV[1] then
+      redis.call('SET', lease, ARGV[1], 'PX', ARGV[2])
+      held = 1
+    end
   end
   if held == 1 then
     redis.call('PEXPIRE', meta, ARGV[3])
@@ -172,18 +218,30 @@ return out
 
 # A resume read in one atomic call. KEYS meta, tokens; ARGV cursor, limit (-1: all)
 # -> {length or false, first kept entry (or {}), entries after the cursor}.
-READ = _LENGTH + """
+READ = _LENGTH + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {false, {}, {}} end
 local len = length(KEYS[2])
 local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
 local rest = {}
 local limit = tonumber(ARGV[2])
 if limit ~= 0 then
-  local start = '(0-' .. (tonumber(ARGV[1]) + 1)
+  local cursor = tonumber(ARGV[1])
+  local start = cursor < 0 and '-' or '(' .. id_at(KEYS[1], cursor)
   if limit < 0 then rest = redis.call('XRANGE', KEYS[2], start, '+')
   else rest = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', limit) end
 end
 return {len, first, rest}
+"""
+
+# Where the followers' shared XREAD reads each stream from: KEYS meta per stream, ARGV an index per stream
+# -> the entry id of each index (``0-0`` for -1), as id_at.
+IDS_AT = _EPOCHS + """
+local out = {}
+for i = 1, #KEYS do
+  local index = tonumber(ARGV[i])
+  out[i] = index < 0 and '0-0' or id_at(KEYS[i], index)
+end
+return out
 """
 
 # KEYS meta, tokens, lease; ARGV owner, state, ttl_ms -> the state now stored ('' if unknown).
@@ -209,8 +267,9 @@ return 0
 
 
 # Every script by name: the log loads them once per connection and calls them by their SHA1.
-SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_many": APPEND_MANY, "set_state": SET_STATE,
-           "release": RELEASE, "renew_many": RENEW_MANY, "read": READ, "take_over": TAKE_OVER}
+SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_one": APPEND_ONE,
+           "set_state": SET_STATE, "release": RELEASE, "renew_many": RENEW_MANY, "read": READ,
+           "take_over": TAKE_OVER, "ids_at": IDS_AT}
 
 
 def create_args(meta: Mapping[str, Any], total: int, ttl_ms: int, owner_id: str) -> list[Any]:
@@ -252,12 +311,17 @@ def _text(fields: Any) -> str:
 
 
 def claimed(stream_id: str, reply: Any) -> Claim:
-    owned, length, owner = reply
+    owned, length, owner, epoch = reply
     if owned == -1:
         raise UnknownStream(stream_id)
-    return Claim(owned == 1, int(length), str(owner))
+    return Claim(owned == 1, int(length), str(owner), int(epoch))
 
 
 def entry_index(entry_id: str) -> int:
-    """The token index of a stream entry id (``0-(i+1)`` is token ``i``)."""
+    """The token index of a stream entry id (``e-(i+1)`` is token ``i``, whatever the epoch ``e``)."""
     return int(entry_id.partition("-")[2]) - 1
+
+
+def entry_id(epoch: int, index: int) -> str:
+    """The entry id of token ``index`` appended in ``epoch``."""
+    return f"{epoch}-{index + 1}"

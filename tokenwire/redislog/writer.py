@@ -8,19 +8,22 @@ waiting).  While other streams append here too, a round of appends alone is
 held for more until its oldest append is ``GATHER_S`` old or it carries
 ``GATHER_APPENDS`` (gathering: part of Redis's cost is per round, so fuller
 rounds cost it less per token).  A round is one pipeline on the writer's
-one connection: a single
-``APPEND_MANY`` script call carrying every queued append (each fenced by its
-own stream's lease and next index, so a refused append fails that stream's
-future alone), then the other queued commands (creations, resume reads,
-state changes, lease claims, the renewal).  Scripts are called by SHA1; a
+one connection (``rounds``): a plain ``XADD`` for every queued append of a
+stream this instance owns, fenced by the epoch of its claim (a refused one
+is looked at with one more call, ``REFUSED``, and fails that stream's
+future alone), an ``APPEND_ONE`` call, every check made, for each append of
+a stream it holds no claim for, then the other queued commands (creations,
+resume reads, state changes, lease claims, the renewal).  The writer packs
+and reads the round itself (``resp``): when every ``XADD`` landed, their
+replies are one comparison of bytes.  Scripts are called by SHA1; a
 Redis that lost its script cache (restarted) has them loaded again and the
 refused calls go in the next round.  Any error of the round itself (Redis
 down, a stall longer than the socket timeout) fails every future in it with
 ``LogUnavailable``.
 
-The owner's leases are renewed here too: ``own`` adds a stream to the set a
-timer renews, a third of a lease apart, in one ``RENEW_MANY`` call (which
-also re-arms the streams' TTLs), so neither the per-token path nor a long
+The owner's leases are renewed here too: ``own`` adds a stream (and the
+epoch its appends are fenced by) to those a timer renews, a third of a
+lease apart, in one ``RENEW_MANY`` call (which also re-arms the streams' TTLs), so neither the per-token path nor a long
 model step claims anything.
 """
 
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import redis
@@ -38,7 +41,9 @@ from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
 from ..core.tokenlog import LogError, LogUnavailable
-from .scripts import SCRIPTS, appended
+from .resp import Replies, pack
+from .rounds import Append, Appends, Command, Parse, settle
+from .scripts import REFUSED, SCRIPTS, appended
 
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
            "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter", "Settings"]
@@ -72,8 +77,6 @@ GATHER_SIBLINGS = 4         # fewer appenders fill a round too slowly to be wort
 # A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
 _NOSCRIPT_RETRIES = 2
 
-Parse = Callable[[Any], Any]
-
 
 class Settings(Protocol):
     """What the writer and reader read of the log: where Redis is, who this instance is, its settings."""
@@ -103,40 +106,6 @@ def unavailable(settings: Settings, exc: BaseException) -> LogUnavailable:
     return LogUnavailable(f"redis at {settings.where}: {type(exc).__name__}: {exc}")
 
 
-class _Command:
-    __slots__ = ("args", "future", "parse", "tries")
-
-    def __init__(self, args: tuple[object, ...], future: asyncio.Future[Any], parse: Parse | None) -> None:
-        self.args, self.future, self.parse, self.tries = args, future, parse, 0
-
-
-class _Append:
-    __slots__ = ("future", "index", "keys", "stream_id", "token", "tries")
-
-    def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
-                 future: asyncio.Future[None]) -> None:
-        self.stream_id, self.keys, self.index, self.token, self.future = stream_id, keys, index, token, future
-        self.tries = 0
-
-
-def _pack(args: Iterable[object]) -> bytes:
-    """One command in RESP (an array of bulk strings): redis-py's own packing costs more than the round trip."""
-    parts = []
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"*%d\r\n%s" % (len(parts), b"".join(parts))
-
-
-def _settle(future: asyncio.Future[Any], value: Any = None, error: BaseException | None = None) -> None:
-    if future.done():
-        return                      # its asker gave up (a request's timeout): the answer goes nowhere
-    if error is None:
-        future.set_result(value)
-    else:
-        future.set_exception(error)
-
-
 class LogWriter:
     """One event loop's queue of Redis commands, flushed a round at a time on one connection."""
 
@@ -144,26 +113,27 @@ class LogWriter:
         self.settings, self.loop = settings, loop
         self.redis = client(settings, STALL_TIMEOUT_S)
         self.shas = {name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()}
-        self._appends: list[_Append] = []
-        self._commands: list[_Command] = []
+        self._appends: list[Append] = []
+        self._commands: list[Command] = []
         self._flushing = False
         self._oldest = 0.0                    # loop time the oldest queued append was queued at
         self._last_appends = 0                # appends the last round carried
         self._gathering: asyncio.Future[None] | None = None   # set while a round is held for more appends
         self.gathered_s = 0.0                 # time rounds were held for more appends (for tests and the bench)
         self._conn: Any = None                # the writer's one connection, taken from its pool once
+        self._replies: Replies | None = None  # what reads the replies on it
         self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self.rounds = 0                       # rounds sent (for tests and the bench)
-        self.owned: set[str] = set()          # streams whose lease this instance renews
+        self.owned: dict[str, int] = {}       # streams whose lease this instance renews -> their epoch
         self._renewal: asyncio.TimerHandle | None = None
 
     # -- queueing ----------------------------------------------------------------------------------
     def command(self, *args: object, parse: Parse | None = None) -> asyncio.Future[Any]:
         """Queue one command; returns the future of its (parsed) reply."""
         future: asyncio.Future[Any] = self.loop.create_future()
-        self._commands.append(_Command(args, future, parse))
+        self._commands.append(Command(args, future, parse))
         if self._gathering is not None:
-            _settle(self._gathering)                 # a command is not held: the round goes now
+            settle(self._gathering)                 # a command is not held: the round goes now
         self._kick()
         return future
 
@@ -177,9 +147,9 @@ class LogWriter:
         future: asyncio.Future[None] = self.loop.create_future()
         if not self._appends:
             self._oldest = self.loop.time()
-        self._appends.append(_Append(stream_id, self.settings._keys(stream_id), index, token, future))
+        self._appends.append(Append(stream_id, self.settings._keys(stream_id), index, token, future))
         if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
-            _settle(self._gathering)                 # full enough: the round goes now
+            settle(self._gathering)                 # full enough: the round goes now
         self._kick()
         return future
 
@@ -210,7 +180,7 @@ class LogWriter:
         if wait <= 0:
             return
         gathering = self._gathering = self.loop.create_future()
-        timer = self.loop.call_later(wait, _settle, gathering)
+        timer = self.loop.call_later(wait, settle, gathering)
         started = self.loop.time()
         try:
             await gathering
@@ -219,32 +189,27 @@ class LogWriter:
             self._gathering = None
             self.gathered_s += self.loop.time() - started
 
-    def _append_call(self, appends: list[_Append]) -> tuple[object, ...]:
-        s = self.settings
-        keys = [a.keys[1] for a in appends]
-        keys += [a.keys[2] for a in appends]          # the leases after the tokens: the script MGETs them at once
-        args: list[object] = [s.owner_id, s.maxlen, s.ttl_ms]
-        for a in appends:
-            args.append(f"0-{a.index + 1}")
-            args.append(a.token)
-        return ("EVALSHA", self.shas["append_many"], len(keys), *keys, *args)
-
-    async def _round(self, appends: list[_Append], commands: list[_Command]) -> None:
+    async def _round(self, appends: list[Append], commands: list[Command]) -> None:
         self.rounds += 1
+        out = Appends(appends, self.owned, self.settings.owner_id, self.settings.maxlen, self.shas["append_one"])
         try:
-            replies = await self._send(appends, commands)
+            added, replies = await self._send(out, commands)
+            if added is not None:
+                await self._refused(out.fast, added)
         except Exception as exc:        # Redis down or stalled past the timeout: every asker is told
             error = unavailable(self.settings, exc)
             for a in appends:
-                _settle(a.future, error=error)
+                settle(a.future, error=error)
             for command in commands:
-                _settle(command.future, error=error)
+                settle(command.future, error=error)
             return
+        for a in out.fast:
+            settle(a.future)           # logged (a refused one was settled with its error above)
         noscript = False
-        if appends:
-            noscript = self._appended(appends, replies[0])
-            replies = replies[1:]
-        again: list[_Command] = []                # sent again after the scripts are loaded, in their order
+        if out.slow:
+            noscript = self._checked(out.slow, replies[:len(out.slow)])
+            replies = replies[len(out.slow):]
+        again: list[Command] = []                # sent again after the scripts are loaded, in their order
         missing: NoScriptError | None = None
         for command, reply in zip(commands, replies, strict=True):
             if isinstance(reply, NoScriptError):
@@ -257,98 +222,120 @@ class LogWriter:
         if noscript or again:
             await self._load_scripts()
 
-    async def _send(self, appends: list[_Append], commands: list[_Command]) -> list[Any]:
+    async def _send(self, out: Appends, commands: list[Command]) -> tuple[list[Any] | None, list[Any]]:
         """One round trip: every command packed into one write, the replies read in order.
 
-        Sent again once on a fresh connection if the old one was closed (Redis
-        restarted); sending a round twice is safe: a landed append is
-        recognised, a create carries its creator token, the rest are reads or
-        idempotent.
+        Returns the ``XADD``s' replies (None when every one landed) and the other calls'.  Sent again once
+        on a fresh connection if the old one was closed (Redis restarted); sending a round twice is safe: a
+        landed append is recognised, a create carries its creator token, the rest are reads or idempotent.
         """
-        calls = [command.args for command in commands]
-        if appends:
-            calls.insert(0, self._append_call(appends))
+        calls = out.slow_calls + [command.args for command in commands]
         loads = 0 if self._loaded else len(SCRIPTS)      # the first round loads the scripts ahead of its calls
         calls[:0] = [("SCRIPT", "LOAD", text) for text in SCRIPTS.values()][:loads]
-        payload = b"".join(_pack(args) for args in calls)
+        payload = out.xadds + b"".join(pack(args) for args in calls)
         for attempt in (1, 2):
             try:
-                replies = await self._exchange(payload, len(calls))
+                added, replies = await self._exchange(payload, len(out.fast), out.expect, len(calls))
                 self._loaded = True
-                return replies[loads:]
+                return added, replies[loads:]
             except redis.ConnectionError:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    async def _exchange(self, payload: bytes, count: int) -> list[Any]:
+    async def _exchange(self, payload: bytes, appends: int, expect: bytes, count: int
+                        ) -> tuple[list[Any] | None, list[Any]]:
+        """Send ``payload``; read ``appends`` XADD replies (None if they are ``expect``), then ``count`` more."""
         conn = self._conn
         if conn is None:
             conn = self._conn = await self.redis.connection_pool.get_connection()
         try:
-            await conn.send_packed_command(payload, check_health=False)
-            replies: list[Any] = []
-            for _ in range(count):
-                try:
-                    replies.append(await conn.read_response())
-                except redis.ResponseError as exc:      # a command's own error: the next replies still come
-                    replies.append(exc)
-            return replies
+            async with asyncio.timeout(STALL_TIMEOUT_S):
+                await conn.send_packed_command(payload, check_health=False)
+                replies = self._replies
+                if replies is None or replies.stream is not conn._reader:
+                    replies = self._replies = Replies(conn._reader)    # a new connection: a new buffer
+                added = None
+                if appends and not await replies.skip(expect):
+                    added = [await replies.read() for _ in range(appends)]
+                return added, [await replies.read() for _ in range(count)]
         except BaseException:
+            self._replies = None
             await conn.disconnect()         # whatever was half read is gone with it; the next round reconnects
             raise
 
-    def _appended(self, appends: list[_Append], reply: Any) -> bool:
-        """Settle each append by its own status; True if the scripts must be loaded again."""
-        if isinstance(reply, NoScriptError):
-            self._again(appends, self._appends, reply)
-            return True
-        if isinstance(reply, Exception):
-            for a in appends:
-                _settle(a.future, error=unavailable(self.settings, reply))
-            return False
-        for at in range(0, len(reply), 3):        # only the refused ones are in the reply
-            a = appends[int(reply[at])]
+    async def _refused(self, appends: list[Append], added: list[Any]) -> None:
+        """Settle the appends whose ``XADD`` was refused, with what ``REFUSED`` finds (one more round trip)."""
+        refused = [a for a, reply in zip(appends, added, strict=True) if not isinstance(reply, str)]
+        if not refused:
+            return
+        keys = [a.keys[1] for a in refused]
+        args = [part for a in refused for part in (a.entry, a.token)]
+        try:
+            _, (reply,) = await self._exchange(pack(("EVAL", REFUSED, len(keys), *keys, *args)), 0, b"", 1)
+            if isinstance(reply, Exception):
+                raise reply
+        except Exception as exc:        # Redis went away since: these appends are not known to be logged
+            for a in refused:
+                settle(a.future, error=unavailable(self.settings, exc))
+            return
+        for at in range(0, len(reply), 3):        # only the really refused ones are in the reply
+            a = refused[int(reply[at])]
             try:
                 appended(a.stream_id, a.index, reply[at + 1], reply[at + 2])
             except LogError as exc:
-                _settle(a.future, error=exc)
-        for a in appends:
-            _settle(a.future)
-        return False
+                settle(a.future, error=exc)
 
-    def _answered(self, command: _Command, reply: Any) -> None:
+    def _checked(self, appends: list[Append], replies: list[Any]) -> bool:
+        """Settle each checked append by its reply; True if the scripts must be loaded again."""
+        missing = [(a, reply) for a, reply in zip(appends, replies, strict=True) if isinstance(reply, NoScriptError)]
+        if missing:
+            self._again([a for a, _ in missing], self._appends, missing[0][1])
+        for a, reply in zip(appends, replies, strict=True):
+            if isinstance(reply, NoScriptError):
+                continue
+            if isinstance(reply, Exception):
+                settle(a.future, error=unavailable(self.settings, reply))
+                continue
+            try:
+                appended(a.stream_id, a.index, reply[0], reply[1])
+            except LogError as exc:
+                settle(a.future, error=exc)
+            settle(a.future)
+        return bool(missing)
+
+    def _answered(self, command: Command, reply: Any) -> None:
         if isinstance(reply, Exception):
-            _settle(command.future, error=unavailable(self.settings, reply))
+            settle(command.future, error=unavailable(self.settings, reply))
             return
         try:
-            _settle(command.future, command.parse(reply) if command.parse is not None else reply)
+            settle(command.future, command.parse(reply) if command.parse is not None else reply)
         except LogError as exc:
-            _settle(command.future, error=exc)
+            settle(command.future, error=exc)
 
     def _again(self, items: list[Any], queue: list[Any], reply: Exception) -> None:
         for item in items:
             item.tries += 1
             if item.tries > _NOSCRIPT_RETRIES:
-                _settle(item.future, error=unavailable(self.settings, reply))
+                settle(item.future, error=unavailable(self.settings, reply))
         queue[:0] = [item for item in items if item.tries <= _NOSCRIPT_RETRIES]
 
     async def _load_scripts(self) -> None:
         try:
-            await self._exchange(b"".join(_pack(("SCRIPT", "LOAD", text)) for text in SCRIPTS.values()),
+            await self._exchange(b"".join(pack(("SCRIPT", "LOAD", text)) for text in SCRIPTS.values()), 0, b"",
                                  len(SCRIPTS))
         except Exception:  # noqa: BLE001 - the next round fails (and says why) or loads them again
             pass
 
     # -- leases -------------------------------------------------------------------------------------------
-    def own(self, stream_id: str) -> None:
-        """Renew ``stream_id``'s lease on the timer from now on (this instance generates it)."""
-        self.owned.add(stream_id)
+    def own(self, stream_id: str, epoch: int) -> None:
+        """Renew ``stream_id``'s lease on the timer from now on (this instance generates it, in ``epoch``)."""
+        self.owned[stream_id] = epoch
         if self._renewal is None:
             self._renewal = self.loop.call_later(self.settings.lease_ms / 3000, self._renew)
 
     def disown(self, stream_id: str) -> None:
-        self.owned.discard(stream_id)
+        self.owned.pop(stream_id, None)
 
     def _renew(self) -> None:
         """The timer: one call renews every lease held here; a timer handle, so a closing loop leaves no task."""
@@ -367,7 +354,7 @@ class LogWriter:
             return                          # Redis is away: the appends say so; the next period tries again
         for sid, kept in zip(ids, done.result(), strict=True):
             if not kept:
-                self.owned.discard(sid)     # taken over: the next append is refused
+                self.owned.pop(sid, None)   # taken over: its appends are checked (and refused) from now on
 
     async def close(self) -> None:
         if self._renewal is not None:

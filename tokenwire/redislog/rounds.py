@@ -1,0 +1,68 @@
+"""What one round of the log writer carries: queued commands and appends, and how their askers are told.
+
+How this works: an asker gets a future when it queues a ``Command`` or an
+``Append``; ``settle`` answers it (once: an asker that gave up is told
+nothing).  ``Appends`` turns a round's appends into what goes on the wire:
+a plain ``XADD`` for each append of a stream this instance owns, fenced by
+the epoch of its claim, with the replies expected if all of them land, and a
+checked ``APPEND_ONE`` call for each append of a stream it holds no claim
+for (``scripts`` says what each does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from .resp import pack_xadd, xadd_reply
+from .scripts import entry_id
+
+__all__ = ["Append", "Appends", "Command", "Parse", "settle"]
+
+Parse = Callable[[Any], Any]
+
+
+class Command:
+    __slots__ = ("args", "future", "parse", "tries")
+
+    def __init__(self, args: tuple[object, ...], future: asyncio.Future[Any], parse: Parse | None) -> None:
+        self.args, self.future, self.parse, self.tries = args, future, parse, 0
+
+
+class Append:
+    __slots__ = ("entry", "future", "index", "keys", "stream_id", "token", "tries")
+
+    def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
+                 future: asyncio.Future[None]) -> None:
+        self.stream_id, self.keys, self.index, self.token, self.future = stream_id, keys, index, token, future
+        self.tries = 0
+        self.entry = b""                # the entry id its XADD asked for (the epoch is the round's)
+
+
+class Appends:
+    """A round's appends as they go out: the owned streams' ``XADD``s and the replies they get if all land,
+    and a checked ``APPEND_ONE`` call for each of the others.  Which is which is decided when the round is
+    made, per stream, so one stream's appends in a round take one path, in their order."""
+
+    __slots__ = ("expect", "fast", "slow", "slow_calls", "xadds")
+
+    def __init__(self, appends: list[Append], owned: dict[str, int], owner_id: str, maxlen: int, sha: str) -> None:
+        self.fast = [a for a in appends if a.stream_id in owned]
+        self.slow = [a for a in appends if a.stream_id not in owned] if len(self.fast) < len(appends) else []
+        xadds, expect = [], []
+        for a in self.fast:
+            entry = a.entry = entry_id(owned[a.stream_id], a.index).encode()
+            xadds.append(pack_xadd(a.keys[1].encode(), entry, a.token))
+            expect.append(xadd_reply(entry))
+        self.xadds, self.expect = b"".join(xadds), b"".join(expect)
+        self.slow_calls = [("EVALSHA", sha, 3, *a.keys, owner_id, a.index, a.token, maxlen) for a in self.slow]
+
+
+def settle(future: asyncio.Future[Any], value: Any = None, error: BaseException | None = None) -> None:
+    if future.done():
+        return                      # its asker gave up (a request's timeout): the answer goes nowhere
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
