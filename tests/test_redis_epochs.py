@@ -173,3 +173,134 @@ def test_reads_and_followers_cross_epochs_in_index_order_from_any_cursor(url):
     assert time.monotonic() - started < 2                  # handed over when it landed, not at the heartbeat
     for log in (a, b, c):
         log.close()
+
+
+def test_an_xadd_failing_for_another_reason_is_unavailable_not_a_conflict(own_redis):
+    """Redis out of memory refuses the XADD: the producer is told Redis is failing, never that its index is
+    taken (which would have it claim again and repeat the same step without end)."""
+    from tokenwire.core.tokenlog import LogUnavailable
+    a = _log(own_redis.url, "A")
+
+    async def scene():
+        await a.aio.create("s", {}, 3)
+        await a.aio.claim("s")
+        await a.aio.append("s", 0, "t0")
+        await a.aio.command("CONFIG", "SET", "maxmemory", "1")
+        await a.aio.command("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        with pytest.raises(LogUnavailable, match="OOM"):
+            await a.aio.append("s", 1, "t1")
+        await a.aio.command("CONFIG", "SET", "maxmemory", "0")
+        await a.aio.append("s", 1, "t1")
+        a.aio.disown("s")
+        await a.aio.close()
+    _run(scene)
+    assert [t for _, t, _ in a.entries("s")] == ["t0", "t1"]
+    a.close()
+
+
+def test_a_stream_whose_tokens_key_is_gone_is_unknown_and_a_claim_makes_it_whole(url):
+    """Its meta is there but its tokens key is not (evicted, or made by a version before epochs, whose
+    tokens key came with the first append): an owned append is UnknownStream, and a new owner's claim
+    gives it an empty tokens key before the fence, leaving no half-written epoch."""
+    a, b = _log(url, "A"), _log(url, "B")
+
+    async def scene():
+        await a.aio.create("s", {}, 3)
+        await a.aio.claim("s")
+        await a.aio.command("DEL", a._keys("s")[1])
+        with pytest.raises(UnknownStream):
+            await a.aio.append("s", 0, "t0")
+        await a.aio.release("s")
+        claim = await b.aio.claim("s")
+        await b.aio.append("s", 0, "t0")
+        ttl = await b.aio.command("PTTL", b._keys("s")[1])
+        for log in (a, b):
+            log.aio.disown("s")
+            await log.aio.close()
+        return claim, ttl
+    claim, ttl = _run(scene)
+    assert claim.owned and claim.epoch == 2 and claim.length == 0 and ttl > 0
+    assert [(i, t, by.split("/")[0]) for i, t, by in b.entries("s")] == [(0, "t0", "B")]
+    a.close()
+    b.close()
+
+
+def test_a_token_utf8_cannot_encode_is_its_askers_error_and_the_round_goes_on(url):
+    a = _log(url, "A")
+
+    async def scene():
+        await a.aio.create("s", {}, 3)
+        await a.aio.create("t", {}, 3)
+        await a.aio.claim("s")
+        await a.aio.claim("t")
+        with pytest.raises(UnicodeEncodeError):
+            a.aio.append_future("s", 0, "bad\ud800")
+        await asyncio.gather(a.aio.append("s", 0, "good"), a.aio.append("t", 0, "also"))
+        for sid in ("s", "t"):
+            a.aio.disown(sid)
+        await a.aio.close()
+    _run(scene)
+    assert [t for _, t, _ in a.entries("s")] == ["good"] and [t for _, t, _ in a.entries("t")] == ["also"]
+    a.close()
+
+
+def test_a_follower_joining_while_the_ids_are_looked_up_is_read_at_once(url, monkeypatch):
+    """The shared read looks up where a new follower starts; one that joins meanwhile is looked up before
+    the read blocks, so its token comes when it lands, not after the heartbeat (``block_ms``)."""
+    from tokenwire.redislog.reader import LogReader
+    a, c = _log(url, "A"), _log(url, "C", block_ms=5000)
+    look_up = LogReader._look_up
+
+    async def slow_look_up(self):
+        await look_up(self)
+        await asyncio.sleep(0.05)                                      # its answer is on its way back
+    monkeypatch.setattr(LogReader, "_look_up", slow_look_up)
+
+    async def scene():
+        for sid in ("s", "t"):
+            await a.aio.create(sid, {}, 3)
+        await a.aio.claim("t")
+        first = asyncio.ensure_future(c.aio.wait_after("s", -1))      # starts the shared read
+        await asyncio.sleep(0.01)                                      # inside its first look-up
+        second = asyncio.ensure_future(c.aio.wait_after("t", -1))
+        await asyncio.sleep(0.01)
+        await a.aio.append("t", 0, "t0")
+        got = await asyncio.wait_for(second, 3)                        # the heartbeat would be [] after 5 s
+        first.cancel()
+        a.aio.disown("t")
+        for log in (a, c):
+            await log.aio.close()
+        return got
+    assert _run(scene) == [(0, "t0")]
+    a.close()
+    c.close()
+
+
+def test_a_stream_written_before_epochs_is_read_and_continued(url):
+    """Entries ``0-(i+1)`` with an owner field, and no epochs in the meta: what the log wrote before."""
+    import json
+
+    import redis
+    raw = redis.Redis.from_url(url, decode_responses=True)
+    raw.hset("tokenwire:{old}:meta", mapping={"params": json.dumps({}), "total": 4, "state": "generating",
+                                              "creator": "X/1"})
+    for i, text in enumerate(["a", "b"]):
+        raw.xadd("tokenwire:{old}:tokens", {"t": text, "by": "X/1"}, id=f"0-{i + 1}")
+    a = _log(url, "A", block_ms=500)
+    assert a.read_after("old", -1) == ["a", "b"] and a.read_after("old", 0) == ["b"]
+
+    async def scene():
+        claim = await a.aio.claim("old")
+        await a.aio.append("old", 2, "c")
+        a.aio.disown("old")
+        await a.aio.close()
+        return claim
+    claim = _run(scene)
+    assert claim.owned and claim.length == 2 and claim.epoch == 1
+    assert a.read_after("old", 0) == ["b", "c"] and a.read_after("old", 1) == ["c"]
+    got: list[tuple[int, str]] = []
+    while len(got) < 2:
+        got += a.wait_after("old", len(got))
+    assert got == [(1, "b"), (2, "c")]
+    assert [entry_id for entry_id, _ in raw.xrange("tokenwire:{old}:tokens")] == ["0-1", "0-2", "1-3"]
+    a.close()

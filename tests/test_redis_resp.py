@@ -136,7 +136,7 @@ def test_an_unknown_reply_type_is_a_connection_error_naming_it():
 
 def test_packing_is_resp_arrays_of_bulk_strings():
     assert pack(("EVALSHA", "ab", 1, b"k\r\n")) == b"*4\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n1\r\n$3\r\nk\r\n\r\n"
-    assert pack_xadd(b"k", b"2-5", "é") == pack(("XADD", "k", "NOMKSTREAM", "2-5", "t", "é"))
+    assert pack_xadd(b"k", b"2-5", "é".encode()) == pack(("XADD", "k", "NOMKSTREAM", "2-5", "t", "é"))
     assert xadd_reply(b"2-5") == b"$3\r\n2-5\r\n"
 
 

@@ -106,9 +106,9 @@ class LogReader:
                 if self._client_id is None:
                     self._client_id = int(await self.redis.client_id())
                 await self._look_up()
-                streams = {key: follow.after for key, follow in self.follows.items() if follow.after is not None}
-                if not streams:
-                    continue                # every position moved while it was looked up: again
+                if any(follow.after is None for follow in self.follows.values()):
+                    continue                # one joined or moved while the ids were looked up: look again
+                streams = {key: str(follow.after) for key, follow in self.follows.items()}
                 self._blocked, self._unblocking = True, False
                 try:
                     reply = await self.redis.xread(streams, count=FOLLOW_COUNT, block=self.settings.block_ms)

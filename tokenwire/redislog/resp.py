@@ -36,9 +36,8 @@ def pack(args: Iterable[object]) -> bytes:
     return b"*%d\r\n%s" % (len(parts), b"".join(parts))
 
 
-def pack_xadd(key: bytes, entry: bytes, token: str) -> bytes:
-    """``XADD key NOMKSTREAM entry t token``: an append that never makes a stream that expired."""
-    text = token.encode()
+def pack_xadd(key: bytes, entry: bytes, text: bytes) -> bytes:
+    """``XADD key NOMKSTREAM entry t text``: an append that never makes a stream that expired."""
     return (b"*6\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$10\r\nNOMKSTREAM\r\n$%d\r\n%s\r\n$1\r\nt\r\n$%d\r\n%s\r\n"
             % (len(key), key, len(entry), entry, len(text), text))
 

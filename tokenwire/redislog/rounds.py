@@ -31,11 +31,12 @@ class Command:
 
 
 class Append:
-    __slots__ = ("entry", "future", "index", "keys", "stream_id", "token", "tries")
+    __slots__ = ("data", "entry", "future", "index", "keys", "stream_id", "token", "tries")
 
     def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
                  future: asyncio.Future[None]) -> None:
         self.stream_id, self.keys, self.index, self.token, self.future = stream_id, keys, index, token, future
+        self.data = token.encode()      # here, so a token UTF-8 cannot encode is its asker's error, not the round's
         self.tries = 0
         self.entry = b""                # the entry id its XADD asked for (the epoch is the round's)
 
@@ -53,10 +54,10 @@ class Appends:
         xadds, expect = [], []
         for a in self.fast:
             entry = a.entry = entry_id(owned[a.stream_id], a.index).encode()
-            xadds.append(pack_xadd(a.keys[1].encode(), entry, a.token))
+            xadds.append(pack_xadd(a.keys[1].encode(), entry, a.data))
             expect.append(xadd_reply(entry))
         self.xadds, self.expect = b"".join(xadds), b"".join(expect)
-        self.slow_calls = [("EVALSHA", sha, 3, *a.keys, owner_id, a.index, a.token, maxlen) for a in self.slow]
+        self.slow_calls = [("EVALSHA", sha, 3, *a.keys, owner_id, a.index, a.data, maxlen) for a in self.slow]
 
 
 def settle(future: asyncio.Future[Any], value: Any = None, error: BaseException | None = None) -> None:

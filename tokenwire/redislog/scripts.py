@@ -1,6 +1,7 @@
 """The Redis token log's Lua scripts, and what their replies mean.
 
-How this works: every write is one script, atomic on the server.  A token
+How this works: every write but the owner's appends is one script, atomic
+on the server.  A token
 is fenced by an *epoch*, the entry id's first part: token ``i`` written by
 the stream's ``e``-th owner is the entry ``e-(i+1)``.  When the lease passes
 to another owner, the claim starts a new epoch and moves the stream's last
@@ -55,7 +56,9 @@ end
 # The epochs: ``epoch`` (the current one), ``eowner`` (its owner), ``by:<e>`` (each epoch's owner) and
 # ``epochs`` ("e:first-index," for each) in the meta hash.  id_at gives the entry id of ``index`` (kept,
 # trimmed or not yet written); fence makes ``owner`` the writer of the next entries, a new epoch unless it
-# already is one's owner, and moves the stream's last id past anything an older epoch could still add.
+# already is one's owner, and moves the stream's last id past anything an older epoch could still add (a
+# stream with no tokens key, made by an earlier version or evicted, gets an empty one first, so that the
+# XSETID cannot fail after part of the fence was written).
 _EPOCHS = """
 local function id_at(meta, index)
   local e = '0'
@@ -68,9 +71,15 @@ local function fence(meta, tokens, owner, len)
   local m = redis.call('HMGET', meta, 'epoch', 'eowner', 'epochs')
   if m[2] == owner then return tonumber(m[1]) end
   local e = tonumber(m[1] or '0') + 1
+  if redis.call('EXISTS', tokens) == 0 then
+    redis.call('XADD', tokens, '0-1', 't', '')
+    redis.call('XDEL', tokens, '0-1')
+    local ttl = redis.call('PTTL', meta)
+    if ttl > 0 then redis.call('PEXPIRE', tokens, ttl) end
+  end
+  redis.call('XSETID', tokens, e .. '-' .. len)
   local epochs = (m[3] or '') .. e .. ':' .. len .. ','
   redis.call('HSET', meta, 'epoch', e, 'eowner', owner, 'by:' .. e, owner, 'epochs', epochs)
-  redis.call('XSETID', tokens, e .. '-' .. len)
   return e
 end
 """
@@ -142,7 +151,7 @@ return {m[1], m[2], length(KEYS[2]), m[3]}
 REFUSED = _LENGTH + """
 local function refused(tokens, id, token)
   local meta = string.sub(tokens, 1, -7) .. 'meta'
-  if redis.call('EXISTS', meta) == 0 then return {'unknown', 0} end
+  if redis.call('EXISTS', meta) == 0 or redis.call('EXISTS', tokens) == 0 then return {'unknown', 0} end
   local e = redis.call('XRANGE', tokens, id, id)
   if #e == 1 and e[1][2][2] == token then return 0 end
   local m = redis.call('HMGET', meta, 'epoch', 'eowner')

@@ -18,8 +18,9 @@ and reads the round itself (``resp``): when every ``XADD`` landed, their
 replies are one comparison of bytes.  Scripts are called by SHA1; a
 Redis that lost its script cache (restarted) has them loaded again and the
 refused calls go in the next round.  Any error of the round itself (Redis
-down, a stall longer than the socket timeout) fails every future in it with
-``LogUnavailable``.
+down, no answer within ``STALL_TIMEOUT_S``) fails every future in it with
+``LogUnavailable``, as does an append's own error that is not a refusal
+(Redis out of memory).
 
 The owner's leases are renewed here too: ``own`` adds a stream (and the
 epoch its appends are fenced by) to those a timer renews, a third of a
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 import redis
 import redis.asyncio
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
 from ..core.tokenlog import LogError, LogUnavailable
@@ -74,6 +75,8 @@ MAX_COMMANDS_PER_ROUND = 512
 GATHER_S = 0.003
 GATHER_APPENDS = 128        # ~2.5 ms of 1,000 streams' tokens: past it a round gains little by waiting
 GATHER_SIBLINGS = 4         # fewer appenders fill a round too slowly to be worth a token's wait
+# What Redis says to an XADD whose id is not past the stream's last: the index is taken, or its epoch is over.
+_REFUSED_ID = "equal or smaller than the target stream top item"
 # A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
 _NOSCRIPT_RETRIES = 2
 
@@ -191,8 +194,8 @@ class LogWriter:
 
     async def _round(self, appends: list[Append], commands: list[Command]) -> None:
         self.rounds += 1
-        out = Appends(appends, self.owned, self.settings.owner_id, self.settings.maxlen, self.shas["append_one"])
         try:
+            out = Appends(appends, self.owned, self.settings.owner_id, self.settings.maxlen, self.shas["append_one"])
             added, replies = await self._send(out, commands)
             if added is not None:
                 await self._refused(out.fast, added)
@@ -266,7 +269,12 @@ class LogWriter:
 
     async def _refused(self, appends: list[Append], added: list[Any]) -> None:
         """Settle the appends whose ``XADD`` was refused, with what ``REFUSED`` finds (one more round trip)."""
-        refused = [a for a, reply in zip(appends, added, strict=True) if not isinstance(reply, str)]
+        refused = []
+        for a, reply in zip(appends, added, strict=True):
+            if reply is None or isinstance(reply, ResponseError) and _REFUSED_ID in str(reply):
+                refused.append(a)           # the stream is gone, or the id is not past its last: why, below
+            elif not isinstance(reply, str):
+                settle(a.future, error=unavailable(self.settings, reply))   # Redis failing (out of memory...)
         if not refused:
             return
         keys = [a.keys[1] for a in refused]
