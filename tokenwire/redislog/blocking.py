@@ -275,11 +275,10 @@ class RedisTokenLog:
         """Return every kept token as ``(index, text, owner that generated it)``; for tests and diagnostics."""
         meta, tokens, _ = self._keys(stream_id)
         entries = self._run(self.aio.command("XRANGE", tokens, "-", "+"))
-        epochs = self._run(self.aio.command("HGETALL", meta))
-        owners = epochs if isinstance(epochs, dict) else dict(zip(epochs[::2], epochs[1::2], strict=True))
+        owners = _named(self._run(self.aio.command("HGETALL", meta)))
         out = []
         for entry_id, fields in entries:
-            named = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2], strict=True))
+            named = _named(fields)
             epoch = entry_id.partition("-")[0]
             out.append((entry_index(entry_id), str(named["t"]), str(owners.get(f"by:{epoch}", ""))))
         return out
@@ -288,3 +287,8 @@ class RedisTokenLog:
         """Return the remaining TTL of the meta and tokens keys in ms (negative: none / missing)."""
         meta, tokens, _ = self._keys(stream_id)
         return int(self._run(self.aio.command("PTTL", meta))), int(self._run(self.aio.command("PTTL", tokens)))
+
+
+def _named(reply: Any) -> dict[str, Any]:
+    """Field/value pairs as a dict: a flat list in RESP2, a map in RESP3."""
+    return dict(reply) if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))

@@ -1,15 +1,15 @@
 """The Redis token log's Lua scripts, and what their replies mean.
 
 How this works: every write but the owner's appends is one script, atomic
-on the server.  A token
-is fenced by an *epoch*, the entry id's first part: token ``i`` written by
-the stream's ``e``-th owner is the entry ``e-(i+1)``.  When the lease passes
-to another owner, the claim starts a new epoch and moves the stream's last
-id to ``e-length`` (``XSETID``), so every append the old owner still sends
-(ids ``(e-1)-...``) is refused by ``XADD`` itself; the owner's appends need
-no lease check: each is one plain ``XADD``, a round's sent together (only
-a refused one is looked at further, by ``REFUSED``).  An append without a claim (tools, tests) takes the checked
-path, ``APPEND_ONE``.  Each epoch's first index is kept in the meta hash
+on the server.  A token is fenced by an *epoch*, the entry id's first part:
+token ``i`` written by the stream's ``e``-th owner is the entry ``e-(i+1)``.
+When the lease passes to another owner, the claim starts a new epoch and
+moves the stream's last id to ``e-length`` (``XSETID``), so every append the
+old owner still sends (ids ``(e-1)-...``) is refused by ``XADD`` itself; the
+owner's appends need no lease check: each is one plain ``XADD``, a round's
+sent together (only a refused one is looked at further, by ``REFUSED``).
+An append without a claim (tools, tests) takes the checked path,
+``APPEND_ONE``.  Each epoch's first index is kept in the meta hash
 (``epochs``), which turns an index into its entry id for the reads.  The
 TTLs are re-armed by RENEW_MANY, on the owner's renewal timer.  The
 functions below turn a script's reply into a value or the core's
@@ -53,13 +53,23 @@ local function length(tokens)
 end
 """
 
+# An empty tokens stream (an entry added and deleted), expiring in ttl_ms (none if not positive): made with
+# the stream, so that an append never makes it (NOMKSTREAM) and a fence's XSETID has a key to move.
+_EMPTY = """
+local function empty(tokens, ttl_ms)
+  redis.call('XADD', tokens, '0-1', 't', '')
+  redis.call('XDEL', tokens, '0-1')
+  if ttl_ms > 0 then redis.call('PEXPIRE', tokens, ttl_ms) end
+end
+"""
+
 # The epochs: ``epoch`` (the current one), ``eowner`` (its owner), ``by:<e>`` (each epoch's owner) and
 # ``epochs`` ("e:first-index," for each) in the meta hash.  id_at gives the entry id of ``index`` (kept,
 # trimmed or not yet written); fence makes ``owner`` the writer of the next entries, a new epoch unless it
 # already is one's owner, and moves the stream's last id past anything an older epoch could still add (a
 # stream with no tokens key, made by an earlier version or evicted, gets an empty one first, so that the
 # XSETID cannot fail after part of the fence was written).
-_EPOCHS = """
+_EPOCHS = _EMPTY + """
 local function id_at(meta, index)
   local e = '0'
   for ep, first in string.gmatch(redis.call('HGET', meta, 'epochs') or '', '(%d+):(%d+),') do
@@ -71,12 +81,7 @@ local function fence(meta, tokens, owner, len)
   local m = redis.call('HMGET', meta, 'epoch', 'eowner', 'epochs')
   if m[2] == owner then return tonumber(m[1]) end
   local e = tonumber(m[1] or '0') + 1
-  if redis.call('EXISTS', tokens) == 0 then
-    redis.call('XADD', tokens, '0-1', 't', '')
-    redis.call('XDEL', tokens, '0-1')
-    local ttl = redis.call('PTTL', meta)
-    if ttl > 0 then redis.call('PEXPIRE', tokens, ttl) end
-  end
+  if redis.call('EXISTS', tokens) == 0 then empty(tokens, redis.call('PTTL', meta)) end
   redis.call('XSETID', tokens, e .. '-' .. len)
   local epochs = (m[3] or '') .. e .. ':' .. len .. ','
   redis.call('HSET', meta, 'epoch', e, 'eowner', owner, 'by:' .. e, owner, 'epochs', epochs)
@@ -88,7 +93,7 @@ end
 # the same creator asking again (a round sent twice after a reconnect) is told it succeeded.
 # The tokens stream is made empty here (an entry added and deleted), so that an append never makes it:
 # an append to a stream that expired finds no key (``NOMKSTREAM``) instead of leaving one without a TTL.
-CREATE = """
+CREATE = _EMPTY + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'creator') == ARGV[4] then return 1 end
   return 0
@@ -96,10 +101,8 @@ end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'params', ARGV[1], 'total', ARGV[2], 'state', 'generating', 'creator', ARGV[4],
            'epoch', 0, 'epochs', '')
-redis.call('XADD', KEYS[2], '0-1', 't', '')
-redis.call('XDEL', KEYS[2], '0-1')
+empty(KEYS[2], tonumber(ARGV[3]))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
 """
 

@@ -24,8 +24,8 @@ down, no answer within ``STALL_TIMEOUT_S``) fails every future in it with
 
 The owner's leases are renewed here too: ``own`` adds a stream (and the
 epoch its appends are fenced by) to those a timer renews, a third of a
-lease apart, in one ``RENEW_MANY`` call (which also re-arms the streams' TTLs), so neither the per-token path nor a long
-model step claims anything.
+lease apart, in one ``RENEW_MANY`` call (which also re-arms the streams'
+TTLs), so neither the per-token path nor a long model step claims anything.
 """
 
 from __future__ import annotations
