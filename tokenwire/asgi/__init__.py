@@ -1,6 +1,8 @@
 """tokenwire as an ASGI 3 app: resumable token streams in your own Starlette or FastAPI app, from your own model.
 
-``app`` serves the canned 277-token answer (``uvicorn tokenwire.asgi:app``);
+``app`` serves the canned 277-token answer (``uvicorn tokenwire.asgi:app``),
+built on its first call (a bad ``$TOKENWIRE_LOG_URL`` fails the server's
+start-up, never this import);
 ``TokenStreams(model)`` serves your model's tokens with the same routes,
 limits, errors, heartbeat and resume (the README's "Your own model" section).
 """
@@ -8,9 +10,10 @@ limits, errors, heartbeat and resume (the README's "Your own model" section).
 from __future__ import annotations
 
 from .app import TokenStreams
+from .canned import CannedApp
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "TokenStreams", "app"]
+__all__ = ["MAX_MODEL_TOKENS", "CannedApp", "ModelFactory", "ModelStream", "StreamRequest", "TokenStreams", "app"]
 
 # The canned answer with the report's parameters, on the token log $TOKENWIRE_LOG_URL names (memory if unset).
-app = TokenStreams()
+app = CannedApp()

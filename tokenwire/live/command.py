@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s",
-          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s")
+          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s", "log")
 
 
 def _flag_message(message: str) -> str:

@@ -40,6 +40,7 @@ can rebuild a stream), and ``make_registry`` puts them together for
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -70,6 +71,10 @@ __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "aio_of",
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
+# The URL schemes of a Redis log (redis-py's from_url): TCP, TLS, a local socket.
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+# A URL's user and password, never echoed in an error.
+_USERINFO = re.compile(r"(?<=://)[^/@]*@")
 
 
 class SharedLog(TokenLog, Protocol):
@@ -240,14 +245,17 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     """Return the token log ``url`` names: in memory for None, ``""`` or ``"memory"``, else Redis.
 
     Falls back to ``$TOKENWIRE_LOG_URL`` when ``url`` is None.  Raises
-    ``ValueError`` for an unknown scheme or when the ``redis`` package (the
-    ``redis`` extra) is missing.
+    ``ValueError`` for an unknown scheme, naming the setting (``log`` or
+    ``TOKENWIRE_LOG_URL``), or when the ``redis`` package (the ``redis``
+    extra) is missing.
     """
+    setting = LOG_URL_ENV if url is None else "log"
     url = os.environ.get(LOG_URL_ENV) if url is None else url
     if not url or url == "memory":
         return MemoryTokenLog(now)
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"log must be 'memory' or a redis:// URL, got {url!r}")
+    if not url.startswith(REDIS_SCHEMES):
+        raise ValueError(f"{setting} must be 'memory' or a redis://, rediss:// or unix:// URL, "
+                         f"got {_USERINFO.sub('***@', url)!r}")
     try:
         from .blocking import RedisTokenLog
     except ImportError as exc:
