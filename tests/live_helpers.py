@@ -27,6 +27,7 @@ from typing import TypeVar
 from tokenwire.core.sse import Decoder, Event
 from tokenwire.endpoints.config import LiveConfig
 from tokenwire.endpoints.registry import Registry
+from tokenwire.endpoints.routes import LIVE_ROUTES, RouteTable
 from tokenwire.handler import handler
 from tokenwire.live.server import LiveServer, make_server
 
@@ -63,10 +64,11 @@ def serving_report() -> Iterator[tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def serving(registry: Registry | None = None, **config: object) -> Iterator[LiveServer]:
-    """A ``LiveServer`` on 127.0.0.1:0 in a thread; ``config`` goes to ``LiveConfig``."""
+def serving(registry: Registry | None = None, routes: RouteTable = LIVE_ROUTES,
+            **config: object) -> Iterator[LiveServer]:
+    """A ``LiveServer`` of ``routes`` on 127.0.0.1:0 in a thread; ``config`` goes to ``LiveConfig``."""
     live = LiveConfig(access_log=False, **config)  # type: ignore[arg-type]
-    with in_thread(make_server(registry=registry, config=live)) as server:
+    with in_thread(make_server(registry=registry, config=live, routes=routes)) as server:
         yield server
 
 

@@ -27,12 +27,12 @@ def _request(method: str, target: str, headers: dict[str, str] | None = None, cl
     return LiveRequest(method, path, query, fields, client, root_path)
 
 
-async def _no_body() -> bytes:
+async def _no_body(limit: int) -> bytes:
     return b""
 
 
 def _decide(endpoints: Endpoints, method: str, target: str, headers: dict[str, str] | None = None,
-            body: Callable[[], Any] = _no_body, **kw: Any) -> Answer | OpenStream | None:
+            body: Callable[[int], Any] = _no_body, **kw: Any) -> Answer | OpenStream | None:
     return asyncio.run(endpoints.decide(_request(method, target, headers, **kw), body))
 
 
@@ -149,13 +149,13 @@ def test_a_cursor_older_than_the_log_keeps_is_410() -> None:
 def test_the_body_is_read_after_the_query_is_checked_and_its_refusal_is_the_servers() -> None:
     endpoints, read = _endpoints(), []
 
-    async def body() -> bytes:
-        read.append(True)
+    async def body(limit: int) -> bytes:
+        read.append(limit)
         return b""
     assert _error(_decide(endpoints, "POST", "/streams?tokens=0", body=body))[0] == 400
     assert read == []                                           # a bad query is refused before the body is read
     made = _decide(endpoints, "POST", "/streams?tokens=5", body=body, root_path="/mount")
-    assert isinstance(made, Answer) and made.status == 201 and read == [True]
+    assert isinstance(made, Answer) and made.status == 201 and read == [1024]     # read to the route's limit
     assert json.loads(made.body)["events_url"].startswith("/mount/streams/")
 
 

@@ -75,7 +75,7 @@ OVERSIZED = {
     "a chunked body": (b"POST /streams HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411),
     "a bad Content-Length": (b"POST /streams HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
     "a 10,000-digit Content-Length": (b"POST /streams HTTP/1.1\r\nContent-Length: " + b"9" * 10_000
-                                      + b"\r\n\r\n", 400),
+                                      + b"\r\n\r\n", 413),        # past the limit, however many digits
     "a bad HTTP version": (b"GET / HTTP/1.x\r\n\r\n", 400),
     "an HTTP/0.9 request": (b"GET /live\r\n\r\n", 400),
     "one word": (b"GARBAGE\r\n\r\n", 400),

@@ -36,6 +36,7 @@ from ..endpoints.config import (
 from ..endpoints.decide import Endpoints, process_error
 from ..endpoints.decisions import Answer, OpenStream
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
+from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..endpoints.rules import SSE_HEADERS
 from ..realtime import LoopDriver
 from ..redislog.streams import make_registry
@@ -51,7 +52,7 @@ _SSE = asgi.asgi_headers(SSE_HEADERS)
 
 
 class TokenStreams:
-    """An ASGI 3 app serving ``POST /streams``, ``GET /streams/<id>/events`` and ``GET /stream``.
+    """An ASGI 3 app serving the live routes (``routes``: ``POST /streams``, ``GET /streams/<id>/events``, ...).
 
     ``model``: a factory called once per stream with a ``StreamRequest``,
     returning an async iterator of ``str`` (or an awaitable of one); None
@@ -71,7 +72,10 @@ class TokenStreams:
     after their last frame and thinking models are stopped, so the server
     can exit.  ``max_duration_s`` (None: ``$TOKENWIRE_MAX_DURATION_S``, else
     no limit): each connection ends after this long at a frame boundary, and
-    its reader resumes at once; the stream goes on.  Raises
+    its reader resumes at once; the stream goes on.  ``max_body_bytes``:
+    the most a ``POST /streams`` body may carry (1 KiB); ``routes``: the
+    route table served (``tokenwire.endpoints.routes.LIVE_ROUTES``, each
+    route's body limit settable by its setting's name).  Raises
     ``TypeError``/``ValueError`` naming a bad argument.
     """
 
@@ -81,11 +85,10 @@ class TokenStreams:
                  max_streams: int = DEFAULT_MAX_STREAMS, create_burst: int = DEFAULT_CREATE_BURST,
                  create_rate: float = DEFAULT_CREATE_RATE, max_body_bytes: int = MAX_BODY_BYTES,
                  grace_s: float = DEFAULT_GRACE_S, max_duration_s: float | None = None,
-                 takeover: str = "end") -> None:
+                 takeover: str = "end", routes: RouteTable = LIVE_ROUTES) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
-        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 0:
-            raise ValueError(f"max_body_bytes must be a non-negative int, got {max_body_bytes!r}")
+        routes = routes.with_limits({"max_body_bytes": max_body_bytes})
         self.policy, self.buffer = parse_policy(policy), check_capacity(buffer)
         try:
             self.on_disconnect = OnDisconnect(on_disconnect)
@@ -93,7 +96,6 @@ class TokenStreams:
             raise ValueError(f"on_disconnect must be 'detach' or 'cancel', got {on_disconnect!r}") from None
         self.config = LiveConfig(heartbeat_s=heartbeat_s, write_timeout_s=write_timeout_s, grace_s=grace_s,
                                  max_duration_s=max_duration_setting(max_duration_s))
-        self.max_body_bytes = max_body_bytes
         self.registry: Registry = make_registry(log, attach_stream_async=self._attach, max_live=max_live,
                                                 max_streams=max_streams, create_burst=create_burst,
                                                 create_rate=create_rate)
@@ -101,8 +103,7 @@ class TokenStreams:
         self.models = None if model is None else ModelSource(
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
             takeover=takeover)
-        self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True,
-                                   max_body_bytes=max_body_bytes)
+        self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes)
         self.driver: LoopDriver | None = None
         self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)
 
@@ -139,7 +140,7 @@ class TokenStreams:
     async def _http(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         self.lifecycle.start()
         decision = await self.endpoints.decide(asgi.live_request(scope),
-                                               lambda: asgi.read_body(receive, self.max_body_bytes))
+                                               lambda limit: asgi.read_body(receive, limit))
         if isinstance(decision, Answer):
             await asgi.answer(send, decision.status, decision.headers, decision.body, head=scope["method"] == "HEAD")
         elif decision is not None:

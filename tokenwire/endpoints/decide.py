@@ -3,9 +3,11 @@
 How this works: ``Endpoints.decide`` takes a ``LiveRequest`` and answers
 with an ``Answer`` or an ``OpenStream`` (``decisions``).  The sequence is the
 one both servers follow, in this order, so the same request gets the same
-refusal from either: the path and method (404, 405, 501), a chunked body
-(411), the query (400), the body (413, read only now, by the adapter's
-``read_body``); for ``GET /stream`` the open-stream slots (503, before
+refusal from either: the path and method from the route table (``routes``:
+404, 405, 501); for a route that takes a body, a chunked one (411) and a
+declared length past the route's limit (413, 400 if malformed); then the
+route's handler (its ``kind``): the query (400), the body (413, read only
+now, by the adapter's ``read_body``); for ``GET /stream`` the open-stream slots (503, before
 anything is made); the client's creation quota (429), then the stream is
 made.  An events request finds the stream (404), reads its cursor (400),
 checks the log still holds what follows it (410), says 204 to a reader that
@@ -22,24 +24,26 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 from ..core.tokenlog import LogError
 from . import rules
-from .config import JOURNAL_SIZE, MAX_BODY_BYTES, ConnectionLog, LiveConfig
+from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, LiveRequest, OpenStream
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
+from .routes import LIVE_ROUTES, ErrorFormat, Found, Route, RouteTable
 from .writing import EventWire, Writing, write_events
 
-__all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "logger"]
+__all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "check_body", "logger", "refusal"]
 
 # The one logger: ``tokenwire serve`` (and ``--quiet``) configures it; an
 # ASGI server's logging configuration reaches it as any library's.
 logger = logging.getLogger("tokenwire")
 
-ReadBody = Callable[[], Awaitable[bytes]]
+# Reads the request's body, refusing it past the given limit (a ``RequestError`` 413).
+ReadBody = Callable[[int], Awaitable[bytes]]
 
 
 class StreamSource(Protocol):
@@ -67,63 +71,76 @@ class CannedSource:
         return await self.registry.create_async(asked.spec, cut_after=asked.cut)
 
 
+Handler = Callable[[LiveRequest, Found, Callable[[], Awaitable[bytes]]], Awaitable[Answer | OpenStream]]
+
+
 class Endpoints:
-    """``POST /streams``, ``GET /streams/<id>/events`` and ``GET /stream`` over ``registry``.
+    """The live routes of ``routes`` (``POST /streams``, ``GET /streams/<id>/events``, ...) over ``registry``.
 
     ``source`` makes new streams (the canned answer by default).  ``alone``:
     these routes are all the server serves, so any other path is their 404
     and an unknown method their 501; otherwise ``decide`` answers None for a
-    path that is not theirs.  ``journal`` keeps the last finished
-    connections (``ConnectionLog``) for tests and the demo.
+    path that is not theirs.  ``body_limits`` sets the routes' body limits
+    by setting name (``{"max_body_bytes": 2048}``; ``RouteTable.with_limits``).
+    ``journal`` keeps the last finished connections (``ConnectionLog``) for
+    tests and the demo.
     """
 
     def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
-                 alone: bool = False, max_body_bytes: int = MAX_BODY_BYTES) -> None:
-        self.registry, self.config, self.alone, self.max_body_bytes = registry, config, alone, max_body_bytes
+                 alone: bool = False, routes: RouteTable = LIVE_ROUTES,
+                 body_limits: Mapping[str, int] | None = None) -> None:
+        self.registry, self.config, self.alone = registry, config, alone
+        self.routes = routes.with_limits(body_limits or {})
         self.source: StreamSource = source if source is not None else CannedSource(registry)
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.writing: set[Writing] = set()      # the streams being written now
         self.closing = False                    # a shutdown has closed the streams (close_streams)
+        # What answers each route's ``kind`` (``Route.kind``).
+        self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
+                                             "create_and_open": self._create_and_open}
+        unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
+        if unknown:
+            raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
+                             f"{sorted(self.handlers)}")
+
+    def serves(self, path: str) -> bool:
+        """Whether ``path`` is one of these routes' (the others are the server's own)."""
+        return self.routes.route_of(path) is not None
 
     async def decide(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
-        """The answer to ``request``: a whole ``Answer``, an ``OpenStream`` to write, or None (not a live path)."""
+        """The answer to ``request``: a whole ``Answer``, an ``OpenStream`` to write, or None (not a live path).
+
+        ``read_body(limit)`` reads the request's body, refusing it past ``limit`` bytes (413).
+        """
         try:
-            return await self._route(request, read_body)
+            found = self.routes.find(request.path, request.method, alone=self.alone)
         except RequestError as exc:
             return refusal(exc)
-        except LogError as exc:
-            return refusal(rules.log_error(exc))
-
-    async def _route(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
-        path, method = request.path, request.method
-        if self.alone and method not in rules.KNOWN_METHODS:
-            raise rules.not_implemented_error(method)
-        allow = rules.live_allow(path)
-        if allow is None:
-            if self.alone:
-                raise rules.no_route_error(path)
+        if found is None:
             return None
-        if method not in allow.split(", "):
-            raise rules.method_error(path, method, allow)
-        if path == "/streams":
-            return await self._create(request, read_body)
-        if path == "/stream":
-            return await self._create_and_open(request)
-        match = rules.EVENTS_PATH.fullmatch(path)
-        assert match is not None
-        live = await self.registry.get_async(match.group(1))
-        return await self._open(request, live, created=False)
+        route = found.route
+        try:
+            if route.takes_body:
+                check_body(request, route)
+            return await self.handlers[route.kind](request, found, lambda: read_body(route.body_limit))
+        except RequestError as exc:
+            return refusal(exc, route.errors)
+        except LogError as exc:
+            return refusal(rules.log_error(exc), route.errors)
 
-    async def _create(self, request: LiveRequest, read_body: ReadBody) -> Answer:
-        if request.header_values("transfer-encoding"):
-            raise rules.chunked_error()
-        rules.check_declared_body(request.header_values("content-length"), self.max_body_bytes)
+    async def _create(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         asked = self.source.parse(request.query)
         body = await read_body()
         live = await self._make(asked, request, body)
         return Answer(201, *rules.created(live.stream_id, request.root_path))
 
-    async def _create_and_open(self, request: LiveRequest) -> OpenStream | Answer:
+    async def _events(self, request: LiveRequest, found: Found,
+                      read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
+        live = await self.registry.get_async(found.params["id"])
+        return await self._open(request, live, created=False)
+
+    async def _create_and_open(self, request: LiveRequest, found: Found,
+                               read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
         asked = self.source.parse(request.query)
         rules.last_event_id(request.header_values("last-event-id"), created=True)  # refused before a stream is made
         if self.registry.live >= self.registry.max_live:      # nor is one made for a 503
@@ -179,9 +196,16 @@ class Endpoints:
         return len(writing)
 
 
-def refusal(exc: RequestError) -> Answer:
-    """A live endpoint's refusal as an answer: JSON ``{"error": message}`` with the error's own headers."""
-    return Answer(exc.status, (*rules.JSON_HEADERS, *exc.headers), rules.error_body(exc.message))
+def refusal(exc: RequestError, errors: ErrorFormat = "tokenwire") -> Answer:
+    """A live endpoint's refusal as an answer: JSON in the route's format ``errors``, with the error's own headers."""
+    return Answer(exc.status, (*rules.JSON_HEADERS, *exc.headers), rules.error_body(exc.message, exc.status, errors))
+
+
+def check_body(request: LiveRequest, route: Route) -> None:
+    """Refuse, before anything is read, a chunked body (411) or one ``Content-Length`` puts past the limit (413)."""
+    if request.header_values("transfer-encoding"):
+        raise rules.chunked_error()
+    rules.check_declared_body(request.header_values("content-length"), route.body_limit)
 
 
 def process_error(exc: BaseException) -> None:

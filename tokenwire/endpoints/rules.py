@@ -1,8 +1,8 @@
-"""The live routes' rules, each written once: paths, methods, headers, refusals and their messages, the cursor.
+"""The live routes' rules, each written once: headers, refusals and their messages, the cursor.
 
 How this works: pure functions of a request's parts, which ``decide`` runs
-in order: which methods a live path takes (``live_allow``; 405, 404 and 501
-otherwise), the ``Last-Event-ID`` header (``last_event_id``), what an events
+in order after the route table (``routes``) has found the route (its 404,
+405 and 501 are made here), the ``Last-Event-ID`` header (``last_event_id``), what an events
 request asks for (``events_request``: the cursor, a cut, or a 204 when the
 reader has every token), the 201 of a created stream (``created``), and the
 refusals of the request's body, the registry and the token log as
@@ -16,7 +16,6 @@ error before the request reaches a route.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from ..core.stream import Stream
@@ -34,20 +33,16 @@ from .params import (
 )
 from .registry import Busy, OverQuota
 
-__all__ = ["ALLOW_GET", "ALLOW_STREAMS", "EVENTS_PATH", "JSON_HEADERS", "KNOWN_METHODS", "NO_CONTENT_HEADERS",
+__all__ = ["JSON_HEADERS", "KNOWN_METHODS", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error",
            "check_declared_body", "chunked_error", "created", "error_body", "events_request", "last_event_id",
-           "live_allow", "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error"]
+           "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error"]
 
-EVENTS_PATH = re.compile(r"/streams/([A-Za-z0-9_-]{1,64})/events")
 # Methods some route answers (with 405 where a path does not take one); any
 # other method is 501, as RFC 9110 asks of a method a server does not implement.
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
-# A Content-Length longer than this is left to the server's own parser (and past any limit here anyway).
-MAX_LENGTH_DIGITS = 9
-_ROUTES = "the routes here are POST /streams, GET /streams/<id>/events and GET /stream"
-# The methods each live path takes (a 405's Allow).
-ALLOW_STREAMS, ALLOW_GET = "POST", "GET"
+# A declared body length is quoted in a 413 up to this many digits (2**64 has 20); a longer one is counted.
+MAX_SIZE_DIGITS = 20
 
 SECURITY_HEADERS = (("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"))
 NO_STORE = (("Cache-Control", "no-store"),)
@@ -59,18 +54,22 @@ NO_CONTENT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"), *SECURITY_H
 _RETRY = (("Retry-After", str(RETRY_AFTER_S)),)
 
 
-def error_body(message: str) -> bytes:
-    """The body of a live endpoint's error: JSON ``{"error": message}``."""
+# The ``type`` of an error in OpenAI's format, by status (the API's own names); any other status is a server error.
+_OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+                 410: "invalid_request_error", 411: "invalid_request_error", 413: "invalid_request_error",
+                 429: "rate_limit_error"}
+
+
+def error_body(message: str, status: int = 400, errors: str = "tokenwire") -> bytes:
+    """The body of a live endpoint's error: tokenwire's JSON ``{"error": message}``, or OpenAI's.
+
+    ``errors``: the route's format; ``"openai"`` is ``{"error": {"message",
+    "type", "code"}}``, its type named by ``status``.
+    """
+    if errors == "openai":
+        kind = _OPENAI_TYPES.get(status, "server_error")
+        return json.dumps({"error": {"message": message, "type": kind, "code": None}}).encode()
     return json.dumps({"error": message}).encode()
-
-
-def live_allow(path: str) -> str | None:
-    """The ``Allow`` value of a live path (``/streams``, ``/stream``, an events URL), None for any other path."""
-    if path == "/streams":
-        return ALLOW_STREAMS
-    if path == "/stream" or EVENTS_PATH.fullmatch(path):
-        return ALLOW_GET
-    return None
 
 
 def not_implemented_error(method: str) -> RequestError:
@@ -78,9 +77,9 @@ def not_implemented_error(method: str) -> RequestError:
     return RequestError(501, f"method {method[:20]!r} is not implemented here")
 
 
-def no_route_error(path: str) -> RequestError:
-    """The 404 of a path that is none of the live routes (where they are all a server serves)."""
-    return RequestError(404, f"no such path {echo(path)}: {_ROUTES}")
+def no_route_error(path: str, routes: str) -> RequestError:
+    """The 404 of a path that is none of the live ``routes`` (where they are all a server serves)."""
+    return RequestError(404, f"no such path {echo(path)}: the routes here are {routes}")
 
 
 def chunked_error() -> RequestError:
@@ -88,19 +87,28 @@ def chunked_error() -> RequestError:
     return RequestError(411, "send the parameters in the query string; chunked bodies are refused")
 
 
-def body_error(limit: int, size: int | None = None) -> RequestError:
-    """The 413 for a body past ``limit`` bytes (``size``: what ``Content-Length`` announced)."""
+def check_declared_body(content_length: list[str], limit: int) -> None:
+    """Refuse a body whose ``Content-Length`` says it is past ``limit``, before anything is read.
+
+    Raises ``RequestError``: 413 for a length past ``limit``, however many
+    digits it has; 400 for a value that is not a decimal number of bytes.
+    """
+    for value in content_length:
+        digits = value.strip(" \t")
+        if not (digits.isascii() and digits.isdigit()):
+            raise RequestError(400, f"Content-Length {echo(value)} is not a number of bytes")
+        significant = digits.lstrip("0") or "0"
+        if len(significant) > len(str(limit)) or int(significant) > limit:   # no int() of 10,000 digits
+            raise body_error(limit, significant)
+
+
+def body_error(limit: int, size: str | None = None) -> RequestError:
+    """The 413 for a body past ``limit`` bytes (``size``: the decimal length ``Content-Length`` announced)."""
     if size is None:
         return RequestError(413, f"request body longer than {limit} bytes")
+    if len(size) > MAX_SIZE_DIGITS:
+        return RequestError(413, f"request body of a {len(size)}-digit number of bytes; at most {limit} are read")
     return RequestError(413, f"request body of {size} bytes; at most {limit} are read")
-
-
-def check_declared_body(content_length: list[str], limit: int) -> None:
-    """Raise the 413 for a body whose ``Content-Length`` says it is past ``limit`` (before anything else is read)."""
-    for value in content_length:
-        value = value.strip()
-        if value.isdigit() and len(value) <= MAX_LENGTH_DIGITS and int(value) > limit:
-            raise body_error(limit, int(value))
 
 
 def method_error(path: str, method: str, allow: str) -> RequestError:

@@ -24,11 +24,13 @@ from ..endpoints.config import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_WRITE_TIMEOUT_S,
+    MAX_BODY_BYTES,
     MAX_DURATION_ENV,
     LiveConfig,
     max_duration_setting,
 )
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
+from ..endpoints.routes import LIVE_ROUTES
 from ..realtime import loop_name
 from .server import LiveServer, make_server
 
@@ -100,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--max-duration-s", type=float, default=None,
         help=f"end each event-stream connection after this long, at a frame boundary; the reader resumes at "
              f"once (default ${MAX_DURATION_ENV}, else no limit)")
+    add("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+        help=f"the most a POST /streams body may carry; more gets 413 (default {MAX_BODY_BYTES})")
     add("--quiet", action="store_true", help="no access log on stderr")
     add("--log", default=None, metavar="URL",
         help="token log: 'memory' or redis://host:port/db to share streams between instances "
@@ -108,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s",
-          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s", "log")
+          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s", "max_body_bytes", "log")
 
 
 def _flag_message(message: str) -> str:
@@ -148,13 +152,14 @@ def cli_main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
         if not 0 <= args.port <= 65535:
             raise ValueError(f"--port must be from 0 to 65535, got {args.port!r}")
+        routes = LIVE_ROUTES.with_limits({"max_body_bytes": args.max_body_bytes})
         config, registry = _setup(args)
     except ValueError as exc:                 # a ParamError from the flags, or a bad setting
         return usage_error("serve", _flag_message(str(exc)))
     configure_logging(args.quiet)
     raise_fd_limit()
     try:
-        server = make_server(args.host, args.port, registry=registry, config=config)
+        server = make_server(args.host, args.port, registry=registry, config=config, routes=routes)
     except OSError as exc:
         print(f"tokenwire serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

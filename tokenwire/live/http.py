@@ -10,7 +10,8 @@ request line past ``MAX_REQUEST_LINE`` is 414, headers past
 that is not three words 400, a method this server does not know 501.
 
 A request has ``request_timeout_s`` in total to arrive (request line,
-headers, and a ``POST /streams`` body), however slowly it trickles in: one
+headers, and the body of a route that reads one: the route table says which, and
+its limit), however slowly it trickles in: one
 loop timer from the connection's start, never restarted by a byte.  Then the
 server's ``dispatch`` answers it with an ``Answer`` (written whole, and the
 connection closed: one request per connection) or None: the routes have
@@ -34,11 +35,12 @@ from typing import Any, Protocol
 
 import h11
 
-from ..endpoints.config import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
-from ..endpoints.decide import refusal
-from ..endpoints.decisions import Answer
+from ..endpoints.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
+from ..endpoints.decide import check_body, refusal
+from ..endpoints.decisions import Answer, LiveRequest
 from ..endpoints.params import RequestError, utf8
-from ..endpoints.rules import KNOWN_METHODS, body_error, check_declared_body, chunked_error, not_implemented_error
+from ..endpoints.routes import Route, RouteTable
+from ..endpoints.rules import KNOWN_METHODS, body_error, not_implemented_error
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
@@ -84,6 +86,7 @@ class Host(Protocol):
     """What a connection needs of its server."""
 
     config: LiveConfig
+    route_table: RouteTable
 
     def admit(self, connection: HttpConnection) -> bool: ...
     def requested(self, connection: HttpConnection) -> None: ...
@@ -121,8 +124,8 @@ def text_answer(status: int, message: str, extra: tuple[tuple[str, str], ...] = 
     return Answer(status, headers, f"{status} {message}\n".encode("utf-8", "replace"))
 
 
-def _precheck(buf: bytes) -> Answer | None:
-    """This server's limits on a request head so far; None while it is within them."""
+def _precheck(buf: bytes, routes: RouteTable) -> Answer | None:
+    """This server's limits on a request head so far, and its route's on a body; None while it is within them."""
     end = buf.find(b"\n")
     line = buf if end < 0 else buf[:end].rstrip(b"\r")
     if len(line) > MAX_REQUEST_LINE:
@@ -144,9 +147,8 @@ def _precheck(buf: bytes) -> Answer | None:
     fields = buf[end + 1: None if stop < 0 else stop]
     if len(fields) > MAX_HEADER_BYTES or fields.count(b"\n") >= MAX_HEADERS:
         return text_answer(431, f"request headers longer than {MAX_HEADER_BYTES} bytes or {MAX_HEADERS} lines")
-    if stop >= 0 and method == "POST" and words[1].partition(b"?")[0] == b"/streams":
-        return _body_limits(fields)
-    return None
+    route = _body_route(routes, method, words[1]) if stop >= 0 else None
+    return None if route is None else _body_limits(fields, route)
 
 
 def _text_refusal(exc: RequestError) -> Answer:
@@ -154,18 +156,21 @@ def _text_refusal(exc: RequestError) -> Answer:
     return text_answer(exc.status, exc.message, exc.headers)
 
 
-def _body_limits(fields: bytes) -> Answer | None:
-    """``POST /streams`` reads a body of at most ``MAX_BODY_BYTES`` and never a chunked one."""
+def _body_route(routes: RouteTable, method: str, target: bytes) -> Route | None:
+    """The route that reads the body of a request for ``target``; None if it reads none (the table says)."""
+    return routes.body_route(utf8(target.partition(b"?")[0].decode("latin-1")), method)
+
+
+def _body_limits(fields: bytes, route: Route) -> Answer | None:
+    """``route``'s refusal of a chunked body or a declared length past its limit, read from the raw header lines."""
+    headers = []
     for line in fields.split(b"\n"):
         name, _, value = line.partition(b":")
-        name = name.strip().lower()
-        if name == b"transfer-encoding":
-            return refusal(chunked_error())
-        if name == b"content-length":
-            try:
-                check_declared_body([value.decode("latin-1")], MAX_BODY_BYTES)
-            except RequestError as exc:
-                return refusal(exc)
+        headers.append((name.strip().lower().decode("latin-1"), value.strip().decode("latin-1")))
+    try:
+        check_body(LiveRequest(route.methods[0], route.pattern, "", tuple(headers), "-"), route)
+    except RequestError as exc:
+        return refusal(exc, route.errors)
     return None
 
 
@@ -184,6 +189,7 @@ class HttpConnection(asyncio.Protocol):
         self._head = b""
         self._request: h11.Request | None = None
         self._body = bytearray()
+        self._body_route: Route | None = None        # the route reading this request's body
         self._deadline: asyncio.TimerHandle | None = None
         self._task: asyncio.Future[Any] | None = None
         self._lingering = False                       # refused mid-request: reading what still comes, then closing
@@ -207,7 +213,7 @@ class HttpConnection(asyncio.Protocol):
             if not self.line_sent and b"\n" in data:   # the first LF ends the request line
                 self.line_sent = True
                 self.host.requested(self)
-            refused = _precheck(self._head)
+            refused = _precheck(self._head, self.host.route_table)
             if refused is not None:
                 self.answer(refused, linger=True)
                 return
@@ -251,22 +257,21 @@ class HttpConnection(asyncio.Protocol):
                 return
             if isinstance(event, h11.Request):
                 self._request = event
-                if not self._wants_body(event):
-                    self._dispatch()
+                self._body_route = _body_route(self.host.route_table, event.method.decode("latin-1"),
+                                               event.target)
+                if self._body_route is None:
+                    self._dispatch()                # a route without a body ignores what is sent
             elif isinstance(event, h11.Data):
                 self._body += event.data
-                if len(self._body) > MAX_BODY_BYTES:
-                    self.answer(refusal(body_error(MAX_BODY_BYTES)), linger=True)
+                route = self._body_route
+                if route is not None and len(self._body) > route.body_limit:
+                    self.answer(refusal(body_error(route.body_limit), route.errors), linger=True)
                     return
             elif isinstance(event, h11.EndOfMessage):
                 self._dispatch()
             elif isinstance(event, h11.ConnectionClosed):
                 self._close()
                 return
-
-    def _wants_body(self, event: h11.Request) -> bool:
-        """Only ``POST /streams`` reads its body (a form post, at most ``MAX_BODY_BYTES``); others ignore it."""
-        return event.method == b"POST" and event.target.partition(b"?")[0] == b"/streams"
 
     def _dispatch(self) -> None:
         event = self._request

@@ -1,8 +1,8 @@
 """The live server's routes: the report pages, and the live routes adapted to the endpoints.
 
 How this works: ``Routes.dispatch`` is called by a connection with its
-``Request``.  A live path (``POST /streams``, ``GET /streams/<id>/events``,
-``GET /stream``) is handed to the endpoints (``tokenwire.endpoints``) as a
+``Request``.  A live path (one of the endpoints' route table,
+``endpoints.routes``) is handed to the endpoints (``tokenwire.endpoints``) as a
 ``LiveRequest``; their ``Answer`` is written as it is, and an ``OpenStream``
 gets the connection's ``TransportWire`` after the ``200`` head.  The report
 pages (``/``, ``/api/report``) are rendered by the serverless edge's pure
@@ -23,7 +23,7 @@ from ..endpoints.decide import Endpoints, refusal
 from ..endpoints.decisions import Answer, LiveRequest, OpenStream
 from ..endpoints.page import page_answer
 from ..endpoints.params import RequestError
-from ..endpoints.rules import SSE_HEADERS, live_allow
+from ..endpoints.rules import SSE_HEADERS
 from ..handler import REPORT_PATHS, respond
 from .http import HttpConnection, Request, head_bytes
 from .pages import Pages
@@ -62,7 +62,7 @@ class Routes:
 
     async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
         """The answer to ``request``, or None once an event stream has taken the connection."""
-        if live_allow(request.path) is not None:
+        if self.server.endpoints.serves(request.path):
             return await self._live(request, connection)
         try:
             return await self._page_route(request)
@@ -84,7 +84,7 @@ class Routes:
     async def _live(self, request: Request, connection: HttpConnection) -> Answer | None:
         live_request = LiveRequest(request.method, request.path, request.query, request.headers, request.client)
 
-        async def body() -> bytes:
+        async def body(limit: int) -> bytes:
             return request.body                          # read whole, and held to its limit, by the HTTP layer
 
         decision = await self.server.endpoints.decide(live_request, body)

@@ -57,6 +57,7 @@ from ..endpoints.config import (
 )
 from ..endpoints.decide import Endpoints, logger, process_error
 from ..endpoints.registry import Registry
+from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..realtime import LoopDriver, new_loop
 from .http import Answer, HttpConnection, Request
 from .routes import Routes
@@ -90,10 +91,11 @@ class LiveServer:
     """The live server: a bound socket, the shared state, and the loop that serves them (``serve_forever``)."""
 
     def __init__(self, address: tuple[str, int], *, registry: Registry | None = None,
-                 config: LiveConfig | None = None) -> None:
+                 config: LiveConfig | None = None, routes: RouteTable = LIVE_ROUTES) -> None:
         self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
         self.config = config if config is not None else LiveConfig()
-        self.endpoints = Endpoints(self.registry, self.config)
+        self.endpoints = Endpoints(self.registry, self.config, routes=routes)
+        self.route_table = self.endpoints.routes     # what the HTTP layer's early checks read
         self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
         self.clock = self.registry.clock
         self.driver: LoopDriver | None = None
@@ -326,6 +328,6 @@ def _settle(stop: asyncio.Future[float], grace_s: float) -> None:
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, registry: Registry | None = None,
-                config: LiveConfig | None = None) -> LiveServer:
-    """Bind a ``LiveServer`` (port 0 picks a free one); raises ``OSError`` if it cannot bind."""
-    return LiveServer((host, port), registry=registry, config=config)
+                config: LiveConfig | None = None, routes: RouteTable = LIVE_ROUTES) -> LiveServer:
+    """Bind a ``LiveServer`` serving ``routes`` (port 0 picks a free one); raises ``OSError`` if it cannot bind."""
+    return LiveServer((host, port), registry=registry, config=config, routes=routes)

@@ -1,0 +1,184 @@
+"""The live routes as data: one table that both servers, the HTTP layer's early checks and the README read.
+
+How this works: a ``Route`` is a path pattern (``/streams/<id>/events``: a
+``<name>`` segment is an id, ``[A-Za-z0-9_-]{1,64}``), the methods it takes,
+its ``kind`` (which ``Endpoints`` handler answers it), the ``action`` it
+asks for (``create``, ``read``, ``stop``: what an authorization rule checks),
+its body (the setting that names its limit and the limit; a route without
+one takes no body and ignores what is sent), and the format of its errors
+(``tokenwire``: ``{"error": message}``; ``openai``: ``{"error": {"message",
+"type", "code"}}``).  ``RouteTable.find`` answers a path and a method with
+the route and its parameters, or the refusal (404, 405 with ``Allow``, 501);
+``with_limits`` sets body limits by setting name (``max_body_bytes``), so
+every limit is settable where the server is made.  Adding a route to the
+table is all it takes for ``tokenwire serve`` and ``TokenStreams`` to route
+it, refuse it and hold its body to its limit alike, provided its ``kind``
+is one ``Endpoints`` answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from .config import MAX_BODY_BYTES
+from .rules import KNOWN_METHODS, method_error, no_route_error, not_implemented_error
+
+__all__ = ["ERROR_FORMATS", "ID_SEGMENT", "LIVE_ROUTES", "Action", "ErrorFormat", "Found", "Route",
+           "RouteTable"]
+
+Action = Literal["create", "read", "stop"]
+ErrorFormat = Literal["tokenwire", "openai"]
+ERROR_FORMATS: tuple[ErrorFormat, ...] = ("tokenwire", "openai")
+_ACTIONS: tuple[Action, ...] = ("create", "read", "stop")
+# What a ``<name>`` segment matches: a stream id (``secrets.token_urlsafe(16)`` is 22 of these) and room to spare.
+ID_SEGMENT = "[A-Za-z0-9_-]{1,64}"
+_PARAM = re.compile(r"<([a-z_]+)>")
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    parts = _PARAM.split(pattern)          # literal, name, literal, name, ...
+    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>{ID_SEGMENT})" for i, part in enumerate(parts))
+    return re.compile(regex)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One live route.
+
+    pattern: the path, ``<name>`` for an id segment; methods: what it takes;
+    kind: the ``Endpoints`` handler that answers it; action: what it asks
+    for (``create``, ``read``, ``stop``); body_setting: the setting that
+    limits its body (None: it takes no body); body_limit: that limit in
+    bytes; errors: the format of its refusals; summary: its README line.
+    """
+
+    pattern: str
+    methods: tuple[str, ...]
+    kind: str
+    action: Action
+    body_setting: str | None = None
+    body_limit: int = 0
+    errors: ErrorFormat = "tokenwire"
+    summary: str = ""
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.pattern.startswith("/"):
+            raise ValueError(f"a route's pattern must start with '/', got {self.pattern!r}")
+        if not self.methods or not set(self.methods) <= KNOWN_METHODS:
+            raise ValueError(f"a route's methods must be some of {sorted(KNOWN_METHODS)}, got {self.methods!r}")
+        if self.action not in _ACTIONS:
+            raise ValueError(f"a route's action must be one of {_ACTIONS}, got {self.action!r}")
+        if self.errors not in ERROR_FORMATS:
+            raise ValueError(f"a route's errors must be one of {ERROR_FORMATS}, got {self.errors!r}")
+        limit = self.body_limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"{self.body_setting or 'body_limit'} must be a non-negative int, got {limit!r}")
+        object.__setattr__(self, "regex", _compile(self.pattern))
+
+    @property
+    def takes_body(self) -> bool:
+        """Whether the route reads a request body (held to ``body_limit``)."""
+        return self.body_setting is not None
+
+    @property
+    def allow(self) -> str:
+        """The ``Allow`` value of this route's path."""
+        return ", ".join(self.methods)
+
+    def described(self) -> str:
+        """``POST /streams``: the methods and the pattern, as the README and a 404 name it."""
+        return f"{'/'.join(self.methods)} {self.pattern}"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A request's route and the path's parameters (``{"id": ...}``)."""
+
+    route: Route
+    params: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteTable:
+    """Every live route, in the order a path is tried."""
+
+    routes: tuple[Route, ...]
+
+    def __post_init__(self) -> None:
+        patterns = [route.pattern for route in self.routes]
+        if len(set(patterns)) != len(patterns):
+            raise ValueError(f"each pattern is one route (list its methods together), got {patterns!r}")
+
+    def route_of(self, path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route whose pattern ``path`` matches and its parameters; None if none does."""
+        for route in self.routes:
+            match = route.regex.fullmatch(path)
+            if match is not None:
+                return route, match.groupdict()
+        return None
+
+    def find(self, path: str, method: str, *, alone: bool) -> Found | None:
+        """The route ``method`` asks for at ``path``; None for a path none serves (unless ``alone``).
+
+        Raises ``RequestError``: 405 (with ``Allow``) for a method the
+        path's route does not take; when ``alone`` (these routes are all the
+        server serves), 501 for a method no route takes and 404 for any other path.
+        """
+        if alone and method not in KNOWN_METHODS:
+            raise not_implemented_error(method)
+        found = self.route_of(path)
+        if found is None:
+            if alone:
+                raise no_route_error(path, self.described())
+            return None
+        route, params = found
+        if method not in route.methods:
+            raise method_error(path, method, route.allow)
+        return Found(route, params)
+
+    def body_route(self, path: str, method: str) -> Route | None:
+        """The route that reads the body of ``method path``; None if the request has no body to read."""
+        found = self.route_of(path)
+        if found is None or method not in found[0].methods or not found[0].takes_body:
+            return None
+        return found[0]
+
+    def described(self) -> str:
+        """Every route, as a 404 lists them: ``POST /streams, GET /streams/<id>/events and GET /stream``."""
+        names = [route.described() for route in self.routes]
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+    def with_limits(self, limits: Mapping[str, int]) -> RouteTable:
+        """This table with each body limit named in ``limits`` (``{"max_body_bytes": 2048}``) set.
+
+        Raises ``ValueError`` for a setting no route has, or a bad limit.
+        """
+        known = {route.body_setting for route in self.routes if route.body_setting is not None}
+        unknown = sorted(set(limits) - known)
+        if unknown:
+            raise ValueError(f"no route's body is limited by {unknown[0]!r}; the settings are {sorted(known)}")
+        return RouteTable(tuple(
+            replace(route, body_limit=limits[route.body_setting])
+            if route.body_setting is not None and route.body_setting in limits else route
+            for route in self.routes))
+
+    def add(self, *routes: Route) -> RouteTable:
+        """This table with ``routes`` added after its own."""
+        return RouteTable((*self.routes, *routes))
+
+
+LIVE_ROUTES = RouteTable((
+    Route("/streams", ("POST",), "create", "create", body_setting="max_body_bytes", body_limit=MAX_BODY_BYTES,
+          summary='`201` `{"stream_id", "events_url"}`; ids are `secrets.token_urlsafe(16)`; the parameters are '
+                  "the query's, a body is read up to `max_body_bytes` (1 KiB) and handed to a model"),
+    Route("/streams/<id>/events", ("GET",), "events", "read",
+          summary="`text/event-stream`: `retry` + `open`, one `token` frame per token with `id: <index>`, `done`. "
+                  "Resumes strictly after `Last-Event-ID` (or `?last_event_id=`)"),
+    Route("/stream", ("GET",), "create_and_open", "create",
+          summary="creates and streams in one request; the `open` frame names the `stream_id`"),
+))
+"""The routes of ``tokenwire serve`` and ``TokenStreams``."""
