@@ -1,6 +1,7 @@
 """Helpers for the ASGI tests: a uvicorn process on loopback, and reading its streams; this module holds no tests.
 
-``Uvicorn(target)`` runs ``python -m uvicorn <target>`` (uvloop and
+``Uvicorn(target)`` runs ``python -m uvicorn <target>`` (uvloop, or the
+loop ``TOKENWIRE_LOOP`` names as the ``loop_kind`` fixture sets it;
 httptools, as the bench does; ``--app-dir tests`` so ``asgi_apps`` imports)
 on a free port and stops it with SIGTERM; its stderr is kept to look at.
 ``read_stream`` reads an SSE response with httpx-sse until ``done`` or
@@ -52,8 +53,8 @@ class Uvicorn:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", self.target, "--app-dir", str(self.app_dir), "--host", "127.0.0.1",
-             "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--log-level", "warning",
-             "--no-access-log", "--timeout-graceful-shutdown", "2"],
+             "--port", str(self.port), "--loop", self.env.get("TOKENWIRE_LOOP", "uvloop"), "--http", "httptools",
+             "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.errors)
         deadline = time.monotonic() + TIMEOUT_S
         while time.monotonic() < deadline:

@@ -95,7 +95,10 @@ def test_cancel_closes_the_model_within_one_token_and_a_resume_ends_early(server
     assert not model["finished"] and model["yielded"] == logged
     assert model["steps"] <= logged + 1                       # at most one step for nobody
     assert logged < 200
-    assert httpx.get(url, headers={"Last-Event-ID": str(logged - 1)}).status_code == 204
+    # A reader that has every logged token gets the early ending again, not a 204 saying its answer is whole
+    # (issue 22, item 4: this asserted 204 before).
+    last = read_stream(url, headers={"Last-Event-ID": str(logged - 1)})
+    assert last.status == 200 and last.ids == [] and last.last_json()["reason"] == "cancelled"
 
 
 def test_a_model_that_raises_ends_with_an_error_event_naming_it_logged_once(server: Uvicorn) -> None:
@@ -106,7 +109,8 @@ def test_a_model_that_raises_ends_with_an_error_event_naming_it_logged_once(serv
     assert read.last_json() == {"error": "the model raised RuntimeError", "tokens": 3}
     again = read_stream(url, headers={"Last-Event-ID": "1"})          # a resume replays, then the same error
     assert again.ids == [2] and again.last_json() == read.last_json()
-    assert httpx.get(url, headers={"Last-Event-ID": "2"}).status_code == 204
+    last = read_stream(url, headers={"Last-Event-ID": "2"})          # all it logged: the error, not a 204
+    assert last.status == 200 and last.ids == [] and last.last_json() == read.last_json()
     assert all(SECRET not in event.data for event in read.events + again.events)
     assert stats(server, url)["closed"]
     wait_until(lambda: "the model raised RuntimeError" in server.stderr(), "the error in the server's log")

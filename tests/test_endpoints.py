@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tokenwire.core.clock import RealClock
-from tokenwire.core.tokenlog import MemoryTokenLog
+from tokenwire.core.tokenlog import MemoryTokenLog, StreamState
 from tokenwire.endpoints.config import LiveConfig
 from tokenwire.endpoints.decide import Endpoints
 from tokenwire.endpoints.decisions import Answer, LiveRequest, OpenStream
@@ -56,6 +56,7 @@ def _finished(endpoints: Endpoints, tokens: int = 5) -> str:
     log = endpoints.registry.log
     for index, item in enumerate(live.stream.model.tokens):
         log.append(stream_id, index, item)
+    log.set_state(stream_id, StreamState.DONE)
     return f"/streams/{stream_id}/events"
 
 
@@ -107,6 +108,22 @@ def test_a_finished_stream_gets_204_only_with_its_last_id_and_a_plain_reconnect_
     assert isinstance(resumed, OpenStream) and (resumed.cursor, resumed.header) == (2, "2")
     endpoints.release(resumed)
     assert endpoints.registry.live == 0
+
+
+def test_204_goes_only_to_a_reader_of_a_stream_the_log_says_ended_normally() -> None:
+    """Issue 22, item 4: every token logged is not enough; a stream cancelled, stopped or failed (state
+    cancelled), or still generating, replays its ending to a reader that has every token."""
+    endpoints = _endpoints()
+    events = _finished(endpoints)
+    stream_id = events.split("/")[2]
+    for state in (StreamState.CANCELLED, StreamState.GENERATING):
+        endpoints.registry.log.set_state(stream_id, state)
+        opened = _decide(endpoints, "GET", events, {"Last-Event-ID": "4"})
+        assert isinstance(opened, OpenStream) and opened.cursor == 4, (state, opened)
+        endpoints.release(opened)
+    endpoints.registry.log.set_state(stream_id, StreamState.DONE)
+    done = _decide(endpoints, "GET", events, {"Last-Event-ID": "4"})
+    assert isinstance(done, Answer) and done.status == 204
 
 
 def test_an_empty_header_says_nothing_and_the_query_id_counts() -> None:

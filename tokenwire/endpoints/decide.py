@@ -11,8 +11,9 @@ now, by the adapter's ``read_body``); for ``GET /stream`` the open-stream slots 
 anything is made); the client's creation quota (429), then the stream is
 made.  An events request finds the stream (404), reads its cursor (400),
 checks the log still holds what follows it (410), says 204 to a reader that
-has every token, and takes a slot (503).  A ``RequestError`` or a token-log
-failure anywhere is the refusal it names (``rules``).
+has every token of a stream that ended normally, and takes a slot (503).  A
+``RequestError`` or a token-log failure anywhere is the refusal it names
+(``rules``).
 
 What a new stream is differs: the canned answer (``CannedSource``, the
 report's parameters) or a user's model (``tokenwire.asgi``); a
@@ -157,8 +158,9 @@ class Endpoints:
 
     async def _open(self, request: LiveRequest, live: LiveStream, *, created: bool) -> OpenStream | Answer:
         registry, stream_id = self.registry, live.stream_id
+        generated, state = await registry.progress_async(stream_id)
         asked = rules.events_request(request.query, request.header_values("last-event-id"), live.stream,
-                                     await registry.length_async(stream_id), created=created)
+                                     generated, state, created=created)
         await registry.check_cursor_async(stream_id, asked.cursor)     # a 410 now, while a status can say so
         if asked.complete:
             return Answer(204, rules.NO_CONTENT_HEADERS)

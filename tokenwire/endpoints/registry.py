@@ -38,7 +38,14 @@ from ..core.clock import RealClock
 from ..core.effects import Process
 from ..core.pipeline import RunSpec
 from ..core.stream import Stream
-from ..core.tokenlog import DEFAULT_MAX_AGE_NS, DEFAULT_MAX_STREAMS, MemoryTokenLog, TokenLog, UnknownStream
+from ..core.tokenlog import (
+    DEFAULT_MAX_AGE_NS,
+    DEFAULT_MAX_STREAMS,
+    MemoryTokenLog,
+    StreamState,
+    TokenLog,
+    UnknownStream,
+)
 from ..realtime import LoopDriver
 
 if TYPE_CHECKING:
@@ -312,9 +319,12 @@ class Registry:
             raise
         return live
 
-    async def length_async(self, stream_id: str) -> int:
-        """The tokens the log holds for ``stream_id``."""
-        return int(await self.aio.length(stream_id)) if self.aio is not None else self.log.length(stream_id)
+    async def progress_async(self, stream_id: str) -> tuple[int, StreamState]:
+        """The tokens the log holds for ``stream_id`` and its state, read at one instant (one call on Redis)."""
+        if self.aio is not None:
+            _, _, length, state = await self.aio.info(stream_id)
+            return length, state
+        return self.log.length(stream_id), self.log.state(stream_id)
 
     async def check_cursor_async(self, stream_id: str, cursor: int) -> None:
         """Raise ``LogGap`` if the log no longer holds the token after ``cursor`` (``UnknownStream``: no stream)."""

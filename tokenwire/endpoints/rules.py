@@ -4,7 +4,7 @@ How this works: pure functions of a request's parts, which ``decide`` runs
 in order after the route table (``routes``) has found the route (its 404,
 405 and 501 are made here), the ``Last-Event-ID`` header (``last_event_id``), what an events
 request asks for (``events_request``: the cursor, a cut, or a 204 when the
-reader has every token), the 201 of a created stream (``created``), and the
+reader has every token of a stream that ended normally), the 201 of a created stream (``created``), and the
 refusals of the request's body, the registry and the token log as
 ``RequestError`` (``chunked_error``, ``body_error``, ``busy_error``,
 ``quota_error``, ``log_error``).  Both servers answer a ``RequestError`` as
@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 
 from ..core.stream import Stream
-from ..core.tokenlog import LogError, LogGap, LogUnavailable, UnknownStream
+from ..core.tokenlog import LogError, LogGap, LogUnavailable, StreamState, UnknownStream
 from .config import RETRY_AFTER_S
 from .params import (
     RequestError,
@@ -139,7 +139,7 @@ class EventsRequest:
     cursor: the exclusive resume cursor (-1: from the start); cut: the
     ``cut_after`` it asks for (None: none); header / query_id: the
     ``Last-Event-ID`` header and ``?last_event_id=`` as sent; complete: the
-    cursor is the last index of a finished stream (answer 204).
+    cursor is the last index of a stream that ended normally (answer 204).
     """
 
     cursor: int
@@ -149,9 +149,10 @@ class EventsRequest:
     complete: bool
 
 
-def events_request(query: str, header_values: list[str], stream: Stream, generated: int, *,
+def events_request(query: str, header_values: list[str], stream: Stream, generated: int, state: StreamState, *,
                    created: bool) -> EventsRequest:
-    """Read an events request for ``stream`` (``generated`` tokens logged); raises ``RequestError`` (400).
+    """Read an events request for ``stream`` (``generated`` tokens logged, ``state`` as the log says); raises
+    ``RequestError`` (400).
 
     ``created``: the request made the stream (``GET /stream``), so only its
     own ``cut_after`` counted and no cursor may be given.  The caller then
@@ -165,9 +166,11 @@ def events_request(query: str, header_values: list[str], stream: Stream, generat
     requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
     if requested is not None and not 0 <= requested < stream.total:
         raise RequestError(400, cut_range_message(stream.total, params["cut_after"]))
-    # 204 only to a reader that has every token: a stream that ended before
-    # index 0 (an early stop, a model that failed at once) replays its ending.
-    complete = cursor >= 0 and cursor == stream.total - 1
+    # 204 only to a reader that has every token of a stream that ended
+    # normally (the log says done, on every process).  A stream cancelled,
+    # stopped or failed (its state is cancelled) replays its ending instead,
+    # so that a reader never takes a truncated answer for a whole one.
+    complete = state is StreamState.DONE and 0 <= cursor == generated - 1
     return EventsRequest(cursor, requested, header, params.get("last_event_id"), complete)
 
 
