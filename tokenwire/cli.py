@@ -29,9 +29,10 @@ _COMMANDS = {
     "report": ("tokenwire.report.render", "print the report (text, json or html) for a scenario"),
     "serve": ("tokenwire.live.command", "serve the report and the live SSE endpoints on loopback"),
     "demo": ("tokenwire.demo.command", "stream the full answer over real loopback sockets and report"),
+    "read": ("tokenwire.client.command", "print a stream's text as it comes, resuming by itself"),
 }
 
-USAGE = "usage: tokenwire {report,serve,demo} [options]  (tokenwire COMMAND --help for each)"
+USAGE = "usage: tokenwire {report,serve,demo,read} [options]  (tokenwire COMMAND --help for each)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,9 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command = _COMMANDS.get(args[0])
     if command is None:
-        print(f"tokenwire: unknown command {args[0]!r}; expected one of report, serve, demo", file=sys.stderr)
+        print(f"tokenwire: unknown command {args[0]!r}; expected one of {', '.join(_COMMANDS)}", file=sys.stderr)
         return 2
-    entry: Callable[[list[str]], int] = importlib.import_module(command[0]).cli_main
+    try:
+        entry: Callable[[list[str]], int] = importlib.import_module(command[0]).cli_main
+    except ImportError as exc:                # an extra not installed (read: httpx): its message names it
+        print(f"tokenwire {args[0]}: {exc}", file=sys.stderr)
+        return 1
     try:
         return entry(args[1:])
     except KeyboardInterrupt:

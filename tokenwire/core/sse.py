@@ -402,6 +402,8 @@ class Decoder:
     ``retry`` is the reconnection time in ms, None until a stream sets it.
     A block still open when the input ends is never dispatched.  After an
     :class:`SSEError` the decoder's state is unspecified: discard it.
+    A client that reconnects makes a new decoder with the ``last_event_id``
+    and ``retry`` of the old one: the spec keeps both across connections.
     """
 
     __slots__ = (
@@ -419,13 +421,22 @@ class Decoder:
         "_last_shape",
     )
 
-    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+    def __init__(self, max_line: int = MAX_LINE_BYTES, *, last_event_id: str = "",
+                 retry: int | None = None) -> None:
         """Make a decoder whose lines may hold at most ``max_line`` chars.
 
-        Raises ValueError if ``max_line`` is not an int of at least 1.
+        ``last_event_id`` and ``retry`` are where an earlier connection left
+        them.  Raises ValueError if ``max_line`` is not an int of at least 1,
+        ``last_event_id`` holds CR, LF or NUL (no stream can set one that
+        does) or ``retry`` is not None or a non-negative int, and TypeError
+        if ``last_event_id`` is not a str.
         """
         if type(max_line) is not int or max_line < 1:
             raise ValueError(f"max_line must be an int >= 1, got {max_line!r}")
+        if type(last_event_id) is not str or any(c in last_event_id for c in "\r\n\0"):
+            raise _field_error("last_event_id", last_event_id)
+        if retry is not None and (type(retry) is not int or retry < 0):
+            raise ValueError(f"retry must be a non-negative int, got {retry!r}")
         self._max_line = max_line
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self._cr = False  # the last text seen ended with a CR
@@ -434,9 +445,9 @@ class Decoder:
         self._in_block = False  # the last whole line seen was not blank
         self._data: list[str] = []  # data buffer, one item per data line
         self._type = ""  # event type buffer
-        self._id_buf = ""  # last event ID buffer
-        self._last_event_id = ""
-        self._retry: int | None = None
+        self._id_buf = last_event_id  # last event ID buffer
+        self._last_event_id = last_event_id
+        self._retry = retry
         self._last_shape: _Shape | None = None  # of the last run of blocks, tried first
 
     @property

@@ -1,0 +1,100 @@
+"""``tokenwire read URL``: print a tokenwire stream's text as it comes, resuming by itself.
+
+How this works: the flags become ``events`` arguments; each ``token``
+event's data is written to stdout and flushed.  ``done`` (or a 204: the
+reader has everything) exits 0; anything else is one line on stderr,
+``tokenwire read: ...``: exit 1 for a failed stream, a refusal or attempts
+run out, 2 for bad flags.  Nothing reaches the user as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import TextIO
+
+from ..cli import FlagParser, usage_error
+from ..core.sse import Event
+from .reconnect import DEFAULT_MAX_ATTEMPTS, ClientError
+from .streams import events
+
+__all__ = ["cli_main", "read"]
+
+# A header's name is an HTTP token (RFC 9110's tchar).
+_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# More attempts than this in a row is waiting on a server that is not coming back.
+MAX_ATTEMPTS = 100
+
+
+def _parser() -> FlagParser:
+    parser = FlagParser("tokenwire read", "print a tokenwire stream's text as it comes, resuming by itself")
+    parser.add_argument("url", metavar="URL", help="the stream: .../stream?<parameters> or .../streams/<id>/events")
+    parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
+                        help="a request header, sent on every connection (repeatable)")
+    parser.add_argument("--last-event-id", metavar="N", help="resume after this id (as an EventSource would)")
+    parser.add_argument("--max-attempts", type=int, default=DEFAULT_MAX_ATTEMPTS, metavar="N",
+                        help=f"connections in a row without a new token before giving up [{DEFAULT_MAX_ATTEMPTS}]")
+    return parser
+
+
+def _headers(values: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, colon, text = value.partition(":")
+        if not colon or not name or not set(name) <= _TCHAR or any(c in text for c in "\r\n\0"):
+            raise ValueError(f"--header must look like 'Name: value'; got {value!r}")
+        headers[name] = text.strip()
+    return headers
+
+
+def cli_main(argv: list[str], *, sleep: Callable[[float], object] | None = None) -> int:
+    """Run ``tokenwire read``; returns the exit status (``sleep`` is for tests)."""
+    try:
+        args = _parser().parse_args(argv)
+        headers = _headers(args.header)
+        if not 1 <= args.max_attempts <= MAX_ATTEMPTS:
+            raise ValueError(f"--max-attempts must be from 1 to {MAX_ATTEMPTS}; got {args.max_attempts!r}")
+        if args.last_event_id is not None and any(c in args.last_event_id for c in "\r\n\0"):
+            raise ValueError(f"--last-event-id must be one line; got {args.last_event_id!r}")
+        stream = events(args.url, headers=headers, last_event_id=args.last_event_id,
+                        max_attempts=args.max_attempts, **({"sleep": sleep} if sleep else {}))
+    except ValueError as exc:                       # a ParamError from the flags, or a bad value
+        return usage_error("read", _url_message(str(exc)))
+    try:
+        return read(stream, sys.stdout)
+    except ClientError as exc:
+        return _fail(str(exc))
+
+
+def read(stream: Iterator[Event], out: TextIO) -> int:
+    """Write each token's text to ``out`` as it comes; returns 0 at ``done`` (or a 204), 1 at ``failed``."""
+    for event in stream:
+        if event.event == "token":
+            out.write(event.data)
+            out.flush()
+        elif event.event in ("failed", "error"):
+            return _fail(f"the stream failed: {_failure(event.data)}")
+    if out.isatty():
+        out.write("\n")
+    return 0
+
+
+def _failure(data: str) -> str:
+    try:
+        error = json.loads(data).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    return str(error) if error else data
+
+
+def _url_message(message: str) -> str:
+    """``Reconnect``'s word for a bad URL, as the command names it."""
+    if message.startswith("url must be"):
+        return "URL" + message[len("url"):].replace(", got", "; got")
+    return message
+
+
+def _fail(message: str) -> int:
+    print(f"tokenwire read: {message}", file=sys.stderr, flush=True)
+    return 1

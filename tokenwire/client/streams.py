@@ -1,0 +1,144 @@
+"""``events`` and ``aevents``: the reconnect state of ``reconnect`` driven over httpx, blocking and async.
+
+How this works: each loop asks the state for a request, waits what it says,
+sends it, and hands back what came: a status that is not 200 (with the
+first ``MAX_ERROR_BODY`` bytes of its body), or the body's chunks of a 200,
+then how the connection ended.  Every decision (resume, retry, backoff, the
+end, the errors) is the state's; the two loops differ only by ``await``.
+An ``httpx.TransportError`` (refused, reset, timed out, a chunked body cut
+short) is a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from random import random as _random
+
+import httpx
+
+from ..core.sse import Event
+from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, Backoff, Reconnect
+
+__all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "aevents", "events"]
+
+# Connecting gives up after 10 s; reading after 60 s of silence, four times
+# tokenwire's 15 s heartbeat, so a quiet stream is never taken for a dead one.
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=60.0)
+# A refusal's body is read this far: its message is one line.
+MAX_ERROR_BODY = 4096
+# What a connection that ends before the end event is reported as.
+CLOSED = "the connection closed before the end event"
+
+
+def events(url: str, *, headers: Mapping[str, str] | None = None, last_event_id: str | None = None,
+           max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff: Backoff | None = None,
+           timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT, client: httpx.Client | None = None,
+           end_events: Collection[str] = END_EVENTS, sleep: Callable[[float], object] = time.sleep,
+           random: Callable[[], float] = _random) -> Iterator[Event]:
+    """Yield the SSE events at ``url`` (any server), reconnecting with ``Last-Event-ID`` until the end event.
+
+    A dropped connection (EOF before the end event, a read error, a 5xx, 408
+    or 429) is resumed after the stream's ``retry`` with ``Backoff``; a 204
+    ends the stream, as do ``end_events`` (yielded, last).  ``client`` is
+    used as given (else one of our own, following redirects); ``sleep`` and
+    ``random`` are for tests.  Raises ``StreamRefused`` on a 4xx,
+    ``AttemptsExhausted`` after ``max_attempts`` connections in a row
+    without a new event, ``ProtocolError`` if the answer is no event stream,
+    and ValueError for bad arguments (at the call, not at the first event).
+    """
+    state = Reconnect(url, headers=headers, last_event_id=last_event_id, max_attempts=max_attempts,
+                      backoff=backoff, end_events=end_events, random=random)
+    own: AbstractContextManager[httpx.Client] = (
+        nullcontext(client) if client is not None else httpx.Client(follow_redirects=True))
+    return _run(state, own, timeout, sleep)
+
+
+def aevents(url: str, *, headers: Mapping[str, str] | None = None, last_event_id: str | None = None,
+            max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff: Backoff | None = None,
+            timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT, client: httpx.AsyncClient | None = None,
+            end_events: Collection[str] = END_EVENTS, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+            random: Callable[[], float] = _random) -> AsyncIterator[Event]:
+    """``events`` over ``httpx.AsyncClient``: the same arguments, decisions and errors, as an async iterator
+    (close it with ``contextlib.aclosing`` if you stop early)."""
+    state = Reconnect(url, headers=headers, last_event_id=last_event_id, max_attempts=max_attempts,
+                      backoff=backoff, end_events=end_events, random=random)
+    own: AbstractAsyncContextManager[httpx.AsyncClient] = (
+        nullcontext(client) if client is not None else httpx.AsyncClient(follow_redirects=True))
+    return _arun(state, own, timeout, sleep)
+
+
+def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: float | httpx.Timeout | None,
+         sleep: Callable[[float], object]) -> Iterator[Event]:
+    with own as http:
+        while (request := state.request()) is not None:
+            if request.wait_s:
+                sleep(request.wait_s)
+            try:
+                with http.stream("GET", request.url, headers=request.headers, timeout=timeout) as response:
+                    if response.status_code != 200:
+                        _answered(state, response, _head(response.iter_bytes()))
+                        continue
+                    state.opened(response.headers.get("content-type", ""))
+                    for chunk in response.iter_bytes():
+                        yield from state.feed(chunk)
+                        if state.ended:
+                            break
+                    else:
+                        state.dropped(CLOSED)
+            except httpx.TransportError as exc:
+                state.dropped(describe(exc))
+
+
+async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncClient],
+                timeout: float | httpx.Timeout | None, sleep: Callable[[float], Awaitable[object]],
+                ) -> AsyncIterator[Event]:
+    async with own as http:
+        while (request := state.request()) is not None:
+            if request.wait_s:
+                await sleep(request.wait_s)
+            try:
+                async with http.stream("GET", request.url, headers=request.headers, timeout=timeout) as response:
+                    if response.status_code != 200:
+                        _answered(state, response, await _ahead(response.aiter_bytes()))
+                        continue
+                    state.opened(response.headers.get("content-type", ""))
+                    async for chunk in response.aiter_bytes():
+                        for event in state.feed(chunk):
+                            yield event
+                        if state.ended:
+                            break
+                    else:
+                        state.dropped(CLOSED)
+            except httpx.TransportError as exc:
+                state.dropped(describe(exc))
+
+
+def _answered(state: Reconnect, response: httpx.Response, body: bytes) -> None:
+    state.answered(response.status_code, response.reason_phrase, response.headers.get("retry-after"), body)
+
+
+def _head(chunks: Iterator[bytes]) -> bytes:
+    body = b""
+    for chunk in chunks:
+        body += chunk
+        if len(body) >= MAX_ERROR_BODY:
+            break
+    return body[:MAX_ERROR_BODY]
+
+
+async def _ahead(chunks: AsyncIterator[bytes]) -> bytes:
+    body = b""
+    async for chunk in chunks:
+        body += chunk
+        if len(body) >= MAX_ERROR_BODY:
+            break
+    return body[:MAX_ERROR_BODY]
+
+
+def describe(exc: httpx.TransportError) -> str:
+    """A transport error in a few words: its kind and httpx's message."""
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
