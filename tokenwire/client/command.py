@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
@@ -48,7 +49,7 @@ def _headers(values: list[str]) -> dict[str, str]:
     return headers
 
 
-def cli_main(argv: list[str], *, sleep: Callable[[float], object] | None = None) -> int:
+def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) -> int:
     """Run ``tokenwire read``; returns the exit status (``sleep`` is for tests)."""
     try:
         args = _parser().parse_args(argv)
@@ -58,7 +59,7 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] | None = None)
         if args.last_event_id is not None and any(c in args.last_event_id for c in "\r\n\0"):
             raise ValueError(f"--last-event-id must be one line; got {args.last_event_id!r}")
         stream = events(args.url, headers=headers, last_event_id=args.last_event_id,
-                        max_attempts=args.max_attempts, **({"sleep": sleep} if sleep else {}))
+                        max_attempts=args.max_attempts, sleep=sleep)
     except ValueError as exc:                       # a ParamError from the flags, or a bad value
         return usage_error("read", _url_message(str(exc)))
     try:
