@@ -38,10 +38,11 @@ def free_port() -> int:
 
 
 class Uvicorn:
-    """One uvicorn process serving ``target`` on 127.0.0.1; ``url`` is its base URL."""
+    """One uvicorn process serving ``target`` on 127.0.0.1 with the ``http`` parser; ``url`` is its base URL."""
 
-    def __init__(self, target: str, env: dict[str, str] | None = None, app_dir: Path = ROOT / "tests") -> None:
-        self.target, self.port, self.app_dir = target, free_port(), app_dir
+    def __init__(self, target: str, env: dict[str, str] | None = None, app_dir: Path = ROOT / "tests",
+                 http: str = "httptools") -> None:
+        self.target, self.port, self.app_dir, self.http = target, free_port(), app_dir, http
         self.env = {**os.environ, **(env or {})}
         self.errors = tempfile.TemporaryFile()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -53,7 +54,7 @@ class Uvicorn:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", self.target, "--app-dir", str(self.app_dir), "--host", "127.0.0.1",
-             "--port", str(self.port), "--loop", self.env.get("TOKENWIRE_LOOP", "uvloop"), "--http", "httptools",
+             "--port", str(self.port), "--loop", self.env.get("TOKENWIRE_LOOP", "uvloop"), "--http", self.http,
              "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.errors)
         deadline = time.monotonic() + TIMEOUT_S
@@ -85,8 +86,9 @@ class Uvicorn:
 
 
 @contextmanager
-def uvicorn(target: str, env: dict[str, str] | None = None, app_dir: Path = ROOT / "tests") -> Iterator[Uvicorn]:
-    server = Uvicorn(target, env, app_dir)
+def uvicorn(target: str, env: dict[str, str] | None = None, app_dir: Path = ROOT / "tests",
+            http: str = "httptools") -> Iterator[Uvicorn]:
+    server = Uvicorn(target, env, app_dir, http)
     server.start()
     try:
         yield server

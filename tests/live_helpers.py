@@ -101,6 +101,11 @@ def raw(server: LiveServer, data: bytes, timeout_s: float = TIMEOUT_S) -> bytes:
         return read_to_end(sock, timeout_s)
 
 
+def declared(method: str, target: str, length: str) -> bytes:
+    """A request head that declares a body of ``length`` (``Content-Length``) and sends none of it."""
+    return f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {length}\r\n\r\n".encode()
+
+
 def split_response(response: bytes) -> tuple[int, dict[str, str], bytes]:
     """Parse a raw HTTP/1.x response: status, lower-cased headers (last wins), body."""
     head, _, body = response.partition(b"\r\n\r\n")

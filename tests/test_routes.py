@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
-from live_helpers import raw, read_to_end, request, serving, split_response
+from live_helpers import declared, raw, read_to_end, request, serving, split_response
 from route_apps import EXTENDED
 
 from tokenwire.core.model import ANSWER
@@ -48,16 +48,11 @@ ADDED_CASES = [
 ]
 
 
-def _declared(method: str, target: str, length: str) -> bytes:
-    """A request head that declares a body of ``length`` and sends none of it."""
-    return f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {length}\r\n\r\n".encode()
-
-
 def _ask_uvicorn(client: httpx.Client, base: str, method: str, target: str, headers: dict[str, str],
                  body: bytes | None) -> tuple[int, dict[str, str], bytes]:
     if "Content-Length" in headers:          # httpx would send its own: say it by hand
         with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])), timeout=10) as sock:
-            sock.sendall(_declared(method, target, headers["Content-Length"]))
+            sock.sendall(declared(method, target, headers["Content-Length"]))
             return split_response(read_to_end(sock, 10))
     content = iter([b"a", b"b"]) if headers.get("Transfer-Encoding") == "chunked" else body
     response = client.request(method, base + target, content=content,
@@ -68,7 +63,7 @@ def _ask_uvicorn(client: httpx.Client, base: str, method: str, target: str, head
 def _ask_serve(server: LiveServer, method: str, target: str, headers: dict[str, str],
                body: bytes | None) -> tuple[int, dict[str, str], bytes]:
     if "Content-Length" in headers:
-        return split_response(raw(server, _declared(method, target, headers["Content-Length"])))
+        return split_response(raw(server, declared(method, target, headers["Content-Length"])))
     if headers.get("Transfer-Encoding") == "chunked":
         return split_response(raw(server, f"{method} {target} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
                                           "\r\n\r\n1\r\na\r\n0\r\n\r\n".encode()))

@@ -13,6 +13,7 @@ both work.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,8 @@ __all__ = ["answer", "asgi_headers", "client", "header_values", "live_request", 
            "route_path"]
 
 Scope = Mapping[str, Any]
+# What ``quote`` leaves as is when a server gives no ``raw_path``: RFC 3986's pchar and '/'.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
 def root_path(scope: Scope) -> str:
@@ -33,8 +36,19 @@ def root_path(scope: Scope) -> str:
 
 
 def route_path(scope: Scope) -> str:
-    """The request's path under the mount point (``root_path``)."""
-    path, root = str(scope["path"]), root_path(scope)
+    """The request's path under the mount point (``root_path``), as sent: still percent-encoded.
+
+    ``raw_path`` when the server gives it (uvicorn does; ``path`` is decoded
+    already), so the endpoints decode it once by their own rule
+    (``routes.routed_path``), as ``tokenwire serve`` does with its target.
+    """
+    root = root_path(scope)
+    raw = scope.get("raw_path")
+    if raw is None:
+        path = urllib.parse.quote(str(scope["path"]), safe=_PATH_SAFE)
+    else:
+        path = utf8(bytes(raw).decode("latin-1"))
+    root = urllib.parse.quote(root, safe=_PATH_SAFE)
     if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
         return path[len(root):]
     return path

@@ -105,8 +105,8 @@ class Endpoints:
                              f"{sorted(self.handlers)}")
 
     def serves(self, path: str) -> bool:
-        """Whether ``path`` is one of these routes' (the others are the server's own)."""
-        return self.routes.route_of(path) is not None
+        """Whether these routes answer ``path`` (as sent); the others are the server's own."""
+        return self.routes.claims(path)
 
     async def decide(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
         """The answer to ``request``: a whole ``Answer``, an ``OpenStream`` to write, or None (not a live path).

@@ -7,8 +7,11 @@ asks for (``create``, ``read``, ``stop``: what an authorization rule checks),
 its body (the setting that names its limit and the limit; a route without
 one takes no body and ignores what is sent), and the format of its errors
 (``tokenwire``: ``{"error": message}``; ``openai``: ``{"error": {"message",
-"type", "code"}}``).  ``RouteTable.find`` answers a path and a method with
-the route and its parameters, or the refusal (404, 405 with ``Allow``, 501);
+"type", "code"}}``).  ``RouteTable.find`` answers a path (as sent) and a
+method with the route and its parameters, or the refusal (404, 405 with
+``Allow``, 501, and 400 for a path with two spellings: ``routed_path``
+percent-decodes a path once, the rule of both servers, and refuses one that
+encodes ``/`` or an unreserved character);
 ``with_limits`` sets body limits by setting name (``max_body_bytes``), so
 every limit is settable where the server is made.  Adding a route to the
 table is all it takes for ``tokenwire serve`` and ``TokenStreams`` to route
@@ -19,15 +22,18 @@ is one ``Endpoints`` answers.
 from __future__ import annotations
 
 import re
+import string
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .config import MAX_BODY_BYTES
+from .params import RequestError, echo
 from .rules import KNOWN_METHODS, method_error, no_route_error, not_implemented_error
 
 __all__ = ["ERROR_FORMATS", "ID_SEGMENT", "LIVE_ROUTES", "Action", "ErrorFormat", "Found", "Route",
-           "RouteTable"]
+           "RouteTable", "routed_path"]
 
 Action = Literal["create", "read", "stop"]
 ErrorFormat = Literal["tokenwire", "openai"]
@@ -36,6 +42,26 @@ _ACTIONS: tuple[Action, ...] = ("create", "read", "stop")
 # What a ``<name>`` segment matches: a stream id (``secrets.token_urlsafe(16)`` is 22 of these) and room to spare.
 ID_SEGMENT = "[A-Za-z0-9_-]{1,64}"
 _PARAM = re.compile(r"<([a-z_]+)>")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+# What a path may spell percent-encoded or as is: RFC 3986's unreserved characters, and '/'.  A path that
+# encodes one has two spellings, and a proxy rule written for one would let the other through.
+_ONE_SPELLING = frozenset(string.ascii_letters + string.digits + "-._~/")
+
+
+def routed_path(path: str) -> str:
+    """The path a route sees: ``path`` as sent, percent-decoded once (as uvicorn decodes ``scope["path"]``).
+
+    Raises ``RequestError`` 400 for a path that percent-encodes ``/`` or an
+    unreserved character (``/strea%6D``, ``/streams/<id>%2Fevents``).
+    """
+    if "%" not in path:
+        return path
+    for escape in _ESCAPE.finditer(path):
+        char = chr(int(escape.group(1), 16))
+        if char in _ONE_SPELLING:
+            raise RequestError(400, f"the path {echo(path)} percent-encodes {char!r} as {escape.group(0)!r}; "
+                                    f"send it as itself")
+    return urllib.parse.unquote(path)
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -114,22 +140,31 @@ class RouteTable:
             raise ValueError(f"each pattern is one route (list its methods together), got {patterns!r}")
 
     def route_of(self, path: str) -> tuple[Route, dict[str, str]] | None:
-        """The route whose pattern ``path`` matches and its parameters; None if none does."""
+        """The route whose pattern ``path`` (decoded: ``routed_path``) matches, and its parameters; None if none."""
         for route in self.routes:
             match = route.regex.fullmatch(path)
             if match is not None:
                 return route, match.groupdict()
         return None
 
-    def find(self, path: str, method: str, *, alone: bool) -> Found | None:
-        """The route ``method`` asks for at ``path``; None for a path none serves (unless ``alone``).
+    def claims(self, path: str) -> bool:
+        """Whether these routes answer ``path`` as sent: one of theirs, or one refused for its spelling."""
+        try:
+            return self.route_of(routed_path(path)) is not None
+        except RequestError:
+            return True
 
-        Raises ``RequestError``: 405 (with ``Allow``) for a method the
-        path's route does not take; when ``alone`` (these routes are all the
-        server serves), 501 for a method no route takes and 404 for any other path.
+    def find(self, path: str, method: str, *, alone: bool) -> Found | None:
+        """The route ``method`` asks for at ``path`` (as sent); None for a path none serves (unless ``alone``).
+
+        Raises ``RequestError``: 400 for a path with two spellings
+        (``routed_path``); 405 (with ``Allow``) for a method the path's
+        route does not take; when ``alone`` (these routes are all the server
+        serves), 501 for a method no route takes and 404 for any other path.
         """
         if alone and method not in KNOWN_METHODS:
             raise not_implemented_error(method)
+        path = routed_path(path)
         found = self.route_of(path)
         if found is None:
             if alone:
@@ -141,8 +176,11 @@ class RouteTable:
         return Found(route, params)
 
     def body_route(self, path: str, method: str) -> Route | None:
-        """The route that reads the body of ``method path``; None if the request has no body to read."""
-        found = self.route_of(path)
+        """The route that reads the body of ``method path`` (as sent); None if the request has no body to read."""
+        try:
+            found = self.route_of(routed_path(path))
+        except RequestError:
+            return None                     # refused for its spelling, before a body is read
         if found is None or method not in found[0].methods or not found[0].takes_body:
             return None
         return found[0]
