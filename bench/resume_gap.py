@@ -91,7 +91,7 @@ def _tokens(base: str, path: str, last: str | None, stop_after: int | None,
                         if on_token is not None:
                             on_token(event.id)
                         break
-                elif event.event in ("done", "error"):
+                elif event.event in ("done", "failed"):
                     return times, last, True
     except httpx.HTTPError:
         pass

@@ -274,7 +274,7 @@ def follow(url: str, *, timeout_s: float = 90.0) -> Followed:
                         elif event.event == "token":
                             got.tokens.append((int(event.id), event.data, time.monotonic()))
                             last = event.id
-                        elif event.event in ("done", "error"):
+                        elif event.event in ("done", "failed"):
                             got.end = (event.event, json.loads(event.data))
                             break
         except httpx.HTTPError:

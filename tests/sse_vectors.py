@@ -343,6 +343,15 @@ VECTORS: list[Vector] = [
         None,
     ),
     (
+        "heartbeat lines between token frames",
+        None,
+        b"id: 0\nevent: token\ndata: a\n\n: ping\n: ping\nid: 1\nevent: token\ndata: b\n\n"
+        b": ping\nid: 2\nevent: token\ndata: c\n\nid: 3\nevent: token\ndata: d\n\n: ping\n",
+        [("token", "a", "0", None), ("token", "b", "1", None), ("token", "c", "2", None), ("token", "d", "3", None)],
+        "3",
+        None,
+    ),
+    (
         "comment inside one of several frames",
         None,
         b"id: 1\ndata: a\n\nid: 2\n: note\ndata: b\n\n",

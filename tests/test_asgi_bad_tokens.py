@@ -26,16 +26,16 @@ def server(request: pytest.FixtureRequest) -> Iterator[Uvicorn]:
             yield running
 
 
-def test_a_lone_surrogate_token_ends_the_stream_with_an_error_and_a_reconnect_replays_it(server: Uvicorn) -> None:
+def test_a_lone_surrogate_token_ends_the_stream_with_failed_and_a_reconnect_replays_it(server: Uvicorn) -> None:
     made = httpx.post(f"{server.url}/tokens/streams?n=6&at=2")
     assert made.status_code == 201, made.text
     url = server.url + made.json()["events_url"]
     read = read_stream(url, timeout_s=5)
     assert read.status == 200 and read.ids == [0, 1] and read.text == " t0 t1"
-    assert read.last.event == "error" and read.last.id == "1"
+    assert read.last.event == "failed" and read.last.id == "1"
     assert read.last_json() == {"error": MESSAGE, "tokens": 2}
     again = read_stream(url, headers={"Last-Event-ID": "0"}, timeout_s=5)      # the rest, then the same error
-    assert again.ids == [1] and again.last.event == "error" and again.last_json() == read.last_json()
+    assert again.ids == [1] and again.last.event == "failed" and again.last_json() == read.last_json()
     plain = read_stream(url, timeout_s=5)                                      # an EventSource's plain reconnect
     assert plain.ids == [0, 1] and plain.last_json() == read.last_json()
     last = read_stream(url, headers={"Last-Event-ID": "1"}, timeout_s=5)       # all it logged: the error again,

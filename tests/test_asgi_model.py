@@ -101,11 +101,11 @@ def test_cancel_closes_the_model_within_one_token_and_a_resume_ends_early(server
     assert last.status == 200 and last.ids == [] and last.last_json()["reason"] == "cancelled"
 
 
-def test_a_model_that_raises_ends_with_an_error_event_naming_it_logged_once(server: Uvicorn) -> None:
+def test_a_model_that_raises_ends_with_a_failed_event_naming_it_logged_once(server: Uvicorn) -> None:
     url = create(server, "n=10&delay_ms=1&mode=raise&at=3")
     read = read_stream(url)
     assert read.text == texts(3)
-    assert read.last.event == "error" and read.last.id == "2"
+    assert read.last.event == "failed" and read.last.id == "2"
     assert read.last_json() == {"error": "the model raised RuntimeError", "tokens": 3}
     again = read_stream(url, headers={"Last-Event-ID": "1"})          # a resume replays, then the same error
     assert again.ids == [2] and again.last_json() == read.last_json()
@@ -177,9 +177,9 @@ def test_a_model_that_fails_before_its_first_token_is_seen_failing_by_a_plain_re
     its ending (200), never with a 204 that would tell an ``EventSource`` it has everything."""
     url = create(server, "n=10&delay_ms=1&mode=raise&at=0", mount=mount)
     first = read_stream(url)
-    assert first.ids == [] and first.last.event == "error"
+    assert first.ids == [] and first.last.event == "failed"
     assert first.last_json() == {"error": "the model raised RuntimeError", "tokens": 0}
     again = httpx.get(url)
     assert again.status_code == 200, again.text
-    assert "event: error" in again.text and '"tokens": 0' in again.text
+    assert "event: failed" in again.text and '"tokens": 0' in again.text
     assert "id: -1" not in again.text                   # no id an EventSource would send back as Last-Event-ID

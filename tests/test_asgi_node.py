@@ -24,7 +24,7 @@ CLIENT = ROOT / ".ci" / "node" / "node_modules" / "eventsource"
 TIMEOUT_S = 20
 
 # Reads one stream with the eventsource package: it reconnects by itself (after the stream's `retry`) with
-# Last-Event-ID until the `done` or `error` event, then prints what it saw as JSON.
+# Last-Event-ID until the `done` or `failed` event, then prints what it saw as JSON.
 SCRIPT = r"""
 const EventSource = require(process.argv[2]);
 const [url, lastId] = [process.argv[3], process.argv[4]];
@@ -39,7 +39,7 @@ const finish = (e) => {
   process.exit(0);
 };
 source.addEventListener('done', finish);
-source.addEventListener('error', (e) => { if (e.data) finish(e); });
+source.addEventListener('failed', finish);
 setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 15000);
 """
 

@@ -162,7 +162,7 @@ def test_a_silent_stream_gets_ping_comments() -> None:
     with serving(heartbeat_s=0.01) as server:
         _, _, body = request(server, "GET", "/stream?tokens=3&producer_ms=100")
     assert token_ids(body) == [0, 1, 2]
-    assert b"\n: ping\n\n" in body
+    assert b"\n\n: ping\n" in body and b": ping\n\n" not in body    # between frames, never a block of its own
 
 
 # -- clients that go away ---------------------------------------------------------------

@@ -50,7 +50,8 @@ const finish = (e) => {
   process.exit(0);
 };
 source.addEventListener('done', finish);
-source.addEventListener('error', (e) => { if (e.data) finish(e); else seen.errors += 1; });
+source.addEventListener('failed', finish);
+source.addEventListener('error', () => { seen.errors += 1; });
 setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 90000);
 """
 

@@ -167,12 +167,15 @@ def test_encode_is_keyword_only_after_data() -> None:
         encode("x", "event")  # type: ignore[call-arg]
 
 
-def test_encode_comment() -> None:
-    assert encode_comment() == b": ping\n\n"
-    assert encode_comment("keep-alive 3") == b": keep-alive 3\n\n"
-    assert encode_comment("") == b": \n\n"
-    assert encode_comment("é") == ": é\n\n".encode()
+def test_encode_comment_is_one_line_with_no_blank_line_after_it() -> None:
+    assert encode_comment() == b": ping\n"
+    assert encode_comment("keep-alive 3") == b": keep-alive 3\n"
+    assert encode_comment("") == b": \n"
+    assert encode_comment("é") == ": é\n".encode()
     assert decode([encode_comment(), encode("x")]) == ([Event("message", "x")], "", None)
+    frames = [encode("a", event="token", id="0"), encode_comment(), encode_comment(),
+              encode("b", event="token", id="1")]
+    assert decode(frames) == ([Event("token", "a", "0"), Event("token", "b", "1")], "1", None)
 
 
 @pytest.mark.parametrize(

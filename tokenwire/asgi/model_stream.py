@@ -15,8 +15,8 @@ how it ended (``closing_frame``):
   shutting down; an owner that died on a shared log): ``done`` with
   ``"stopped_early": true`` and the reason;
 - the model raised, or yielded a token that is not a ``str`` UTF-8 can
-  encode (``token_problem``, checked before the token enters any log): an
-  ``error`` event naming the exception type (never its traceback or
+  encode (``token_problem``, checked before the token enters any log): a
+  ``failed`` event naming the exception type (never its traceback or
   message) or what is wrong with the token, logged once on the server.
 
 A model cannot be restarted at index k, so a stopped iterator is never asked
@@ -40,7 +40,7 @@ from typing import Any
 
 from ..core.channel import BoundedChannel, Policy
 from ..core.effects import Await, Effect, Process, Put, TokenItem
-from ..core.frames import DEFAULT_RETRY_MS
+from ..core.frames import DEFAULT_RETRY_MS, failed_frame
 from ..core.model import Model, Steps, TimingModel
 from ..core.sse import encode
 from ..core.stream import OnDisconnect, Stream
@@ -50,7 +50,7 @@ __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "
 
 # The most tokens one model stream may yield: what a stream's token log keeps
 # (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
-# it ends with an error rather than losing the start of its answer.
+# it ends with `failed` rather than losing the start of its answer.
 MAX_MODEL_TOKENS = DEFAULT_MAX_TOKENS
 # A bad token is quoted in the error up to this many characters.
 _QUOTE_CHARS = 40
@@ -104,7 +104,7 @@ async def open_source(factory: ModelFactory, request: StreamRequest) -> AsyncIte
 
 
 def token_problem(token: object, index: int) -> str | None:
-    """What is wrong with ``token``, the model's token ``index``, as the ``error`` event says it; None if nothing.
+    """What is wrong with ``token``, the model's token ``index``, as the ``failed`` event says it; None if nothing.
 
     A token must be a ``str`` that encodes to UTF-8 (the wire's encoding; a
     lone surrogate such as ``"\\ud800"`` has no encoding).  Every token is
@@ -129,7 +129,7 @@ def _quote(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class EarlyEnd:
-    """Why a model stream ended before its model did: ``reason``, and the error event's message if it failed."""
+    """Why a model stream ended before its model did: ``reason``, and the ``failed`` event's message if it failed."""
 
     reason: str
     error: str | None = None
@@ -332,7 +332,7 @@ class ModelStream(Stream):
 
     def _failing(self, total: int, message: str, exc: BaseException | None = None) -> Process:
         logger.error("tokenwire stream %s: %s", self.stream_id, message, exc_info=exc)
-        yield from self._ending(total, EarlyEnd("error", message))
+        yield from self._ending(total, EarlyEnd("failed", message))
 
     def _close_source(self) -> Process:
         source, self.source = self.source, None
@@ -341,11 +341,11 @@ class ModelStream(Stream):
 
     # -- the last frame --------------------------------------------------------
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
-        """``done`` for a model that ran out; ``done`` with ``stopped_early`` or ``error`` otherwise."""
+        """``done`` for a model that ran out; ``done`` with ``stopped_early``, or ``failed``, otherwise."""
         ending, total = self.ending, self.total
-        last = str(total - 1) if total else None       # no id at all for an empty answer
         if ending is not None and ending.error is not None:
-            return encode(json.dumps({"error": ending.error, "tokens": total}), event="error", id=last)
+            return failed_frame(ending.error, total)
+        last = str(total - 1) if total else None       # no id at all for an empty answer
         body: dict[str, object] = {"tokens": total, "delivered_from": delivered_from, "dropped": dropped}
         if ending is not None:
             body.update(stopped_early=True, reason=ending.reason)

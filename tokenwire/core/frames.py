@@ -1,11 +1,21 @@
-"""The frames a tokenwire stream sends: ``open``, one ``token`` per token, ``done``.
+"""The frames a tokenwire stream sends: ``open``, one ``token`` per token, then ``done`` or ``failed``.
 
 How this works: the first frame of every connection carries ``retry`` (how
 long an ``EventSource`` waits before it reconnects) and an ``open`` event
-whose JSON says which stream this is and where the connection starts.  Each
-token frame has ``id: <index>``, which is the whole reason a resume can work:
-the reader can name exactly how far it got.  ``done`` carries the last index
-as its id, so a reconnect after it asks for nothing more.
+whose JSON says which stream this is and where the connection starts: one
+frame with data, so no decoder dispatches a ``retry`` of its own as an empty
+event.  Each token frame has ``id: <index>``, which is the whole reason a
+resume can work: the reader can name exactly how far it got.  ``done``
+carries the last index as its id, so a reconnect after it asks for nothing
+more; ``failed`` (a model that raised) does too.  No event is named
+``error``: a browser's ``EventSource`` fires its own ``error`` on every
+dropped connection, and a listener could not tell the two apart.
+
+A silent stream sends ``HEARTBEAT``, one comment line with no blank line
+after it: it keeps proxies from timing the connection out, and it joins the
+next frame's block, where every decoder ignores it (a comment followed by a
+blank line is an empty event to httpx-sse and the openai SDK once an id is
+set).  It is only ever sent between two frames, never inside one.
 """
 
 from __future__ import annotations
@@ -13,15 +23,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .sse import encode
+from .sse import encode, encode_comment
 
-__all__ = ["DEFAULT_RETRY_MS", "TOKEN_MARK", "TokenItem", "done_frame", "open_frame", "token_frame"]
+__all__ = ["DEFAULT_RETRY_MS", "HEARTBEAT", "TOKEN_MARK", "TokenItem", "done_frame", "failed_frame", "open_frame",
+           "token_frame"]
 
 # How a wire tells a token frame from the others (``TOKEN_MARK in frame``):
 # its event line, which always follows its id line.  A data line always
 # starts with "data:" (the encoder splits data at every line break), so
 # this cannot be forged.
 TOKEN_MARK = b"\nevent: token\n"
+
+# What a silent stream sends every heartbeat period (see the module's docstring).
+HEARTBEAT = encode_comment("ping")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +68,12 @@ def done_frame(total: int, *, delivered_from: int, dropped: int) -> bytes:
     """Return the closing frame; its id is the last index of the answer."""
     body = {"tokens": total, "delivered_from": delivered_from, "dropped": dropped}
     return encode(json.dumps(body), event="done", id=str(total - 1))
+
+
+def failed_frame(message: str, total: int) -> bytes:
+    """Return the closing frame of a model that failed after ``total`` tokens: ``failed``, ``{"error", "tokens"}``.
+
+    Its id is the last index logged (none for a model that failed before its first token).
+    """
+    return encode(json.dumps({"error": message, "tokens": total}), event="failed",
+                  id=str(total - 1) if total else None)

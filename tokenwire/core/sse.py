@@ -168,14 +168,20 @@ def _header(event: str | None, id: str | None, retry: int | None) -> str:
 
 
 def encode_comment(text: str = "ping") -> bytes:
-    """Return a comment frame ``b": <text>\\n\\n"`` (clients ignore it).
+    """Return one comment line, ``b": <text>\\n"``, with no blank line after it.
+
+    Sent between two frames it becomes part of the next frame's block, where
+    every decoder ignores it.  Followed by a blank line it would end a block
+    of its own, which httpx-sse and the openai SDK's decoder dispatch as an
+    event with empty data once any frame has set an id (they dispatch on a
+    blank line whenever a last event id is set).
 
     Raises TypeError if ``text`` is not a str and ValueError if it
     contains CR or LF.
     """
     if type(text) is not str or "\n" in text or "\r" in text:
         raise _field_error("text", text)
-    return f": {text}\n\n".encode()
+    return f": {text}\n".encode()
 
 
 # ---------------------------------------------------------------- decoder

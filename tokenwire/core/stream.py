@@ -50,9 +50,8 @@ from typing import Any, NamedTuple
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
 from .effects import TIMEOUT, Effect, Get, Process, Put, Send, Sleep, Spawn
-from .frames import DEFAULT_RETRY_MS, TokenItem, done_frame, open_frame, token_frame
+from .frames import DEFAULT_RETRY_MS, HEARTBEAT, TokenItem, done_frame, open_frame, token_frame
 from .model import Model
-from .sse import encode_comment
 from .sync import SingleThread
 from .tokenlog import LogError, StreamState, TokenLog
 
@@ -351,7 +350,7 @@ class Stream:
                 if cut_after is not None and sent >= cut_after:
                     return self._left(channel, Ending.CLOSED_BY_SERVER)
             elif got is TIMEOUT:
-                if not (yield Send(encode_comment("ping"))):
+                if not (yield Send(HEARTBEAT)):      # between two frames, never inside one
                     return self._left(channel, Ending.PEER_GONE)
             elif got is Taken.END:
                 yield Send(self.closing_frame(cursor + 1, channel.stats().dropped))

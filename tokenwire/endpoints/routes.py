@@ -214,8 +214,9 @@ LIVE_ROUTES = RouteTable((
           summary='`201` `{"stream_id", "events_url"}`; ids are `secrets.token_urlsafe(16)`; the parameters are '
                   "the query's, a body is read up to `max_body_bytes` (1 KiB) and handed to a model"),
     Route("/streams/<id>/events", ("GET",), "events", "read",
-          summary="`text/event-stream`: `retry` + `open`, one `token` frame per token with `id: <index>`, `done`. "
-                  "Resumes strictly after `Last-Event-ID` (or `?last_event_id=`)"),
+          summary="`text/event-stream`: `retry` + `open` (one frame), one `token` frame per token with "
+                  "`id: <index>`, then `done` (or `failed`: a model that failed). Resumes strictly after "
+                  "`Last-Event-ID` (or `?last_event_id=`)"),
     Route("/stream", ("GET",), "create_and_open", "create",
           summary="creates and streams in one request; the `open` frame names the `stream_id`"),
 ))

@@ -10,8 +10,11 @@
 // chart, and marks where the server's next "open" frame resumed.  On "done"
 // the page closes the EventSource (otherwise it would reconnect), writes a
 // summary and its whole observation as JSON into #result and
-// body[data-state], where a test (or a person) can read it.  State changes
-// are said in #status (an aria-live region), errors in words in #error.
+// body[data-state], where a test (or a person) can read it; on "failed" (the
+// model failed: the server never names an event "error", which is the
+// EventSource's own, fired on every dropped connection) it closes it and says
+// why.  State changes are said in #status (an aria-live region), errors in
+// words in #error.
 //
 // A refused request is tried again by the page itself: a 503 on POST
 // /streams (the token log is down) after its Retry-After seconds; a
@@ -281,7 +284,13 @@
     publish();
   }
 
+  function onFailed(event) {
+    // The server's "failed" event: the model failed, and the stream ends here (no reconnect).
+    fail(JSON.parse(event.data).error);
+  }
+
   function onError() {
+    // The EventSource's own "error" (a plain Event, never from the server): the connection dropped.
     if (source.readyState === EventSource.CLOSED) {
       // The browser gave up on this connection (it was answered, but not with 200) and will not retry.
       outageEnds();
@@ -300,6 +309,7 @@
     source.addEventListener("open", onOpenFrame);
     source.addEventListener("token", onToken);
     source.addEventListener("done", onDone);
+    source.addEventListener("failed", onFailed);
     source.addEventListener("error", onError);
   }
 
