@@ -5,7 +5,7 @@ loop ``TOKENWIRE_LOOP`` names as the ``loop_kind`` fixture sets it;
 httptools, as the bench does; ``--app-dir tests`` so ``asgi_apps`` imports)
 on a free port and stops it with SIGTERM; its stderr is kept to look at.
 ``read_stream`` reads an SSE response with httpx-sse until ``done`` or
-``error`` (or ``stop_after`` tokens).  Every wait is bounded (``live_helpers.wait_until`` for the rest).
+``failed`` (or ``stop_after`` tokens).  Every wait is bounded (``live_helpers.wait_until`` for the rest).
 """
 
 from __future__ import annotations

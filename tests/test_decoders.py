@@ -1,0 +1,378 @@
+"""The SSE decoders people run, reading a model that thinks across several heartbeats (issue 23, item 1).
+
+Both servers: a user's model through ``TokenStreams`` under uvicorn with a 20 ms heartbeat (``asgi_apps``,
+150 ms a token), and ``tokenwire serve --heartbeat-s 0.02`` with the canned answer at 100 ms a token.  Each
+decoder reads the stream live and must see exactly ``open``, the tokens and ``done``: httpx-sse, sseclient-py,
+the openai SDK's ``SSEDecoder`` (which also parses every non-token event's JSON, as its ``Stream`` does: an
+empty phantom event raises there), npm ``eventsource-parser`` and ``eventsource`` (node), and Chromium's
+``EventSource`` (what its listeners get, and every message the DevTools protocol says it received).  A model
+that fails ends with ``failed`` in each; no stream carries an event named ``error``.
+
+Each read also shows that the heartbeats were there: the Python decoders' bytes are kept (a recording
+transport) and hold several ``: ping`` lines, each between two frames, none followed by a blank line, and no
+frame without data; ``eventsource-parser`` counts the comments it skipped; Chromium's bytes received, less the
+frames it dispatched, are a whole number of heartbeats.  The README's browser example is run as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sseclient
+from asgi_helpers import ROOT, uvicorn
+from conftest import REQUIRE_ALL_ENV, require_all, require_binary
+from httpx_sse import connect_sse
+from openai._streaming import SSEDecoder
+from test_live_processes import serve
+from test_pages_cdp import Page, browser_page
+
+from tokenwire.core.frames import DEFAULT_RETRY_MS, HEARTBEAT
+from tokenwire.core.model import ANSWER
+from tokenwire.core.sse import encode
+
+TIMEOUT_S = 30.0
+HEARTBEAT_S = "0.02"
+NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
+
+# One event as every decoder is asked to give it: (type, data, id), "" for no id.
+Seen = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running server, the stream of a model that thinks (and of one that fails, where there is one)."""
+
+    name: str
+    url: str
+    thinking: str                 # GET path of a stream whose tokens come slower than the heartbeat
+    texts: tuple[str, ...]        # its tokens
+    failing: str | None = None    # GET path of a stream whose model raises after FAILING_AT tokens
+
+
+FAILING_AT = 2
+
+
+@pytest.fixture(scope="module")
+def asgi() -> Iterator[Server]:
+    """A user's model (``asgi_apps``' fake model) through ``TokenStreams`` under uvicorn."""
+    with uvicorn("asgi_apps:app", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
+        yield Server("asgi", running.url, "/tokens/stream?n=4&delay_ms=150", tuple(f" t{i}" for i in range(4)),
+                     f"/tokens/stream?n=4&delay_ms=150&mode=raise&at={FAILING_AT}")
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Server]:
+    """``tokenwire serve`` with the canned answer (which never fails)."""
+    with serve("asyncio", "--heartbeat-s", HEARTBEAT_S) as running:
+        yield Server("serve", f"http://127.0.0.1:{running.port}", "/stream?tokens=4&producer_ms=100",
+                     tuple(ANSWER[:4]))
+
+
+@pytest.fixture(params=["asgi", "served"])
+def server(request: pytest.FixtureRequest) -> Server:
+    """Each server in turn."""
+    return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
+
+
+def failing_path(server: Server) -> str:
+    assert server.failing is not None
+    return server.failing
+
+
+# ---------------------------------------------------------------- what every read must be
+
+
+def check_events(seen: list[Seen], texts: tuple[str, ...], ending: str = "done") -> dict[str, Any]:
+    """``seen`` is exactly open, one token per text (ids 0..), then ``ending``; returns the ending's JSON."""
+    assert [kind for kind, _, _ in seen] == ["open", *["token"] * len(texts), ending], seen
+    opened = json.loads(seen[0][1])
+    assert (opened["resumed"], opened["start_index"], seen[0][2]) == (False, 0, "")
+    assert [(data, ident) for _, data, ident in seen[1:-1]] == [(t, str(i)) for i, t in enumerate(texts)]
+    last = str(len(texts) - 1) if texts else ""
+    assert seen[-1][2] == last
+    return dict(json.loads(seen[-1][1]))
+
+
+def check_wire(raw: bytes) -> int:
+    """The bytes of one stream: several heartbeats, only between frames, none ending a block; every frame
+    carries data and none is named ``error``.  Returns the number of heartbeats."""
+    pings = raw.count(HEARTBEAT)
+    assert pings >= 2, raw
+    assert b": ping\n\n" not in raw                          # a comment never ends a block of its own
+    for at in (m.start() for m in re.finditer(re.escape(HEARTBEAT), raw)):
+        assert at == 0 or raw[:at].endswith((b"\n\n", HEARTBEAT)), raw[max(0, at - 40):at + 20]
+    blocks = [b for b in raw.replace(HEARTBEAT, b"").split(b"\n\n") if b]
+    assert all(re.search(rb"(^|\n)data: ", block) for block in blocks), blocks
+    assert not any(re.search(rb"(^|\n)event: ?error\n", block) for block in blocks), blocks
+    return pings
+
+
+# ---------------------------------------------------------------- the Python decoders, fed live
+
+
+class _Tee(httpx.SyncByteStream):
+    """A response body that keeps a copy of every byte it passes on."""
+
+    def __init__(self, stream: httpx.SyncByteStream, raw: bytearray) -> None:
+        self._stream, self._raw = stream, raw
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._stream:
+            self._raw += chunk
+            yield chunk
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _Recording(httpx.HTTPTransport):
+    """The usual transport; each response's body is also kept in ``raw``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raw = bytearray()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        response.stream = _Tee(response.stream, self.raw)  # type: ignore[arg-type]
+        return response
+
+
+def _httpx_sse(client: httpx.Client, url: str) -> list[Seen]:
+    with connect_sse(client, "GET", url) as source:
+        assert source.response.status_code == 200
+        return [(e.event, e.data, e.id) for e in source.iter_sse()]
+
+
+def _sseclient(client: httpx.Client, url: str) -> list[Seen]:
+    with client.stream("GET", url) as response:
+        assert response.status_code == 200
+        return [(e.event, e.data, e.id or "") for e in sseclient.SSEClient(response.iter_bytes()).events()]
+
+
+def _openai(client: httpx.Client, url: str) -> list[Seen]:
+    seen: list[Seen] = []
+    with client.stream("GET", url) as response:
+        assert response.status_code == 200
+        for sse in SSEDecoder().iter_bytes(response.iter_bytes()):
+            if sse.event != "token":
+                sse.json()                     # what the SDK's Stream does with an event; '' raises
+            seen.append((sse.event or "message", sse.data, sse.id or ""))
+    return seen
+
+
+PYTHON: dict[str, Callable[[httpx.Client, str], list[Seen]]] = {
+    "httpx-sse": _httpx_sse, "sseclient-py": _sseclient, "openai": _openai}
+
+
+def read_python(decoder: str, url: str) -> tuple[list[Seen], bytes]:
+    transport = _Recording()
+    with httpx.Client(transport=transport, timeout=TIMEOUT_S) as client:
+        return PYTHON[decoder](client, url), bytes(transport.raw)
+
+
+@pytest.mark.parametrize("decoder", list(PYTHON))
+def test_python_decoders_see_open_the_tokens_and_done_across_heartbeats(server: Server, decoder: str) -> None:
+    seen, raw = read_python(decoder, server.url + server.thinking)
+    done = check_events(seen, server.texts)
+    assert done["tokens"] == len(server.texts)
+    check_wire(raw)
+
+
+@pytest.mark.parametrize("decoder", list(PYTHON))
+def test_python_decoders_see_a_failing_model_end_with_failed(asgi: Server, decoder: str) -> None:
+    seen, raw = read_python(decoder, asgi.url + failing_path(asgi))
+    failed = check_events(seen, asgi.texts[:FAILING_AT], ending="failed")
+    assert failed == {"error": "the model raised RuntimeError", "tokens": FAILING_AT}
+    check_wire(raw)
+
+
+# ---------------------------------------------------------------- node: eventsource-parser and eventsource
+
+PARSER_SCRIPT = r"""
+const { createParser } = require(process.argv[2]);
+const seen = { events: [], comments: 0, errors: [] };
+const parser = createParser({
+  onEvent: (e) => seen.events.push([e.event ?? "message", e.data, e.id ?? ""]),
+  onComment: () => { seen.comments += 1; },
+  onError: (error) => seen.errors.push(String(error)),
+});
+(async () => {
+  const response = await fetch(process.argv[3]);
+  const text = new TextDecoder();
+  for await (const chunk of response.body) parser.feed(text.decode(chunk, { stream: true }));
+  console.log(JSON.stringify(seen));
+})().catch((error) => { console.error(error); process.exit(2); });
+"""
+
+# Every event the EventSource dispatches to a listener of any name tokenwire or the EventSource uses.
+EVENTSOURCE_SCRIPT = r"""
+const EventSource = require(process.argv[2]);
+const source = new EventSource(process.argv[3]);
+const seen = { events: [], connects: 0, drops: 0 };
+const record = (e) => seen.events.push([e.type, e.data, e.lastEventId ?? ""]);
+source.addEventListener("open", (e) => { if (e.data !== undefined) record(e); else seen.connects += 1; });
+for (const name of ["message", "token", "ping"]) source.addEventListener(name, record);
+const end = (e) => { record(e); source.close(); console.log(JSON.stringify(seen)); process.exit(0); };
+source.addEventListener("done", end);
+source.addEventListener("failed", end);
+source.addEventListener("error", (e) => { if (e.data !== undefined) record(e); else seen.drops += 1; });
+setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 20000);
+"""
+
+
+def node_package(name: str) -> Path:
+    require_binary("node")
+    path = NODE_MODULES / name
+    if not (path / "package.json").exists():
+        reason = f"the npm package {name} is not in {NODE_MODULES}: bash .ci/run installs it"
+        if require_all():
+            pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
+        pytest.skip(reason)
+    return path
+
+
+def run_node(script: str, package: str, url: str, tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "read.js"
+    path.write_text(script)
+    done = subprocess.run(["node", str(path), str(node_package(package)), url], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    return dict(json.loads(done.stdout))
+
+
+def _seen(events: list[list[str]]) -> list[Seen]:
+    return [(kind, data, ident) for kind, data, ident in events]
+
+
+def check_parser(got: dict[str, Any], texts: tuple[str, ...], ending: str) -> None:
+    check_events(_seen(got["events"]), texts, ending=ending)
+    assert got["errors"] == [] and got["comments"] >= 2          # it skipped the heartbeats, and nothing else
+
+
+def test_eventsource_parser_sees_open_the_tokens_and_done(server: Server, tmp_path: Path) -> None:
+    check_parser(run_node(PARSER_SCRIPT, "eventsource-parser", server.url + server.thinking, tmp_path),
+                 server.texts, "done")
+
+
+def test_eventsource_parser_sees_a_failing_model_end_with_failed(asgi: Server, tmp_path: Path) -> None:
+    check_parser(run_node(PARSER_SCRIPT, "eventsource-parser", asgi.url + failing_path(asgi), tmp_path),
+                 asgi.texts[:FAILING_AT], "failed")
+
+
+def check_eventsource(got: dict[str, Any], texts: tuple[str, ...], ending: str) -> None:
+    check_events(_seen(got["events"]), texts, ending=ending)
+    assert (got["connects"], got["drops"]) == (1, 0)
+
+
+def test_npm_eventsource_sees_open_the_tokens_and_done(server: Server, tmp_path: Path) -> None:
+    check_eventsource(run_node(EVENTSOURCE_SCRIPT, "eventsource", server.url + server.thinking, tmp_path),
+                      server.texts, "done")
+
+
+def test_npm_eventsource_sees_a_failing_model_end_with_failed(asgi: Server, tmp_path: Path) -> None:
+    check_eventsource(run_node(EVENTSOURCE_SCRIPT, "eventsource", asgi.url + failing_path(asgi), tmp_path),
+                      asgi.texts[:FAILING_AT], "failed")
+
+
+# ---------------------------------------------------------------- Chromium's EventSource
+
+# The same listeners in the page; resolves with what they got once the stream ends.
+PAGE_SCRIPT = r"""
+new Promise((resolve) => {
+  const seen = { events: [], connects: 0, drops: 0 };
+  const source = new EventSource(%s);
+  const record = (e) => seen.events.push([e.type, e.data, e.lastEventId]);
+  source.addEventListener("open", (e) => { if (e instanceof MessageEvent) record(e); else seen.connects += 1; });
+  for (const name of ["message", "token", "ping"]) source.addEventListener(name, record);
+  const end = (e) => { record(e); source.close(); resolve(seen); };
+  source.addEventListener("done", end);
+  source.addEventListener("failed", end);
+  source.addEventListener("error", (e) => { if (e instanceof MessageEvent) record(e); else seen.drops += 1; });
+  setTimeout(() => { source.close(); resolve(seen); }, 20000);
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Page]:
+    with browser_page() as opened:
+        yield opened
+
+
+def frame_bytes(seen: list[Seen]) -> int:
+    """How many bytes tokenwire's frames for ``seen`` take on the wire."""
+    return sum(len(encode(data, event=kind, id=ident or None, retry=DEFAULT_RETRY_MS if kind == "open" else None))
+               for kind, data, ident in seen)
+
+
+def read_chromium(page: Page, server: Server, path: str) -> tuple[dict[str, Any], list[Seen], int]:
+    """What the page's listeners got, every message the EventSource received (DevTools), and its bytes."""
+    page.open(f"{server.url}/not-a-page", width=800, bypass_csp=True)    # any page of the server's origin
+    page.browser.events.clear()
+    got = dict(page.eval(PAGE_SCRIPT % json.dumps(path)))
+    page.eval("1")                                                      # let the protocol's events arrive
+    events = page.browser.events
+    messages = [e["params"] for e in events if e.get("method") == "Network.eventSourceMessageReceived"]
+    received = sum(e["params"]["dataLength"] for e in events if e.get("method") == "Network.dataReceived"
+                   and e["params"]["requestId"] in {m["requestId"] for m in messages})
+    return got, [(m["eventName"], m["data"], m["eventId"]) for m in messages], received
+
+
+def check_chromium(read: tuple[dict[str, Any], list[Seen], int], texts: tuple[str, ...], ending: str) -> None:
+    got, messages, received = read
+    check_eventsource(got, texts, ending)
+    check_events(messages, texts, ending=ending)                      # every message it received, any name
+    heartbeats, rest = divmod(received - frame_bytes(messages), len(HEARTBEAT))
+    assert rest == 0 and heartbeats >= 2, (received, frame_bytes(messages))
+
+
+def test_chromium_eventsource_sees_open_the_tokens_and_done(server: Server, page: Page) -> None:
+    check_chromium(read_chromium(page, server, server.thinking), server.texts, "done")
+
+
+def test_chromium_eventsource_sees_a_failing_model_end_with_failed(asgi: Server, page: Page) -> None:
+    check_chromium(read_chromium(page, asgi, failing_path(asgi)), asgi.texts[:FAILING_AT], "failed")
+
+
+# ---------------------------------------------------------------- the README's browser example
+
+
+def readme_example() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- browser-example -->\n```js\n(.*?)```", readme, re.S)
+    assert block is not None, "the README's browser example (marked <!-- browser-example -->) is missing"
+    return block.group(1)
+
+
+def run_readme_example(page: Page, server: Server, create: str) -> tuple[list[str], str]:
+    """Create a stream with ``POST create``, run the README's example on its events_url; its console and text."""
+    page.open(f"{server.url}/not-a-page", width=800, bypass_csp=True)
+    setup = (f"const made = await (await fetch({json.dumps(create)}, {{method: 'POST'}})).json();"
+             "const eventsUrl = made.events_url;"
+             "document.body.innerHTML = '<pre id=\"answer\"></pre>';")
+    page.eval(f"(async () => {{ {setup} {readme_example()}; window.source = source; }})()")
+    page.wait_until("window.source.readyState === EventSource.CLOSED", "the example to close its EventSource")
+    page.eval("1")
+    logged = [" ".join(str(a.get("value")) for a in e["params"]["args"]) for e in page.browser.events
+              if e.get("method") == "Runtime.consoleAPICalled"]
+    return logged, str(page.eval("document.getElementById('answer').textContent"))
+
+
+def test_the_readme_browser_example_tells_both_opens_apart_across_a_reconnect(asgi: Server, page: Page) -> None:
+    logged, text = run_readme_example(page, asgi, "/tokens/streams?n=5&delay_ms=100&cut_after=2")
+    failing, failed_text = run_readme_example(page, asgi, "/tokens/streams?n=5&delay_ms=100&mode=raise&at=3")
+    stream = next(line for line in logged if line.startswith("stream "))
+    assert logged == ["connected", stream, "connected", "resumed at token 2", "done"]
+    assert text == "".join(f" t{i}" for i in range(5))
+    assert failing[0] == "connected" and failing[1].startswith("stream ")
+    assert failing[2:] == ["failed: the model raised RuntimeError"]
+    assert failed_text == " t0 t1 t2"
