@@ -62,7 +62,7 @@ def _reconnect(pair: Pair, url: str, last: int) -> Read:
 def _logged(pair: Pair, url: str) -> int:
     """How many tokens the stopped stream logged, as its ending says (read whole from the start)."""
     whole = read_stream(pair.reader.url + url)
-    assert whole.status == 200 and whole.last.event in ("done", "error"), whole
+    assert whole.status == 200 and whole.last.event in ("done", "failed"), whole
     assert whole.ids == list(range(len(whole.ids)))
     tokens = whole.last_json()["tokens"]
     assert tokens == len(whole.ids)
@@ -94,14 +94,14 @@ def test_a_reconnect_after_a_cancel_gets_the_early_done_not_204(pair: Pair, leav
     _assert_early_done(_reconnect(pair, url, logged - 1), pair, logged)
 
 
-def test_a_reconnect_after_a_failure_gets_the_error_again_not_204(pair: Pair) -> None:
+def test_a_reconnect_after_a_failure_gets_failed_again_not_204(pair: Pair) -> None:
     _, url = _create(pair, "/tokens", "n=10&delay_ms=1&mode=raise&at=3")
     failed = read_stream(pair.owner.url + url)
-    assert failed.ids == [0, 1, 2] and failed.last.event == "error"
+    assert failed.ids == [0, 1, 2] and failed.last.event == "failed"
     again = _reconnect(pair, url, 2)                                 # it has ids 0..2, all that was logged
     assert again.status == 200 and again.ids == [] and again.last.id == "2"
     if pair.same:
-        assert again.last.event == "error"
+        assert again.last.event == "failed"
         assert again.last_json() == {"error": "the model raised RuntimeError", "tokens": 3}
     else:                                      # another process knows that it stopped, not why
         _assert_early_done(again, pair, 3)
