@@ -230,7 +230,8 @@ def test_redis_down_is_log_unavailable_quickly():
     pytest.importorskip("redis")
     log = _redis_log(f"redis://127.0.0.1:{free_port()}/0")
     started = time.monotonic()
-    with pytest.raises(LogUnavailable, match=r"token log unavailable: redis at 127\.0\.0\.1:\d+: ConnectionError"):
+    with pytest.raises(LogUnavailable,
+                       match=r"token log unavailable: redis at redis://127\.0\.0\.1:\d+/0: ConnectionError"):
         log.create("s", {}, total=1)
     assert time.monotonic() - started < 5
     assert log.ping() is False

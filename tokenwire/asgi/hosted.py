@@ -15,6 +15,7 @@ Vercel may hand the function its own path (``/api/live``); it is the page.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from ..endpoints.config import LiveConfig
@@ -33,6 +34,8 @@ __all__ = ["HostedLive", "hosted_app", "missing_log"]
 SHARED_SCHEMES = ("redis://", "rediss://")
 # The function's own path on Vercel (api/live.py): served as the page.
 FUNCTION_PATH = "/api/live"
+# A URL scheme (RFC 3986): what a refusal may quote of a log URL that is not a shared one.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}")
 
 
 def missing_log(url: str | None) -> str | None:
@@ -40,9 +43,11 @@ def missing_log(url: str | None) -> str | None:
     if not url:
         return (f"the live page needs a token log every instance shares: set {LOG_URL_ENV} to a redis:// or "
                 f"rediss:// URL (it is not set)")
-    if not url.startswith(SHARED_SCHEMES):
+    if not url.startswith(SHARED_SCHEMES):      # said to any client: the scheme at most, never the rest
+        scheme, sep, _ = url.partition("://")
+        got = f"got one starting {scheme!r}" if sep and _SCHEME.fullmatch(scheme) else "got something else"
         return (f"the live page needs a token log every instance shares: {LOG_URL_ENV} must be a redis:// or "
-                f"rediss:// URL, got one starting {url.split(':', 1)[0]!r}")
+                f"rediss:// URL, {got}")
     return None
 
 

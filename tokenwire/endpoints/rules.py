@@ -16,6 +16,8 @@ error before the request reaches a route.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from dataclasses import dataclass
 
 from ..core.stream import Stream
@@ -33,7 +35,7 @@ from .params import (
 )
 from .registry import Busy, OverQuota
 
-__all__ = ["JSON_HEADERS", "KNOWN_METHODS", "NO_CONTENT_HEADERS",
+__all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error",
            "check_declared_body", "chunked_error", "created", "error_body", "events_request", "last_event_id",
            "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error"]
@@ -52,6 +54,13 @@ JSON_HEADERS = (("Content-Type", "application/json"), *SECURITY_HEADERS, *NO_STO
 # A 204 (the reader has every token of a finished stream): no body.
 NO_CONTENT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"), *SECURITY_HEADERS, *NO_STORE)
 _RETRY = (("Retry-After", str(RETRY_AFTER_S)),)
+# All a client is told of a token-log failure: never a host, a port, a user or a password.
+LOG_UNAVAILABLE = "the token log is unavailable"
+# An outage refuses every request: the operator's line naming the failure (and the host, never the password:
+# the log's messages show its URL redacted) is said at most once this often, not once a request.
+UNAVAILABLE_LOG_EVERY_S = 10.0
+_logger = logging.getLogger("tokenwire")
+_unavailable_said_at = [float("-inf")]
 
 
 # The ``type`` of an error in OpenAI's format, by status (the API's own names); any other status is a server error.
@@ -192,11 +201,17 @@ def quota_error(exc: OverQuota) -> RequestError:
 
 
 def log_error(exc: LogError) -> RequestError:
-    """The answer to a token-log failure: 404 for a stream it does not hold, 410 for a gap, else 503."""
+    """The answer to a token-log failure: 404 for a stream it does not hold, 410 for a gap, else 503.
+
+    A 503 says only ``LOG_UNAVAILABLE``; why (and where) goes to the operator's log, at most every 10 s.
+    """
     if isinstance(exc, UnknownStream):
         return RequestError(404, unknown_stream_message(exc.stream_id))
     if isinstance(exc, LogGap):
         return RequestError(410, str(exc))
-    if isinstance(exc, LogUnavailable):
-        return RequestError(503, str(exc), _RETRY)
-    return RequestError(503, f"token log error: {exc}", _RETRY)
+    now = time.monotonic()
+    if now - _unavailable_said_at[0] >= UNAVAILABLE_LOG_EVERY_S:
+        _unavailable_said_at[0] = now
+        why = str(exc) if isinstance(exc, LogUnavailable) else f"token log error: {exc}"
+        _logger.warning("answering 503 (%s): %s", LOG_UNAVAILABLE, why)
+    return RequestError(503, LOG_UNAVAILABLE, _RETRY)

@@ -61,6 +61,7 @@ from ..core.tokenlog import (
     StreamState,
 )
 from .aio import AsyncRedisLog
+from .redact import redact_url
 from .scripts import Claim, entry_index
 from .writer import STALL_TIMEOUT_S
 
@@ -141,7 +142,7 @@ class RedisTokenLog:
                  **settings: int) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("redis", "rediss", "unix"):
-            raise ValueError(f"log URL must start with redis://, rediss:// or unix://, got {url!r}")
+            raise ValueError(f"log URL must start with redis://, rediss:// or unix://, got {redact_url(url)!r}")
         query = dict(parse_qsl(parts.query))
         own = {key: query.pop(key) for key in list(query) if key in _OWN_PARAMS}
         unknown = set(settings) - set(_OWN_PARAMS)
@@ -151,7 +152,7 @@ class RedisTokenLog:
         self.lease_ms, self.ttl_ms, self.maxlen, self.block_ms = (
             _positive(key, merged[key]) for key in ("lease_ms", "ttl_ms", "maxlen", "block_ms"))
         self.url = urlunsplit(parts._replace(query=urlencode(query)))
-        self.where = parts.netloc or parts.path
+        self.where = redact_url(self.url)       # what any output shows: the password is ***
         self.prefix = prefix
         self.owner_id = f"{name or f'{socket.gethostname()}:{os.getpid()}'}/{secrets.token_hex(4)}"
         self.aio = AsyncRedisLog(self)      # the implementation: code on an event loop awaits it
@@ -159,7 +160,7 @@ class RedisTokenLog:
 
     def describe(self) -> str:
         """One line for the server's banner."""
-        return f"redis at {self.where}, shared by every instance pointing there (owner {self.owner_id})"
+        return f"{self.where}, shared by every instance pointing there (owner {self.owner_id})"
 
     def check(self) -> str | None:
         """None if Redis answers now, else a line saying it does not (the server starts anyway).

@@ -42,6 +42,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
 from ..core.tokenlog import LogError, LogUnavailable
+from .redact import scrub
 from .resp import Replies, pack
 from .rounds import Append, Appends, Command, Parse, settle
 from .scripts import REFUSED, SCRIPTS, appended
@@ -84,8 +85,8 @@ _NOSCRIPT_RETRIES = 2
 class Settings(Protocol):
     """What the writer and reader read of the log: where Redis is, who this instance is, its settings."""
 
-    url: str
-    where: str
+    url: str                # carries the password: only redis-py reads it
+    where: str              # the URL as output shows it (``redact_url``)
     owner_id: str
     lease_ms: int
     ttl_ms: int
@@ -106,7 +107,8 @@ def client(settings: Settings, socket_timeout_s: float) -> Any:
 
 
 def unavailable(settings: Settings, exc: BaseException) -> LogUnavailable:
-    return LogUnavailable(f"redis at {settings.where}: {type(exc).__name__}: {exc}")
+    """The operator's account of ``exc``: the host (``where`` is redacted), never the password; clients see less."""
+    return LogUnavailable(f"redis at {settings.where}: {type(exc).__name__}: {scrub(str(exc), settings.url)}")
 
 
 class LogWriter:

@@ -1,0 +1,53 @@
+"""A log URL as any output may show it: the password replaced with ``***``, everything else kept.
+
+How this works: ``redact_url`` is what banners, log lines and error
+messages print instead of a log URL (``redis://default:***@host:6379/0``):
+the host, port and database stay, since an operator needs them to find the
+Redis, and the secret goes, whether it is in the userinfo or a ``password``
+query parameter (redis-py passes any query parameter on).  A userinfo with
+no ``:`` is all replaced (``redis://***@host``), as a password written
+there by mistake is still a password.  ``scrub`` takes the URL's password
+out of any other text (an exception's message from redis-py), in case it
+carries it.  Client-facing answers show neither: they say only that the
+token log is unavailable (``endpoints.rules.log_error``).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+__all__ = ["MASK", "redact_url", "scrub"]
+
+MASK = "***"
+# Query parameters redis-py would take as a secret.
+_SECRET_PARAMS = frozenset({"password"})
+
+
+def _secrets(url: str) -> list[str]:
+    """Every password ``url`` carries, as written and unquoted (for ``scrub``)."""
+    parts = urlsplit(url)
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    found = [userinfo.partition(":")[2] if ":" in userinfo else userinfo] if at else []
+    found += [value for key, value in parse_qsl(parts.query, keep_blank_values=True) if key in _SECRET_PARAMS]
+    return [text for secret in found if secret for text in {secret, unquote(secret), quote(secret, safe="")}]
+
+
+def redact_url(url: str) -> str:
+    """Return ``url`` with its password (userinfo or ``password=`` parameter) shown as ``***``."""
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        userinfo = f"{user}:{MASK}" if colon else MASK
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key in _SECRET_PARAMS for key, _ in query):
+        shown = urlencode([(key, MASK if key in _SECRET_PARAMS else value) for key, value in query], safe="*")
+        parts = parts._replace(query=shown)
+    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{host}"))
+
+
+def scrub(text: str, url: str) -> str:
+    """Return ``text`` with every password of ``url`` in it replaced by ``***``."""
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
