@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tokenwire.cli import main
 from tokenwire.client import (
     AttemptsExhausted,
     Backoff,
@@ -85,8 +86,15 @@ def test_the_first_request_sends_no_last_event_id_and_waits_nothing() -> None:
     request = state(headers={"Authorization": "Bearer t"}).request()
     assert request is not None
     assert (request.url, request.wait_s, request.attempt) == (URL, 0.0, 1)
-    assert request.headers == (("Accept", "text/event-stream"), ("Cache-Control", "no-store"),
+    assert request.headers == (("Accept", "text/event-stream"), ("Cache-Control", "no-cache"),
                                ("Authorization", "Bearer t"))
+
+
+def test_the_callers_headers_replace_ours_of_the_same_name() -> None:
+    request = state(headers={"accept": "text/event-stream, */*", "Last-Event-ID": "9"}, last_event_id="3").request()
+    assert request is not None
+    assert request.headers == (("Cache-Control", "no-cache"), ("accept", "text/event-stream, */*"),
+                               ("Last-Event-ID", "9"))
 
 
 def test_a_given_last_event_id_is_sent_from_the_first_request() -> None:
@@ -364,6 +372,13 @@ def test_a_cut_a_reset_and_a_503_are_resumed_with_last_event_id(kind: str) -> No
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_id_of_any_text_goes_back_as_utf8(kind: str) -> None:
+    seen, handle = script(body("id: é1\ndata: x\n\n".encode()), body(DONE))
+    run(kind, handle)
+    assert seen[1].headers.raw[-1] == (b"Last-Event-ID", "é1".encode())
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_404_raises_with_the_servers_message(kind: str) -> None:
     _, handle = script(body(OPEN, token(0)), httpx.Response(404, json={"error": "unknown stream 'abc'"}))
     with pytest.raises(StreamRefused) as raised:
@@ -426,3 +441,22 @@ def test_the_client_extra_is_httpx_and_the_readme_names_it() -> None:
     assert extras["client"] == ["httpx>=0.27"]
     section = (ROOT / "README.md").read_text().split("## Reading a stream from Python", 1)[1].split("\n## ", 1)[0]
     assert "pip install -e '.[client]'" in section
+
+
+READ_USAGE = [
+    (["--max-attempts", "abc", URL], "tokenwire read: --max-attempts must be a whole number; got 'abc'"),
+    (["--max-attempts", "0", URL], "tokenwire read: --max-attempts must be from 1 to 100; got 0"),
+    (["--max-attempts"], "tokenwire read: flag --max-attempts needs a value"),
+    (["--header", "nocolon", URL], "tokenwire read: --header must look like 'Name: value'; got 'nocolon'"),
+    (["--header", "Bad Name: x", URL], "tokenwire read: --header must look like 'Name: value'; got 'Bad Name: x'"),
+    (["--bogus", URL], "tokenwire read: unknown flag '--bogus'; allowed: --header, --last-event-id, --max-attempts"),
+    (["ftp://h/x"], "tokenwire read: URL must be an http:// or https:// URL; got 'ftp://h/x'"),
+    ([], "tokenwire read: the following arguments are required: URL (see --help)"),
+]
+
+
+@pytest.mark.parametrize(("argv", "line"), READ_USAGE, ids=[" ".join(a) or "nothing" for a, _ in READ_USAGE])
+def test_a_bad_flag_of_read_is_one_line_naming_it_and_exit_2(argv: list[str], line: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["read", *argv]) == 2
+    assert capsys.readouterr() == ("", line + "\n")

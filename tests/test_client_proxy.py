@@ -164,3 +164,16 @@ def test_the_readmes_example_prints_the_text(capsys: pytest.CaptureFixture[str])
         reference = tokens_of(list(events(f"{base}/stream?tokens=40")))[1]
         exec(code.replace("http://127.0.0.1:8000", base), {})   # the README's own code
     assert capsys.readouterr() == (reference, "")
+
+
+def test_a_reader_of_stdout_that_goes_away_ends_it_quietly(server: Server) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    # 100 tokens 20 ms apart: the first is read and the pipe closed long before the last one is written.
+    url = f"{server.base}/stream?tokens=100&producer_ms=20"
+    with subprocess.Popen([sys.executable, "-m", "tokenwire", "read", url],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        assert reader.stdout.read(1) == b"A"                   # as ``| head -c 1`` does
+        reader.stdout.close()
+        assert reader.wait(60) == 1
+        assert reader.stderr.read() == b""

@@ -10,6 +10,7 @@ run out, 2 for bad flags.  Nothing reaches the user as a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -66,6 +67,9 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
         return read(stream, sys.stdout)
     except ClientError as exc:
         return _fail(str(exc))
+    except BrokenPipeError:               # whoever read stdout is gone (``| head``): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return 1
 
 
 def read(stream: Iterator[Event], out: TextIO) -> int:

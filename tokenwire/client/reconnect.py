@@ -120,8 +120,9 @@ class Backoff:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """The next request: GET ``url`` with ``headers`` after waiting ``wait_s``; ``attempt`` counts from 1
-    the connections in a row since the last one that brought a new event."""
+    """The next request: GET ``url`` with ``headers`` (the caller's replace ours of the same name) after
+    waiting ``wait_s``; ``attempt`` counts from 1 the connections in a row since the last one that brought a
+    new event."""
 
     url: str
     headers: tuple[tuple[str, str], ...]
@@ -166,9 +167,11 @@ class Reconnect:
         """The next request to make, or None when the stream has ended."""
         if self.ended:
             return None
-        headers = (("Accept", "text/event-stream"), ("Cache-Control", "no-store"), *self._headers)
+        mine = [("Accept", "text/event-stream"), ("Cache-Control", "no-cache")]
         if self.last_event_id:
-            headers += (("Last-Event-ID", self.last_event_id),)
+            mine.append(("Last-Event-ID", self.last_event_id))
+        given = {name.lower() for name, _ in self._headers}
+        headers = (*((k, v) for k, v in mine if k.lower() not in given), *self._headers)
         self._sent_id, self._moved = self.last_event_id, False
         return Request(self.url, headers, self._wait_s, self._failures + 1)
 

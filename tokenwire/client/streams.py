@@ -20,7 +20,7 @@ from random import random as _random
 import httpx
 
 from ..core.sse import Event
-from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, Backoff, Reconnect
+from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, Backoff, Reconnect, Request
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "aevents", "events"]
 
@@ -77,7 +77,7 @@ def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: f
             if request.wait_s:
                 sleep(request.wait_s)
             try:
-                with http.stream("GET", request.url, headers=request.headers, timeout=timeout) as response:
+                with http.stream("GET", request.url, headers=_encoded(request), timeout=timeout) as response:
                     if response.status_code != 200:
                         _answered(state, response, _head(response.iter_bytes()))
                         continue
@@ -100,7 +100,7 @@ async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncCl
             if request.wait_s:
                 await sleep(request.wait_s)
             try:
-                async with http.stream("GET", request.url, headers=request.headers, timeout=timeout) as response:
+                async with http.stream("GET", request.url, headers=_encoded(request), timeout=timeout) as response:
                     if response.status_code != 200:
                         _answered(state, response, await _ahead(response.aiter_bytes()))
                         continue
@@ -114,6 +114,11 @@ async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncCl
                         state.dropped(CLOSED)
             except httpx.TransportError as exc:
                 state.dropped(describe(exc))
+
+
+def _encoded(request: Request) -> list[tuple[bytes, bytes]]:
+    """The headers as UTF-8 (an event id may be any text; httpx would take a str for ASCII only)."""
+    return [(name.encode(), value.encode()) for name, value in request.headers]
 
 
 def _answered(state: Reconnect, response: httpx.Response, body: bytes) -> None:
