@@ -46,13 +46,13 @@ def test_requirements_txt_is_the_package_and_the_live_extra() -> None:
     wanted = [*project["dependencies"], *project["optional-dependencies"]["live"]]
     lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     assert [line for line in lines if line and not line.startswith("#")] == wanted
-    assert {"uvicorn", "redis>=5.3"} <= set(wanted)
+    assert {"uvicorn", "redis>=5.3", "hiredis>=3.0"} <= set(wanted)
 
 
 def test_the_report_function_does_not_load_what_the_live_function_needs() -> None:
     code = ("import sys; sys.path.insert(0, 'api'); import report; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'uvicorn', 'redis', 'starlette', 'fastapi', "
-            "'httpx'}))")
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'uvicorn', 'redis', 'hiredis', 'starlette', "
+            "'fastapi', 'httpx'}))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

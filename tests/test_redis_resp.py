@@ -1,20 +1,27 @@
-"""The log writer's own RESP reading (``tokenwire.redislog.resp``), without a server: bytes in, replies out.
+"""The log writer's RESP (``tokenwire.redislog.resp``): its packing, its one-comparison skip, hiredis's parse.
 
-What is asserted: every RESP2 and RESP3 reply type parses as redis-py gives it with ``decode_responses``
-(errors as exception objects, ``NOSCRIPT`` as ``NoScriptError``), whatever the chunks the bytes arrive in;
-``skip`` consumes the expected bytes or nothing, and never waits for bytes a differing reply does not send.
+What is asserted: without a server, every reply type comes back as redis-py gives it with ``decode_responses``
+(errors as exception objects in their place, ``NOSCRIPT`` as ``NoScriptError``) whatever the chunks the bytes
+arrive in, and ``skip`` consumes the expected bytes or nothing and never waits for bytes a differing reply does
+not send.  Against a real ``redis-server``: a round packed as the writer packs it, with the replies it meets (the
+landed ``XADD``s, a refused one, one on a stream that is gone, script errors nested and not, ``NOSCRIPT``), in
+RESP2 and RESP3, reads back as redis-py reads the same commands; and 1,000 appends read back by one resume read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import InvalidResponse, NoScriptError, ResponseError
 
+from tokenwire.core.model import ANSWER
 from tokenwire.redislog.resp import Replies, pack, pack_xadd, xadd_reply
 
 
@@ -27,8 +34,8 @@ def _replies(*chunks: bytes, eof: bool = False) -> Replies:
     return Replies(stream)
 
 
-def _read_all(data: bytes, count: int, chunk: int) -> list[object]:
-    async def scene() -> list[object]:
+def _read_all(data: bytes, count: int, chunk: int) -> list[Any]:
+    async def scene() -> list[Any]:
         stream = asyncio.StreamReader()
         replies = Replies(stream)
 
@@ -43,28 +50,40 @@ def _read_all(data: bytes, count: int, chunk: int) -> list[object]:
     return asyncio.run(scene())
 
 
-WIRE = (b"$5\r\nhello\r\n" b"$0\r\n\r\n" b"$-1\r\n" b"*-1\r\n" b":42\r\n" b":-7\r\n" b"+OK\r\n"
-        b"*3\r\n$1\r\na\r\n*2\r\n:1\r\n-ERR inner\r\n$-1\r\n" b"-NOSCRIPT No matching script\r\n"
-        b"-ERR The ID specified in XADD is equal or smaller\r\n" b"_\r\n" b"#t\r\n" b"#f\r\n" b",1.5\r\n"
-        b"(12345678901234567890\r\n" b"%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n" b"~1\r\n+x\r\n" b"=7\r\ntxt:\xc3\xa9t\r\n"
-        b"!5\r\nERR x\r\n" b"$6\r\n\xc3\xa9\r\n\r\n\r\n")
+def _error(kind: type[Exception], text: str) -> Callable[[Any], bool]:
+    return lambda reply: type(reply) is kind and str(reply) == text
 
 
-def _check(got: list[object]) -> None:
-    assert got[:7] == ["hello", "", None, None, 42, -7, "OK"]
-    assert got[7][0] == "a" and got[7][1][0] == 1 and got[7][2] is None
-    assert type(got[7][1][1]) is ResponseError and str(got[7][1][1]) == "ERR inner"
-    assert isinstance(got[8], NoScriptError)
-    assert type(got[9]) is ResponseError and "equal or smaller" in str(got[9])
-    assert got[10:16] == [None, True, False, 1.5, 12345678901234567890, {"a": 1, "b": 2}]
-    assert got[16:18] == [["x"], "ét"]
-    assert type(got[18]) is ResponseError and str(got[18]) == "ERR x"
-    assert got[19] == "é\r\n\r\n"                         # a bulk string holding CR LF is read by its length
+# (the bytes, what they read as: a value, or a check of an error object)
+VECTORS: list[tuple[bytes, Any]] = [
+    (b"$5\r\nhello\r\n", "hello"), (b"$0\r\n\r\n", ""), (b"$-1\r\n", None), (b"*-1\r\n", None), (b":42\r\n", 42),
+    (b":-7\r\n", -7), (b"+OK\r\n", "OK"), (b"$6\r\n\xc3\xa9\r\n\r\n\r\n", "é\r\n\r\n"),
+    (b"-NOSCRIPT No matching script\r\n", _error(NoScriptError, "NOSCRIPT No matching script")),
+    (b"-ERR The ID specified in XADD is equal or smaller\r\n",
+     _error(ResponseError, "ERR The ID specified in XADD is equal or smaller")),
+    (b"-OOM command not allowed\r\n", _error(ResponseError, "OOM command not allowed")),
+    # RESP3 (a connection that said HELLO 3): null, booleans, double, map, set, verbatim string
+    (b"_\r\n", None), (b"#t\r\n", True), (b"#f\r\n", False), (b",1.5\r\n", 1.5),
+    (b"%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n", {"a": 1, "b": 2}), (b"~1\r\n+x\r\n", ["x"]), (b"=7\r\ntxt:\xc3\xa9t\r\n", "ét"),
+]
+NESTED = b"*3\r\n$1\r\na\r\n*2\r\n:1\r\n-ERR inner\r\n$-1\r\n"
+
+
+def _check(got: Any, want: Any) -> None:
+    if callable(want):
+        assert want(got), got
+    else:
+        assert got == want and type(got) is type(want)
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 16])
-def test_every_reply_type_parses_whatever_the_chunks(chunk):
-    _check(_read_all(WIRE, 20, chunk))
+def test_every_reply_type_reads_whatever_the_chunks(chunk: int) -> None:
+    got = _read_all(b"".join(data for data, _ in VECTORS) + NESTED, len(VECTORS) + 1, chunk)
+    for reply, (_, want) in zip(got, VECTORS, strict=False):
+        _check(reply, want)
+    a, (one, inner), nil = got[-1]
+    assert (a, one, nil) == ("a", 1, None)
+    _check(inner, _error(ResponseError, "ERR inner"))             # an error inside an array: in its place
 
 
 _values = st.recursive(
@@ -85,15 +104,15 @@ def _encode(value: object) -> bytes:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_values, min_size=1, max_size=6), st.integers(1, 9))
-def test_any_nesting_of_replies_reads_back(values, chunk):
+def test_any_nesting_of_replies_reads_back(values: list[object], chunk: int) -> None:
     assert _read_all(b"".join(_encode(v) for v in values), len(values), chunk) == values
 
 
-def test_skip_consumes_the_expected_replies_or_nothing():
+def test_skip_consumes_the_expected_replies_or_nothing() -> None:
     ids = [b"3-1", b"3-2", b"3-3"]
     expect = b"".join(xadd_reply(i) for i in ids)
 
-    async def scene() -> tuple[bool, list[object], bool, list[object]]:
+    async def scene() -> tuple[bool, list[Any], bool, list[Any]]:
         landed = _replies(expect + b"+OK\r\n")
         ok = await landed.skip(expect)
         after = [await landed.read()]
@@ -102,11 +121,47 @@ def test_skip_consumes_the_expected_replies_or_nothing():
         return ok, after, skipped, [await refused.read() for _ in range(4)]
     ok, after, skipped, replies = asyncio.run(scene())
     assert ok and after == ["OK"]
-    assert not skipped and replies[0] == "3-1" and isinstance(replies[1], ResponseError) and replies[2:] == ["3-3", 1]
+    assert not skipped and replies[0] == "3-1" and replies[2:] == ["3-3", 1]
+    _check(replies[1], _error(ResponseError, "ERR equal or smaller"))
+
+
+def test_skip_in_pieces_hands_what_follows_to_the_parse() -> None:
+    expect = xadd_reply(b"3-1") + xadd_reply(b"3-2")
+    assert _skip_then_read(expect + b"*2\r\n:1\r\n$2\r\nok\r\n", expect, 3) == (True, [[1, "ok"]])
+    different = xadd_reply(b"3-1") + xadd_reply(b"3-20") + b":5\r\n"
+    assert _skip_then_read(different, expect, 3) == (False, ["3-1", "3-20", 5])
+
+
+def _skip_then_read(data: bytes, expect: bytes, chunk: int) -> tuple[bool, list[Any]]:
+    async def scene() -> tuple[bool, list[Any]]:
+        stream = asyncio.StreamReader()
+        for at in range(0, len(data), chunk):
+            stream.feed_data(data[at:at + chunk])
+        stream.feed_eof()
+        replies = Replies(stream)
+        landed = await replies.skip(expect)
+        got = []
+        while True:
+            try:
+                got.append(await replies.read())
+            except RedisConnectionError:
+                return landed, got
+    return asyncio.run(scene())
+
+
+def test_skip_compares_nothing_while_the_parse_holds_bytes() -> None:
+    """Bytes already handed to the parse come before any the skip would read: it says False, they are read."""
+    expect = xadd_reply(b"3-1")
+
+    async def scene() -> tuple[list[Any], bool, list[Any]]:
+        replies = _replies(b":1\r\n" + expect)
+        first = [await replies.read()]
+        return first, await replies.skip(expect), [await replies.read()]
+    assert asyncio.run(scene()) == ([1], False, ["3-1"])
 
 
 @pytest.mark.parametrize("different", [b"-ERR refused\r\n", b"$-1\r\n", b"_\r\n", b"$4\r\n3-10\r\n"])
-def test_skip_never_waits_for_bytes_a_different_reply_does_not_send(different):
+def test_skip_never_waits_for_bytes_a_different_reply_does_not_send(different: bytes) -> None:
     """The last append's reply differs and nothing follows it: ``skip`` answers False at once."""
     expect = xadd_reply(b"3-1") + xadd_reply(b"3-2")
 
@@ -115,43 +170,94 @@ def test_skip_never_waits_for_bytes_a_different_reply_does_not_send(different):
     assert asyncio.run(scene()) is False
 
 
-def test_a_connection_closed_inside_a_reply_is_a_connection_error():
+def test_a_connection_closed_inside_a_reply_is_a_connection_error() -> None:
     async def scene() -> None:
         await _replies(b"*2\r\n$3\r\nab", eof=True).read()
-    with pytest.raises(RedisConnectionError):
+    with pytest.raises(RedisConnectionError, match="^Connection closed by server.$"):
         asyncio.run(scene())
 
     async def skipping() -> None:
         await _replies(b"$3\r\n3-", eof=True).skip(xadd_reply(b"3-1"))
-    with pytest.raises(RedisConnectionError):
+    with pytest.raises(RedisConnectionError, match="^Connection closed by server.$"):
         asyncio.run(skipping())
 
 
-def test_an_unknown_reply_type_is_a_connection_error_naming_it():
+def test_bytes_that_are_not_resp_are_an_invalid_response_naming_them() -> None:
     async def scene() -> None:
         await _replies(b"?what\r\n").read()
-    with pytest.raises(RedisConnectionError, match="unexpected reply from Redis: b'\\?what'"):
+    with pytest.raises(InvalidResponse, match='^Protocol error, got "\\?" as reply type byte$'):
         asyncio.run(scene())
 
 
-def test_packing_is_resp_arrays_of_bulk_strings():
+def test_packing_is_resp_arrays_of_bulk_strings() -> None:
     assert pack(("EVALSHA", "ab", 1, b"k\r\n")) == b"*4\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n1\r\n$3\r\nk\r\n\r\n"
     assert pack_xadd(b"k", b"2-5", "é".encode()) == pack(("XADD", "k", "NOMKSTREAM", "2-5", "t", "é"))
     assert xadd_reply(b"2-5") == b"$3\r\n2-5\r\n"
 
 
-def test_a_long_reply_in_many_pieces_is_parsed_once(monkeypatch):
-    """Each piece continues the parse where the last ended: elements parsed = elements + one per piece."""
-    calls = [0]
-    scalar = Replies._scalar
-
-    def counted(self: Replies) -> object:
-        calls[0] += 1
-        return scalar(self)
-    monkeypatch.setattr(Replies, "_scalar", counted)
+def test_a_long_reply_in_many_pieces_reads_back_whole() -> None:
     items = [f"token {i}" for i in range(20_000)]
-    data = _encode([items, 7])
-    chunk = 1000
-    assert _read_all(data, 1, chunk) == [[items, 7]]
-    pieces = -(-len(data) // chunk)
-    assert calls[0] <= 2 + len(items) + 1 + pieces
+    assert _read_all(_encode([items, 7]), 1, 1000) == [[items, 7]]
+
+
+# -- through a real redis-server ------------------------------------------------------
+# A script that answers an array holding an error, a nil (Lua false, in RESP2 and RESP3 alike) and a number.
+NESTED_SCRIPT = "return {redis.error_reply('ERR inner'), false, 7}"
+# The commands after the round's XADDs, each with what the writer's parse must give (as redis-py gives it).
+ROUND: list[tuple[tuple[object, ...], Callable[[Any, int], bool]]] = [
+    (("XADD", "k", "NOMKSTREAM", "1-1", "t", "refused"),
+     lambda r, _: type(r) is ResponseError and str(r) == "ERR The ID specified in XADD is equal or smaller than "
+                                                          "the target stream top item"),
+    (("XADD", "gone", "NOMKSTREAM", "1-9", "t", "x"), lambda r, _: r is None),
+    (("EVALSHA", "0" * 40, 0), lambda r, _: type(r) is NoScriptError and str(r).startswith("NOSCRIPT ")),
+    (("EVAL", NESTED_SCRIPT, 0),
+     lambda r, _: type(r[0]) is ResponseError and str(r[0]) == "ERR inner" and r[1:] == [None, 7]),
+    (("EVAL", "return redis.error_reply('ERR top')", 0), lambda r, _: type(r) is ResponseError and str(r) == "ERR top"),
+    (("HSET", "h", "a", "1"), lambda r, _: r == 1),
+    (("HGETALL", "h"), lambda r, v: r == (["a", "1"] if v == 2 else {"a": "1"})),
+    (("XRANGE", "k", "-", "+"),
+     lambda r, _: r == [[f"1-{i}", ["t", tok]] for i, tok in ((1, "é"), (2, " b"), (3, "\n\n"))]),
+    (("GET", "missing"), lambda r, _: r is None),
+]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_a_round_as_the_writer_packs_it_reads_back_from_a_real_redis(redis_server: Any, protocol: int) -> None:
+    entries = [(b"1-1", "é"), (b"1-2", " b"), (b"1-3", "\n\n")]
+    xadds = b"".join(pack_xadd(b"k", entry, text.encode()) for entry, text in entries)
+    expect = b"".join(xadd_reply(entry) for entry, _ in entries)
+
+    async def scene() -> tuple[bool, list[Any]]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", redis_server.port)
+        replies = Replies(reader)
+        writer.write(pack(("HELLO", protocol)) + pack(("XADD", "k", "1-0", "t", "start")) + pack(("XDEL", "k", "1-0")))
+        [await replies.read() for _ in range(3)]
+        writer.write(xadds + b"".join(pack(args) for args, _ in ROUND))        # a round goes after the last
+        landed = await replies.skip(expect)
+        got = [await replies.read() for _ in ROUND]
+        writer.close()
+        return landed, got
+    landed, got = asyncio.run(scene())
+    assert landed                                   # the landed XADDs: one comparison, nothing parsed
+    for (args, check), reply in zip(ROUND, got, strict=True):
+        assert check(reply, protocol), (args, reply)
+
+
+def test_a_thousand_appends_come_back_in_one_resume_read(redis_server: Any) -> None:
+    from tokenwire.redislog.blocking import RedisTokenLog
+    tokens = [ANSWER[i % len(ANSWER)] for i in range(1000)]
+
+    async def scene() -> tuple[list[str], list[str], int]:
+        log = RedisTokenLog(redis_server.url).aio
+        stream_id = uuid.uuid4().hex
+        await log.create(stream_id, {"seed": 1}, len(tokens))
+        assert (await log.claim(stream_id)).owned
+        await asyncio.gather(*(log.append_future(stream_id, i, tok) for i, tok in enumerate(tokens)))
+        rounds = log.writer.rounds
+        whole = await log.read_after(stream_id, -1)
+        tail = await log.read_after(stream_id, 989)
+        await log.close()
+        return whole, tail, rounds
+    whole, tail, rounds = asyncio.run(scene())
+    assert whole == tokens and tail == tokens[990:]
+    assert rounds < 10                              # the appends went in a few rounds, each read by the skip

@@ -14,8 +14,8 @@ is looked at with one more call, ``REFUSED``, and fails that stream's
 future alone), an ``APPEND_ONE`` call, every check made, for each append of
 a stream it holds no claim for, then the other queued commands (creations,
 resume reads, state changes, lease claims, the renewal).  The writer packs
-and reads the round itself (``resp``): when every ``XADD`` landed, their
-replies are one comparison of bytes.  Scripts are called by SHA1; a
+the round itself and hiredis parses the replies (``resp``): when every
+``XADD`` landed, their replies are one comparison of bytes, parsed by none.  Scripts are called by SHA1; a
 Redis that lost its script cache (restarted) has them loaded again and the
 refused calls go in the next round.  Any error of the round itself (Redis
 down, no answer within ``STALL_TIMEOUT_S``) fails every future in it with
