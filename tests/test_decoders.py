@@ -6,7 +6,9 @@ decoder reads the stream live and must see exactly ``open``, the tokens and ``do
 the openai SDK's ``SSEDecoder`` (which also parses every non-token event's JSON, as its ``Stream`` does: an
 empty phantom event raises there), npm ``eventsource-parser`` and ``eventsource`` (node), and Chromium's
 ``EventSource`` (what its listeners get, and every message the DevTools protocol says it received).  A model
-that fails ends with ``failed`` in each; no stream carries an event named ``error``.
+that fails ends with ``failed`` in each; no stream carries an event named ``error``.  Both routes that stream:
+``GET /stream``, and ``GET /streams/<id>/events`` of a ``POST /streams`` cut by the server and resumed with
+``Last-Event-ID``.
 
 Each read also shows that the heartbeats were there: the Python decoders' bytes are kept (a recording
 transport) and hold several ``: ping`` lines, each between two frames, none followed by a blank line, and no
@@ -56,8 +58,15 @@ class Server:
     texts: tuple[str, ...]        # its tokens
     failing: str | None = None    # GET path of a stream whose model raises after FAILING_AT tokens
 
+    @property
+    def create(self) -> str:
+        """The POST that makes the thinking stream, cut by the server after CUT_AFTER tokens."""
+        path, _, query = self.thinking.partition("?")
+        return f"{path}s?{query}&cut_after={CUT_AFTER}"
+
 
 FAILING_AT = 2
+CUT_AFTER = 2
 
 
 @pytest.fixture(scope="module")
@@ -90,22 +99,26 @@ def failing_path(server: Server) -> str:
 # ---------------------------------------------------------------- what every read must be
 
 
-def check_events(seen: list[Seen], texts: tuple[str, ...], ending: str = "done") -> dict[str, Any]:
-    """``seen`` is exactly open, one token per text (ids 0..), then ``ending``; returns the ending's JSON."""
-    assert [kind for kind, _, _ in seen] == ["open", *["token"] * len(texts), ending], seen
+def check_events(seen: list[Seen], texts: tuple[str, ...], ending: str | None = "done",
+                 start: int = 0) -> dict[str, Any]:
+    """``seen`` is exactly open (at ``start``), one token per text (ids ``start``..), then ``ending`` (None: the
+    connection was cut); returns the ending's JSON."""
+    assert [kind for kind, _, _ in seen] == ["open", *["token"] * len(texts), *([ending] if ending else [])], seen
     opened = json.loads(seen[0][1])
-    assert (opened["resumed"], opened["start_index"], seen[0][2]) == (False, 0, "")
-    assert [(data, ident) for _, data, ident in seen[1:-1]] == [(t, str(i)) for i, t in enumerate(texts)]
-    last = str(len(texts) - 1) if texts else ""
-    assert seen[-1][2] == last
+    assert (opened["resumed"], opened["start_index"], seen[0][2]) == (start > 0, start, "")
+    tokens = seen[1:1 + len(texts)]
+    assert [(data, ident) for _, data, ident in tokens] == [(t, str(i)) for i, t in enumerate(texts, start)]
+    if ending is None:
+        return {}
+    assert seen[-1][2] == (str(start + len(texts) - 1) if start + len(texts) else "")
     return dict(json.loads(seen[-1][1]))
 
 
-def check_wire(raw: bytes) -> int:
-    """The bytes of one stream: several heartbeats, only between frames, none ending a block; every frame
-    carries data and none is named ``error``.  Returns the number of heartbeats."""
+def check_wire(raw: bytes, pings_at_least: int = 2) -> int:
+    """The bytes of one stream: heartbeats (several, unless told), only between frames, none ending a block;
+    every frame carries data and none is named ``error``.  Returns the number of heartbeats."""
     pings = raw.count(HEARTBEAT)
-    assert pings >= 2, raw
+    assert pings >= pings_at_least, raw
     assert b": ping\n\n" not in raw                          # a comment never ends a block of its own
     for at in (m.start() for m in re.finditer(re.escape(HEARTBEAT), raw)):
         assert at == 0 or raw[:at].endswith((b"\n\n", HEARTBEAT)), raw[max(0, at - 40):at + 20]
@@ -173,9 +186,9 @@ PYTHON: dict[str, Callable[[httpx.Client, str], list[Seen]]] = {
     "httpx-sse": _httpx_sse, "sseclient-py": _sseclient, "openai": _openai}
 
 
-def read_python(decoder: str, url: str) -> tuple[list[Seen], bytes]:
+def read_python(decoder: str, url: str, headers: dict[str, str] | None = None) -> tuple[list[Seen], bytes]:
     transport = _Recording()
-    with httpx.Client(transport=transport, timeout=TIMEOUT_S) as client:
+    with httpx.Client(transport=transport, timeout=TIMEOUT_S, headers=headers) as client:
         return PYTHON[decoder](client, url), bytes(transport.raw)
 
 
@@ -185,6 +198,19 @@ def test_python_decoders_see_open_the_tokens_and_done_across_heartbeats(server: 
     done = check_events(seen, server.texts)
     assert done["tokens"] == len(server.texts)
     check_wire(raw)
+
+
+@pytest.mark.parametrize("decoder", list(PYTHON))
+def test_python_decoders_read_a_created_stream_cut_then_resumed(server: Server, decoder: str) -> None:
+    made = httpx.post(server.url + server.create, timeout=TIMEOUT_S)
+    assert made.status_code == 201, made.text
+    url = server.url + made.json()["events_url"]
+    cut, raw_cut = read_python(decoder, url)
+    check_events(cut, server.texts[:CUT_AFTER], ending=None)
+    check_wire(raw_cut)
+    rest, raw_rest = read_python(decoder, url, {"Last-Event-ID": str(CUT_AFTER - 1)})
+    check_events(rest, server.texts[CUT_AFTER:], start=CUT_AFTER)
+    check_wire(raw_rest, pings_at_least=0)              # what was logged meanwhile comes at once
 
 
 @pytest.mark.parametrize("decoder", list(PYTHON))

@@ -4,8 +4,10 @@ How this works: the adapter has sent the ``200`` and its headers and hands
 over a wire (``EventWire``: the ``LoopWire`` a ``Send`` effect writes to,
 with flow control, plus what it counts and how it ends).  ``write_events``
 makes the connection's channel, spawns the stream's writer (``Stream.serve``)
-on the registry's event-loop driver with the heartbeat (a ``: ping`` after
-``heartbeat_s`` of silence: the writer's own, whatever the server), and when
+on the registry's event-loop driver with the heartbeat (``frames.HEARTBEAT``,
+a ``: ping`` comment line with no blank line after it, sent between two
+frames after ``heartbeat_s`` of silence: the writer's own, whatever the
+server and whatever the route, so no decoder makes an event of it), and when
 the writer ends gives the open-stream slot back, records a ``ConnectionLog``,
 lets go of the stream if the writer failed (the log lost it), and ends the
 wire.  Its ``Writing`` is what the server may do meanwhile: say the peer is
