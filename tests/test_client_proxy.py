@@ -10,6 +10,7 @@ instead of sleeping; the commands run as typed sleep for real (the stream's ``re
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -105,6 +106,15 @@ def test_tokenwire_read_prints_the_whole_text_through_the_proxy(server: Server, 
     assert proxy.cut >= 10
 
 
+def test_tokenwire_read_resumes_after_a_given_last_event_id(server: Server,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    got = list(events(f"{server.base}/stream?tokens={TOKENS}"))
+    stream_id = json.loads(got[0].data)["stream_id"]
+    status = cli_main([f"{server.base}/streams/{stream_id}/events", "--last-event-id", "9"])
+    assert capsys.readouterr() == ("".join(e.data for e in got if e.event == "token" and int(e.id) > 9), "")
+    assert status == 0
+
+
 def run_read(*argv: str) -> subprocess.CompletedProcess[str]:
     """``tokenwire read ARGV`` as typed, in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -113,9 +123,9 @@ def run_read(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_tokenwire_read_as_typed_resumes_by_itself(server: Server) -> None:
-    reference = tokens_of(list(events(f"{server.base}/stream?tokens=40")))[1]
+    reference = tokens_of(list(events(f"{server.base}/stream?tokens=20")))[1]
     with CuttingProxy(server.upstream, LIMIT) as proxy:
-        done = run_read(f"{server.via(proxy)}/stream?tokens=40")
+        done = run_read(f"{server.via(proxy)}/stream?tokens=20")
     assert (done.returncode, done.stdout, done.stderr) == (0, reference, "")
     assert proxy.cut >= 2
 
