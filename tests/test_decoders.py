@@ -117,6 +117,7 @@ def check_events(seen: list[Seen], texts: tuple[str, ...], ending: str | None = 
 def check_wire(raw: bytes, pings_at_least: int = 2) -> int:
     """The bytes of one stream: heartbeats (several, unless told), only between frames, none ending a block;
     every frame carries data and none is named ``error``.  Returns the number of heartbeats."""
+    assert raw.startswith(b"retry: %d\nevent: open\ndata: {" % DEFAULT_RETRY_MS), raw[:80]   # retry with data
     pings = raw.count(HEARTBEAT)
     assert pings >= pings_at_least, raw
     assert b": ping\n\n" not in raw                          # a comment never ends a block of its own
