@@ -15,6 +15,7 @@ from live_helpers import declared, raw, read_to_end, request, serving, split_res
 from route_apps import EXTENDED
 
 from tokenwire.core.model import ANSWER
+from tokenwire.endpoints.config import MAX_CHAT_BODY_BYTES
 from tokenwire.endpoints.params import RequestError
 from tokenwire.endpoints.routes import LIVE_ROUTES, Route, RouteTable
 from tokenwire.live.server import LiveServer
@@ -107,9 +108,9 @@ def test_a_stream_made_on_an_added_route_is_read_on_another_on_both_servers(asgi
 
 def test_every_body_limit_is_settable_by_its_setting_name() -> None:
     table = EXTENDED.with_limits({"max_body_bytes": 2048, "max_v2_body_bytes": 1})
-    assert [route.body_limit for route in table.routes if route.takes_body] == [2048, 1]
+    assert [route.body_limit for route in table.routes if route.takes_body] == [2048, MAX_CHAT_BODY_BYTES, 1]
     with pytest.raises(ValueError, match=r"^no route's body is limited by 'max_chat_bytes'; the settings are "
-                                         r"\['max_body_bytes', 'max_v2_body_bytes'\]$"):
+                                         r"\['max_body_bytes', 'max_chat_body_bytes', 'max_v2_body_bytes'\]$"):
         EXTENDED.with_limits({"max_chat_bytes": 1})
     with pytest.raises(ValueError, match=r"^max_body_bytes must be a non-negative int, got -1$"):
         LIVE_ROUTES.with_limits({"max_body_bytes": -1})

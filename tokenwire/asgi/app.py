@@ -30,6 +30,7 @@ from ..endpoints.config import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_WRITE_TIMEOUT_S,
     MAX_BODY_BYTES,
+    MAX_CHAT_BODY_BYTES,
     LiveConfig,
     max_duration_setting,
 )
@@ -73,7 +74,8 @@ class TokenStreams:
     can exit.  ``max_duration_s`` (None: ``$TOKENWIRE_MAX_DURATION_S``, else
     no limit): each connection ends after this long at a frame boundary, and
     its reader resumes at once; the stream goes on.  ``max_body_bytes``:
-    the most a ``POST /streams`` body may carry (1 KiB); ``routes``: the
+    the most a ``POST /streams`` body may carry (1 KiB); ``max_chat_body_bytes``: the
+    most a ``POST /chat`` body (the whole conversation) may carry (1 MiB); ``routes``: the
     route table served (``tokenwire.endpoints.routes.LIVE_ROUTES``, each
     route's body limit settable by its setting's name).  Raises
     ``TypeError``/``ValueError`` naming a bad argument.
@@ -84,11 +86,12 @@ class TokenStreams:
                  write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S, max_live: int = DEFAULT_MAX_LIVE,
                  max_streams: int = DEFAULT_MAX_STREAMS, create_burst: int = DEFAULT_CREATE_BURST,
                  create_rate: float = DEFAULT_CREATE_RATE, max_body_bytes: int = MAX_BODY_BYTES,
+                 max_chat_body_bytes: int = MAX_CHAT_BODY_BYTES,
                  grace_s: float = DEFAULT_GRACE_S, max_duration_s: float | None = None,
                  takeover: str = "end", routes: RouteTable = LIVE_ROUTES) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
-        routes = routes.with_limits({"max_body_bytes": max_body_bytes})
+        routes = routes.with_limits({"max_body_bytes": max_body_bytes, "max_chat_body_bytes": max_chat_body_bytes})
         self.policy, self.buffer = parse_policy(policy), check_capacity(buffer)
         try:
             self.on_disconnect = OnDisconnect(on_disconnect)
@@ -156,7 +159,7 @@ class TokenStreams:
             wire.on_gone = self.endpoints.write(decision, wire).gone
 
         try:
-            await wire.respond(_SSE, receive, start)
+            await wire.respond([*_SSE, *asgi.asgi_headers(decision.headers)], receive, start)
         finally:
             if not started:
                 self.endpoints.release(decision)       # the response never began: the slot goes back

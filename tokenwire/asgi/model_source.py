@@ -29,7 +29,7 @@ from ..core.channel import Policy
 from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
-from ..endpoints.decisions import Asked, LiveRequest
+from ..endpoints.decisions import Asked, ChatRequest, LiveRequest
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import aio_of, attach_stream_async
@@ -83,9 +83,21 @@ class ModelSource:
             params[name] = value
         return Asked(None, params, cut)
 
+    def parse_chat(self, chat: ChatRequest) -> Asked:
+        value = chat.body.get("cut_after")
+        if value is None:
+            return Asked(None, {}, None, chat)
+        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        if not isinstance(text, str):
+            raise RequestError(400, f"cut_after must be a number or a string, got {value!r}")
+        cut = parse_count("cut_after", text)
+        if not 0 <= cut < MAX_MODEL_TOKENS:
+            raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, text))
+        return Asked(None, {}, cut, chat)
+
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
-        made = StreamRequest(stream_id, asked.params, body, request.client)
+        made = StreamRequest(stream_id, asked.params, body, request.client, chat=asked.chat)
         try:
             source = await open_source(self.factory, made)
         except ValueError as exc:

@@ -45,6 +45,7 @@ from ..core.model import Model, Steps, TimingModel
 from ..core.sse import encode
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamState, TokenLog
+from ..endpoints.decisions import ChatRequest
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "open_source", "token_problem"]
 
@@ -70,7 +71,9 @@ class StreamRequest:
     generated the stream died), the tokens logged so far and the index the
     new iterator's first token gets (``start == len(prefix)``): continue the
     answer after ``"".join(prefix)``, for instance by sending it back as the
-    assistant's partial turn.
+    assistant's partial turn.  chat: for ``POST /chat``, its body read (the
+    chat id, the messages, the trigger, the whole JSON object; ``params`` is
+    then empty and ``body`` the raw JSON); None for the other routes.
     """
 
     stream_id: str
@@ -79,6 +82,7 @@ class StreamRequest:
     client: str
     prefix: tuple[str, ...] = ()
     start: int = 0
+    chat: ChatRequest | None = None
 
     def __post_init__(self) -> None:
         if self.start != len(self.prefix):

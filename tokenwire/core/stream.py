@@ -50,8 +50,9 @@ from typing import Any, NamedTuple
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
 from .effects import TIMEOUT, Effect, Get, Process, Put, Send, Sleep, Spawn
-from .frames import DEFAULT_RETRY_MS, HEARTBEAT, TokenItem, done_frame, open_frame, token_frame
+from .frames import DEFAULT_RETRY_MS, HEARTBEAT, TokenItem, done_frame
 from .model import Model
+from .rendering import FRAMES, EarlyEnding, Rendering
 from .sync import SingleThread
 from .tokenlog import LogError, StreamState, TokenLog
 
@@ -132,6 +133,7 @@ class Stream:
         self.cancelled = False
         self.trace: list[TraceEntry] = []
         self.keep_trace = keep_trace    # a live server keeps none: only the report's detail table reads it
+        self.ending: EarlyEnding | None = None    # set when the answer ended early (stopped, failed)
         if attach == "checked":
             pass
         elif attach:    # another instance created it in a shared log: check it is the same answer
@@ -310,8 +312,8 @@ class Stream:
 
     # -- the writer --------------------------------------------------------
     def serve(self, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,
-              heartbeat_ns: int | None = None) -> Process:
-        """Write one connection's frames: open, replay, live tokens, done.
+              heartbeat_ns: int | None = None, rendering: Rendering = FRAMES) -> Process:
+        """Write one connection's frames: open, replay, live tokens, done, each as ``rendering`` puts it.
 
         Returns (as the generator's value) the ``Ending``.  ``cut_after``
         closes the connection after that many token frames (0: right after
@@ -322,9 +324,8 @@ class Stream:
         follower = self.is_follower(channel)
         if producer is not None:
             yield Spawn(producer)
-        opened = open_frame(self.stream_id, resumed=cursor >= 0, start_index=cursor + 1,
-                            policy=self.policy.value, buffer=self.capacity, retry_ms=self.retry_ms)
-        if not (yield Send(opened)):
+        opened = rendering.opening(self, cursor)
+        if opened and not (yield Send(opened)):
             return self._left(channel, Ending.PEER_GONE)
         if cut_after == 0:                  # the connection dies before its first token
             return self._left(channel, Ending.CLOSED_BY_SERVER)
@@ -344,7 +345,7 @@ class Stream:
             if isinstance(got, TokenItem):
                 if got.index <= last:
                     continue                # read from the log and then offered live too: sent once
-                if not (yield Send(token_frame(got))):
+                if not (yield Send(rendering.token(got))):
                     return self._left(channel, Ending.PEER_GONE)
                 sent, last = sent + 1, got.index
                 if cut_after is not None and sent >= cut_after:
@@ -353,7 +354,7 @@ class Stream:
                 if not (yield Send(HEARTBEAT)):      # between two frames, never inside one
                     return self._left(channel, Ending.PEER_GONE)
             elif got is Taken.END:
-                yield Send(self.closing_frame(cursor + 1, channel.stats().dropped))
+                yield Send(rendering.closing(self, cursor + 1, channel.stats().dropped))
                 self._left(channel, Ending.DONE)
                 return Ending.DONE
             else:

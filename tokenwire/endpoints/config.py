@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_WRITE_TIMEOUT_S",
     "JOURNAL_SIZE",
     "MAX_BODY_BYTES",
+    "MAX_CHAT_BODY_BYTES",
     "MAX_DURATION_ENV",
     "MAX_HEADER_BYTES",
     "MAX_REQUEST_LINE",
@@ -59,6 +60,10 @@ MAX_HEADER_BYTES = 16 * 1024
 # A POST /streams carries its parameters in the query; a body is not needed
 # and is read and discarded up to this size (a form post), refused above.
 MAX_BODY_BYTES = 1024
+# A POST /chat carries the whole conversation as JSON (the AI SDK sends every
+# message each time): a long chat with pasted documents runs to hundreds of
+# KB, so 1 MiB, as Next.js's and Express's defaults allow.
+MAX_CHAT_BODY_BYTES = 1 << 20
 # Pending connections the kernel queues before accept() (capped by
 # net.core.somaxconn, 4096 on current kernels).  A small queue drops the
 # SYNs of a burst of clients, and each dropped one retries a second later:

@@ -23,15 +23,18 @@ open stream is ``Endpoints.write`` (``writing``), against the adapter's wire.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
+from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
 from . import rules
+from .chat import Chats, canned_query, open_chat, resume_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
-from .decisions import Answer, Asked, LiveRequest, OpenStream
+from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenStream
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, ErrorFormat, Found, Route, RouteTable
@@ -53,6 +56,9 @@ class StreamSource(Protocol):
     def parse(self, query: str) -> Asked:
         """Read a create query; raises ``RequestError`` (400)."""
 
+    def parse_chat(self, chat: ChatRequest) -> Asked:
+        """Read a ``POST /chat`` body; raises ``RequestError`` (400)."""
+
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         """Make the stream ``asked`` describes (admitted already); raises ``RequestError``, ``LogError``."""
 
@@ -66,6 +72,11 @@ class CannedSource:
     def parse(self, query: str) -> Asked:
         spec, cut = spec_from_query(query)
         return Asked(spec, {}, cut)
+
+    def parse_chat(self, chat: ChatRequest) -> Asked:
+        # A chat's answer goes on when its reader leaves: the SDK's resume comes back for it.
+        spec, cut = spec_from_query(canned_query(chat))
+        return Asked(dataclasses.replace(spec, on_disconnect=OnDisconnect.DETACH), {}, cut, chat)
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         assert asked.spec is not None
@@ -96,9 +107,11 @@ class Endpoints:
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.writing: set[Writing] = set()      # the streams being written now
         self.closing = False                    # a shutdown has closed the streams (close_streams)
+        self.chats = Chats(registry)            # each chat's latest stream
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
-                                             "create_and_open": self._create_and_open}
+                                             "create_and_open": self._create_and_open, "chat": self._chat,
+                                             "chat_stream": self._chat_stream}
         unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
         if unknown:
             raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
@@ -132,7 +145,7 @@ class Endpoints:
     async def _create(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         asked = self.source.parse(request.query)
         body = await read_body()
-        live = await self._make(asked, request, body)
+        live = await self.make(asked, request, body)
         return Answer(201, *rules.created(live.stream_id, request.root_path))
 
     async def _events(self, request: LiveRequest, found: Found,
@@ -146,10 +159,22 @@ class Endpoints:
         rules.last_event_id(request.header_values("last-event-id"), created=True)  # refused before a stream is made
         if self.registry.live >= self.registry.max_live:      # nor is one made for a 503
             raise rules.busy_error(Busy(self.registry.max_live))
-        live = await self._make(asked, request, b"")
+        live = await self.make(asked, request, b"")
         return await self._open(request, live, created=True)
 
-    async def _make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+    async def _chat(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> OpenStream:
+        return await open_chat(self, request, await read_body())
+
+    async def _chat_stream(self, request: LiveRequest, found: Found,
+                           read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
+        return await resume_chat(self, request, found.params["id"])
+
+    def chat_asked(self, chat: ChatRequest) -> Asked:
+        """What a ``POST /chat`` body asks the source for; raises ``RequestError`` (400)."""
+        return self.source.parse_chat(chat)
+
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+        """Make the stream ``asked`` describes, within ``request``'s client's creation quota (429 past it)."""
         try:
             self.registry.admit_creation(request.client)
         except OverQuota as exc:

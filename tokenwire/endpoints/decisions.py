@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.pipeline import RunSpec
+from ..core.rendering import FRAMES, Rendering
 from .registry import LiveStream
 
-__all__ = ["Answer", "Asked", "Headers", "LiveRequest", "OpenStream"]
+__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenStream"]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -45,12 +47,32 @@ class LiveRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A ``POST /chat`` body, read.
+
+    chat_id: the body's ``id`` (None: the transport sent none, as
+    ``WorkflowChatTransport`` does; the stream id then names the chat);
+    messages: the UI messages as sent (JSON values); trigger:
+    ``"submit-message"`` or ``"regenerate-message"`` (None if absent);
+    message_id: the ``messageId`` sent; body: the whole JSON object, the
+    app's own fields included.
+    """
+
+    chat_id: str | None
+    messages: tuple[Any, ...]
+    trigger: str | None
+    message_id: str | None
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Asked:
-    """A create request, read: the canned answer's ``spec`` or a model's ``params``, and its ``cut_after``."""
+    """A create request, read: the canned answer's ``spec`` or a model's ``params``, its ``cut_after``, its chat."""
 
     spec: RunSpec | None
     params: Mapping[str, str]
     cut: int | None
+    chat: ChatRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +90,9 @@ class OpenStream:
 
     cut: the ``cut_after`` the request asked for (None: the stream's own, if
     any); header / query_id: the ``Last-Event-ID`` header and
-    ``?last_event_id=`` as sent.  One open-stream slot is held for it: the
+    ``?last_event_id=`` as sent; rendering: how the connection puts the
+    stream on the wire (tokenwire's frames, or the AI SDK's chunks);
+    headers: what the ``200`` adds to the event-stream headers.  One open-stream slot is held for it: the
     adapter passes it to ``Endpoints.write`` or gives it back with
     ``Endpoints.release``, exactly once.
     """
@@ -78,3 +102,5 @@ class OpenStream:
     cut: int | None
     header: str | None
     query_id: str | None
+    rendering: Rendering = FRAMES
+    headers: Headers = ()

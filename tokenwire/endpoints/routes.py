@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .config import MAX_BODY_BYTES
+from .config import MAX_BODY_BYTES, MAX_CHAT_BODY_BYTES
 from .params import RequestError, echo
 from .rules import KNOWN_METHODS, method_error, no_route_error, not_implemented_error
 
@@ -219,5 +219,13 @@ LIVE_ROUTES = RouteTable((
                   "`Last-Event-ID` (or `?last_event_id=`)"),
     Route("/stream", ("GET",), "create_and_open", "create",
           summary="creates and streams in one request; the `open` frame names the `stream_id`"),
+    Route("/chat", ("POST",), "chat", "create", body_setting="max_chat_body_bytes",
+          body_limit=MAX_CHAT_BODY_BYTES,
+          summary="the AI SDK's chat: a JSON body `{id?, messages, ...}` up to `max_chat_body_bytes` (1 MiB); "
+                  "`200` UI message stream (`x-vercel-ai-ui-message-stream: v1`), the stream id in "
+                  "`x-workflow-run-id`"),
+    Route("/chat/<id>/stream", ("GET",), "chat_stream", "read",
+          summary="a chat's stream (`204` unless it is generating; then from `start`), or with `?startIndex=N` "
+                  "a chat's or a stream's chunks from N on, also after the end"),
 ))
 """The routes of ``tokenwire serve`` and ``TokenStreams``."""

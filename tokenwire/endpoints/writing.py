@@ -85,7 +85,8 @@ def write_events(decision: OpenStream, wire: EventWire, registry: Registry, conf
     live, stream = decision.live, decision.live.stream
     channel: BoundedChannel[TokenItem] = stream.new_channel()
     cut = live.take_cut(decision.cut)
-    writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9))
+    writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9),
+                          rendering=decision.rendering)
     writing = Writing(stream, channel)
     done = registry.loop_driver().spawn(writer, wire)
     limit = None

@@ -25,6 +25,7 @@ from ..endpoints.config import (
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_WRITE_TIMEOUT_S,
     MAX_BODY_BYTES,
+    MAX_CHAT_BODY_BYTES,
     MAX_DURATION_ENV,
     LiveConfig,
     max_duration_setting,
@@ -104,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
              f"once (default ${MAX_DURATION_ENV}, else no limit)")
     add("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
         help=f"the most a POST /streams body may carry; more gets 413 (default {MAX_BODY_BYTES})")
+    add("--max-chat-body-bytes", type=int, default=MAX_CHAT_BODY_BYTES,
+        help=f"the most a POST /chat body (the whole conversation) may carry; more gets 413 "
+             f"(default {MAX_CHAT_BODY_BYTES})")
     add("--quiet", action="store_true", help="no access log on stderr")
     add("--log", default=None, metavar="URL",
         help="token log: 'memory' or redis://host:port/db to share streams between instances "
@@ -112,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s",
-          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s", "max_body_bytes", "log")
+          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s", "max_body_bytes",
+          "max_chat_body_bytes", "log")
 
 
 def _flag_message(message: str) -> str:
@@ -152,7 +157,8 @@ def cli_main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
         if not 0 <= args.port <= 65535:
             raise ValueError(f"--port must be from 0 to 65535, got {args.port!r}")
-        routes = LIVE_ROUTES.with_limits({"max_body_bytes": args.max_body_bytes})
+        routes = LIVE_ROUTES.with_limits({"max_body_bytes": args.max_body_bytes,
+                                          "max_chat_body_bytes": args.max_chat_body_bytes})
         config, registry = _setup(args)
     except ValueError as exc:                 # a ParamError from the flags, or a bad setting
         return usage_error("serve", _flag_message(str(exc)))

@@ -109,7 +109,7 @@ class Routes:
         config = server.config
         if config.sndbuf is not None:
             shrink_buffers(transport.get_extra_info("socket"), sndbuf=config.sndbuf)
-        transport.write(head_bytes(200, SSE_HEADERS))
+        transport.write(head_bytes(200, (*SSE_HEADERS, *decision.headers)))
         wire = TransportWire(transport, connection.loop, write_timeout_s=config.write_timeout_s,
                              sample=config.sample_queues)
 

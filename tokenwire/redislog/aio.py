@@ -203,6 +203,15 @@ class AsyncRedisLog:
         """
         return await self._here().reader.wait(self.log._keys(stream_id)[1], cursor)
 
+    async def chat_stream(self, chat_id: str) -> str | None:
+        """The stream a chat id was last given (``set_chat_stream``), None if none; raises ``LogUnavailable``."""
+        value = await self._ask(self._command("GET", self.log.chat_key(chat_id)), False)
+        return None if value is None else str(value)
+
+    async def set_chat_stream(self, chat_id: str, stream_id: str) -> None:
+        """Make ``stream_id`` the chat's stream, for as long as a stream is kept; raises ``LogUnavailable``."""
+        await self._ask(self._command("SET", self.log.chat_key(chat_id), stream_id, "PX", self.log.ttl_ms), False)
+
     async def ping(self) -> bool:
         """True if Redis answers within the op timeout; never raises."""
         try:

@@ -187,6 +187,10 @@ class RedisTokenLog:
         base = f"{self.prefix}:{{{stream_id}}}"
         return f"{base}:meta", f"{base}:tokens", f"{base}:lease"
 
+    def chat_key(self, chat_id: str) -> str:
+        """The key holding a chat's latest stream id (``AsyncRedisLog.chat_stream``)."""
+        return f"{self.prefix}:chat:{{{chat_id}}}"
+
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coro)
 

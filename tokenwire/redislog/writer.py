@@ -94,6 +94,7 @@ class Settings(Protocol):
     block_ms: int
 
     def _keys(self, stream_id: str) -> tuple[str, str, str]: ...
+    def chat_key(self, chat_id: str) -> str: ...
 
 
 def client(settings: Settings, socket_timeout_s: float) -> Any:

@@ -1,0 +1,169 @@
+"""The chat routes from Python: the UI message chunks and their numbers, the body, resume and its refusals,
+on ``tokenwire serve`` and the ASGI app alike (the AI SDK's own clients are ``test_chat_sdk``'s)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from asgi_helpers import uvicorn
+from live_helpers import serving
+
+from tokenwire.core.frames import TokenItem
+from tokenwire.core.model import ANSWER
+from tokenwire.core.sse import Decoder
+from tokenwire.endpoints.chat import parse_chat
+from tokenwire.endpoints.params import RequestError
+from tokenwire.endpoints.ui_stream import PREAMBLE, ChatFrames, cursor_of, token_chunk
+
+
+class _Ended:
+    def __init__(self, reason: str, error: str | None = None) -> None:
+        self.reason, self.error = reason, error
+
+
+class _Stream:
+    """What a rendering reads of a stream."""
+
+    def __init__(self, total: int, ending: _Ended | None = None) -> None:
+        self.stream_id, self.total, self.ending = "S", total, ending
+        self.policy, self.capacity, self.retry_ms = None, 4, 750
+
+    def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
+        raise AssertionError("a chat never sends tokenwire's closing frame")
+
+
+def chunks(data: bytes) -> list[tuple[str, Any]]:
+    """(id, JSON or the raw data) of each event, decoded by tokenwire's own decoder."""
+    events = Decoder().feed(data)
+    return [(event.id, event.data if event.data == "[DONE]" else json.loads(event.data)) for event in events]
+
+
+def test_a_whole_message_is_numbered_chunk_by_chunk() -> None:
+    frames, stream = ChatFrames(0), _Stream(2)
+    wire = frames.opening(stream, -1) + frames.token(TokenItem(0, "A")) + frames.token(TokenItem(1, ' "b"\n'))
+    wire += frames.closing(stream, 0, 0)                      # type: ignore[arg-type]
+    assert chunks(wire) == [
+        ("0", {"type": "start", "messageId": "msg-S"}), ("1", {"type": "start-step"}),
+        ("2", {"type": "text-start", "id": "text-0"}),
+        ("3", {"type": "text-delta", "id": "text-0", "delta": "A"}),
+        ("4", {"type": "text-delta", "id": "text-0", "delta": ' "b"\n'}),
+        ("5", {"type": "text-end", "id": "text-0"}), ("6", {"type": "finish-step"}),
+        ("7", {"type": "finish", "finishReason": "stop"}), ("7", "[DONE]")]
+
+
+@pytest.mark.parametrize(("ending", "tail"), [
+    (_Ended("cancelled"), [{"type": "text-end", "id": "text-0"}, {"type": "finish-step"},
+                           {"type": "finish", "finishReason": "other"}]),
+    (_Ended("error", "the model raised KeyError"),
+     [{"type": "text-end", "id": "text-0"}, {"type": "error", "errorText": "the model raised KeyError"},
+      {"type": "finish-step"}, {"type": "finish", "finishReason": "error"}]),
+])
+def test_a_stop_ends_with_finish_and_a_failure_with_the_sdks_error_chunk(ending: _Ended,
+                                                                         tail: list[dict[str, Any]]) -> None:
+    got = chunks(ChatFrames(0).closing(_Stream(1, ending), 0, 0))   # type: ignore[arg-type]
+    assert got == [*((str(n), chunk) for n, chunk in enumerate(tail, PREAMBLE + 1)), (str(PREAMBLE + len(tail)),
+                                                                                       "[DONE]")]
+
+
+def test_a_reader_starting_at_chunk_n_gets_chunks_n_on() -> None:
+    stream = _Stream(4)
+    assert [n for n, _ in chunks(ChatFrames(2).opening(stream, cursor_of(2)))] == ["2"]     # type: ignore[arg-type]
+    assert ChatFrames(3).opening(stream, cursor_of(3)) == b""                                # type: ignore[arg-type]
+    assert [cursor_of(n) for n in (0, 3, 4, 9)] == [-1, -1, 0, 5]
+    assert token_chunk(0) == PREAMBLE and cursor_of(token_chunk(5) + 1) == 5              # chunk n+1 follows token 5
+    closing = ChatFrames(PREAMBLE + 4 + 2).closing(stream, 0, 0)                           # type: ignore[arg-type]
+    assert [n for n, _ in chunks(closing)] == ["9", "9"]                                 # finish, then [DONE]
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b"{", "a chat body must be JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    (b"[]", "a chat body must be a JSON object, got list"),
+    (b'{"id": "c"}', 'a chat body needs "messages", a list, got \'null\''),
+    (b'{"messages": [], "id": 7}', "a chat body's 'id' must be a string, got '7'"),
+    (b'{"messages": [], "id": "a/b"}', "a chat id is 1 to 64 letters, digits, '-' or '_', got 'a/b'"),
+])
+def test_a_bad_chat_body_is_a_400_that_names_what_is_wrong(body: bytes, message: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_chat(body)
+    assert (caught.value.status, caught.value.message) == (400, message)
+
+
+def test_a_chat_body_is_read_whole() -> None:
+    chat = parse_chat(b'{"id": "c1", "messages": [{"role": "user"}], "trigger": "submit-message", "x": 1}')
+    assert (chat.chat_id, chat.messages, chat.trigger, chat.message_id) == ("c1", ({"role": "user"},),
+                                                                           "submit-message", None)
+    assert chat.body["x"] == 1
+    assert parse_chat(b'{"messages": []}').chat_id is None                # WorkflowChatTransport names no chat
+
+
+@pytest.fixture(scope="module")
+def bases() -> Iterator[list[str]]:
+    with serving() as live, uvicorn("chat_apps:app") as app:
+        yield [live.url, app.url + "/canned"]
+
+
+def _post(base: str, **fields: Any) -> httpx.Response:
+    return httpx.post(f"{base}/chat", content=json.dumps({"messages": [], **fields}), timeout=10)
+
+
+def test_a_2_kb_history_is_taken_and_a_body_past_the_limit_is_413(bases: list[str]) -> None:
+    history = [{"role": "user", "parts": [{"type": "text", "text": "x" * 100}]}] * 20
+    for base in bases:
+        answer = _post(base, messages=history, tokens=3, producer_ms=0.01)
+        assert answer.status_code == 200 and answer.text.endswith("data: [DONE]\n\n")
+        too_big = httpx.post(f"{base}/chat", content=b"{" + b" " * (1 << 20) + b"}", timeout=10)
+        assert too_big.status_code == 413
+        assert too_big.json() == {"error": f"request body of {(1 << 20) + 2} bytes; at most {1 << 20} are read"}
+
+
+def test_the_post_names_its_stream_and_a_new_post_replaces_the_chats_stream(bases: list[str]) -> None:
+    for base in bases:
+        first = _post(base, id="regen", tokens=3, producer_ms=0.01)
+        assert first.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        assert first.headers["content-type"].startswith("text/event-stream")
+        second = _post(base, id="regen", tokens=4, producer_ms=0.01, trigger="regenerate-message")
+        one, two = first.headers["x-workflow-run-id"], second.headers["x-workflow-run-id"]
+        assert one != two
+        tail = httpx.get(f"{base}/chat/regen/stream?startIndex=0", timeout=10)
+        assert tail.headers["x-workflow-run-id"] == two and tail.text == second.text
+        assert httpx.get(f"{base}/chat/{one}/stream?startIndex=0", timeout=10).text == first.text
+
+
+def test_start_index_counts_chunks_and_a_negative_one_counts_from_the_tail(bases: list[str]) -> None:
+    for base in bases:
+        made = _post(base, tokens=5, producer_ms=0.01)
+        stream_id, whole = made.headers["x-workflow-run-id"], chunks(made.content)
+        assert len(whole) == PREAMBLE + 5 + 3 + 1
+        for start in (0, 2, 5, PREAMBLE + 5 + 2, PREAMBLE + 5 + 3):
+            again = httpx.get(f"{base}/chat/{stream_id}/stream?startIndex={start}", timeout=10)
+            assert chunks(again.content)[:-1] == whole[start:-1]      # [DONE] carries no id of its own
+            assert chunks(again.content)[-1][1] == "[DONE]"
+            assert "x-workflow-stream-tail-index" not in again.headers
+        tail = httpx.get(f"{base}/chat/{stream_id}/stream?startIndex=-2", timeout=10)
+        assert tail.headers["x-workflow-stream-tail-index"] == str(PREAMBLE + 5 + 2)
+        assert chunks(tail.content) == whole[-3:]                     # finish-step, finish, [DONE]
+        assert [n for n, _ in whole] == [*map(str, range(PREAMBLE + 5 + 3)), str(PREAMBLE + 5 + 2)]
+        by_id = httpx.get(f"{base}/chat/{stream_id}/stream", headers={"Last-Event-ID": "6"}, timeout=10)
+        assert chunks(by_id.content) == whole[7:]                     # Last-Event-ID and startIndex agree
+        assert "".join(c["delta"] for _, c in whole if isinstance(c, dict) and c["type"] == "text-delta") == \
+            "".join(ANSWER[:5])
+
+
+@pytest.mark.parametrize(("target", "status", "message"), [
+    ("/chat/{id}/stream?startIndex=12", 400, "startIndex 12 is past the end: this stream has chunks 0..10 so far"),
+    ("/chat/{id}/stream?startIndex=x", 400, "startIndex must be a decimal integer without sign or leading zeros "
+                                            "(at most 9 digits), got 'x'"),
+    ("/chat/{id}/stream?since=1", 400, "a chat stream URL takes only startIndex, got 'since'"),
+    ("/chat/nobody-here/stream?startIndex=0", 404, None),
+])
+def test_a_bad_resume_is_refused_naming_why(bases: list[str], target: str, status: int, message: str | None) -> None:
+    for base in bases:
+        stream_id = _post(base, tokens=5, producer_ms=0.01).headers["x-workflow-run-id"]
+        answer = httpx.get(base + target.format(id=stream_id), timeout=10)
+        assert answer.status_code == status
+        if message is not None:
+            assert answer.json() == {"error": message}

@@ -1,0 +1,170 @@
+"""The AI SDK's own chat transports against tokenwire's ``/chat``: ai@6's ``DefaultChatTransport`` and
+@workflow/ai@6's ``WorkflowChatTransport``, driven from node (``chat_client.mjs``) with ``readUIMessageStream``.
+
+Each runs against ``tokenwire serve`` (the canned answer), the ASGI app's canned answer and a user's model
+(``chat_apps``), and each time the text is assembled exactly once: one text part holding exactly the answer.
+``.ci/run`` installs the packages into ``.ci/node``; without Node or them the tests skip, and fail under
+``TOKENWIRE_REQUIRE_ALL=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_helpers import ROOT, uvicorn
+from chat_apps import SECRET
+from conftest import REQUIRE_ALL_ENV, require_all, require_binary
+from live_helpers import serving
+from redis_fixture import running_redis
+
+from tokenwire.core.model import ANSWER
+
+MODULES = ROOT / ".ci" / "node" / "node_modules"
+DRIVER = Path(__file__).resolve().parent / "chat_client.mjs"
+TIMEOUT_S = 60
+KINDS = ("serve", "asgi", "model")
+PREAMBLE = ["start", "start-step", "text-start"]
+ENDING = ["text-end", "finish-step", "finish"]
+
+
+def _modules() -> Path:
+    require_binary("node")
+    missing = [name for name in ("ai", "@workflow/ai") if not (MODULES / name / "package.json").exists()]
+    if missing:
+        reason = f"npm packages {missing} are not in {MODULES}: see the npm install line in .ci/run"
+        if require_all():
+            pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
+        pytest.skip(reason)
+    return MODULES
+
+
+def drive(**job: Any) -> dict[str, Any]:
+    """Run one job of the node driver; returns what it saw."""
+    done = subprocess.run(["node", str(DRIVER), str(_modules()), json.dumps(job)], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    seen: dict[str, Any] = json.loads(done.stdout)
+    seen["stdout"] = done.stdout
+    return seen
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, str]]:
+    with serving() as live, uvicorn("chat_apps:app") as app:
+        yield {"serve": live.url + "/chat", "asgi": app.url + "/canned/chat", "model": app.url + "/model/chat",
+               "app": app.url}
+
+
+def body(kind: str, tokens: int, ms: float, **extra: Any) -> dict[str, Any]:
+    """The body fields that shape the answer: the report's parameters, or the chat model's own."""
+    if kind == "model":
+        return {"n": tokens, "delay_ms": ms, **extra}
+    return {"tokens": tokens, "producer_ms": ms, **extra}
+
+
+def expected(kind: str, tokens: int) -> str:
+    return "".join(f" t{i}" for i in range(tokens)) if kind == "model" else "".join(ANSWER[:tokens])
+
+
+def whole(tokens: int) -> list[str]:
+    return [*PREAMBLE, *["text-delta"] * tokens, *ENDING]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("transport", ["default", "workflow"])
+def test_send_assembles_the_answer_once(servers: dict[str, str], kind: str, transport: str) -> None:
+    chat_id = f"send-{kind}-{transport}"
+    seen = drive(transport=transport, api=servers[kind], chatId=chat_id, body=body(kind, 40, 0.5))
+    assert seen["errors"] == []
+    assert seen["texts"] == [expected(kind, 40)] and seen["textParts"] == [1]
+    assert seen["chunks"] == whole(40)
+    assert [r[0] for r in seen["requests"]] == ["POST"]           # finished on the POST: no reconnect
+    stream_id = seen["messageId"].removeprefix("msg-")
+    if kind == "model":
+        given = httpx.get(f"{servers['app']}/seen/{stream_id}").json()
+        # the default transport names its chat; the workflow transport sends {messages} only
+        assert given == {"chat_id": chat_id if transport == "default" else None, "messages": 1,
+                         "trigger": "submit-message" if transport == "default" else None, "yielded": 40,
+                         "finished": True, "closed": True}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_abort_after_a_few_deltas_then_reconnect_replays_from_start(servers: dict[str, str], kind: str) -> None:
+    chat_id = f"abort-{kind}"
+    seen = drive(transport="default", api=servers[kind], chatId=chat_id, body=body(kind, 200, 10), abortAfter=3,
+                 reconnect=True)
+    answer = expected(kind, 200)
+    assert seen["reconnected"] is True
+    partial, resumed = seen["texts"]
+    assert answer.startswith(partial) and len(partial) < len(answer)
+    assert resumed == answer and seen["textParts"] == [1, 1]
+    again = seen["chunks"].index("start", 1)                     # the abort lets a chunk in flight through
+    assert seen["chunks"][:again] in ([*PREAMBLE, *["text-delta"] * n] for n in (3, 4))
+    assert seen["chunks"][again:] == whole(200)                   # the resume: a replay from start, then live
+    assert seen["requests"][1] == ["GET", f"/{_mount(kind)}chat/{chat_id}/stream", 200]
+
+
+def _mount(kind: str) -> str:
+    return {"serve": "", "asgi": "canned/", "model": "model/"}[kind]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reconnect_is_204_for_a_chat_that_never_started_and_for_one_that_finished(servers: dict[str, str],
+                                                                                   kind: str) -> None:
+    never = drive(transport="default", api=servers[kind], chatId=f"never-{kind}", only="reconnect")
+    assert never["reconnected"] is False
+    assert never["requests"] == [["GET", f"/{_mount(kind)}chat/never-{kind}/stream", 204]]
+    chat_id = f"finished-{kind}"
+    finished = drive(transport="default", api=servers[kind], chatId=chat_id, body=body(kind, 5, 0.5),
+                     reconnect=True)
+    assert finished["texts"] == [expected(kind, 5)] and finished["reconnected"] is False
+    assert finished["requests"][1] == ["GET", f"/{_mount(kind)}chat/{chat_id}/stream", 204]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_workflow_transport_resumes_by_itself_after_the_server_cuts_the_post(servers: dict[str, str],
+                                                                                  kind: str) -> None:
+    seen = drive(transport="workflow", api=servers[kind], chatId=f"cut-{kind}", body=body(kind, 30, 2, cut_after=7))
+    stream_id = seen["messageId"].removeprefix("msg-")
+    assert seen["requests"] == [["POST", f"/{_mount(kind)}chat", 200],
+                                ["GET", f"/{_mount(kind)}chat/{stream_id}/stream?startIndex=10", 200]]
+    assert seen["texts"] == [expected(kind, 30)] and seen["textParts"] == [1]
+    assert seen["chunks"] == whole(30)                            # every chunk once: the cut left no gap, no repeat
+
+
+def test_a_model_error_arrives_as_the_sdks_error_chunk(servers: dict[str, str]) -> None:
+    for transport in ("default", "workflow"):
+        seen = drive(transport=transport, api=servers["model"], chatId=f"error-{transport}",
+                     body=body("model", 10, 1, mode="raise", at=3))
+        assert seen["chunks"] == [*PREAMBLE, "text-delta", "text-delta", "text-delta", "text-end", "error",
+                                  "finish-step", "finish"]
+        assert seen["errors"] == ["the model raised RuntimeError"]    # the type only: never its message
+        assert seen["texts"] == [" t0 t1 t2"]
+        assert SECRET not in seen["stdout"]
+
+
+@pytest.mark.parametrize("kind", ["asgi", "model"])
+def test_two_instances_on_one_redis_resume_each_others_chats(kind: str) -> None:
+    with running_redis() as redis_server:
+        env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?block_ms=50"}
+        with uvicorn("chat_apps:app", env=env) as one, uvicorn("chat_apps:app", env=env) as other:
+            api = f"{one.url}/{_mount(kind)}chat"
+            rewrite = [one.url, other.url]
+            aborted = drive(transport="default", api=api, chatId=f"redis-{kind}", body=body(kind, 200, 10),
+                            abortAfter=3, reconnect=True, rewrite=rewrite)
+            assert aborted["texts"][1] == expected(kind, 200) and aborted["textParts"] == [1, 1]
+            assert aborted["requests"][1] == ["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 200]
+            assert aborted["hosts"] == [one.url, other.url]
+            cut = drive(transport="workflow", api=api, chatId="unused", body=body(kind, 30, 2, cut_after=7),
+                        rewrite=rewrite)
+            assert cut["texts"] == [expected(kind, 30)] and cut["chunks"] == whole(30)
+            assert [r[2] for r in cut["requests"]] == [200, 200] and cut["hosts"] == [one.url, other.url]
+            finished = drive(transport="default", api=api, chatId=f"redis-{kind}", only="reconnect", rewrite=rewrite)
+            assert finished["requests"] == [["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 204]]
+

@@ -1,0 +1,200 @@
+"""The AI SDK's chat routes: ``POST /chat`` and ``GET /chat/<id>/stream``, decided once for both servers.
+
+How this works: ``parse_chat`` reads the JSON body the SDK's transports
+send (``DefaultChatTransport``: ``{id, messages, trigger, messageId, ...}``;
+``WorkflowChatTransport``: ``{messages, ...}``) into a ``ChatRequest``.  A
+``POST /chat`` makes a stream as ``POST /streams`` does (the same quota, the
+same source: the canned answer takes the report's parameters from the body's
+fields, a model gets the ``ChatRequest``), remembers it as the chat's stream
+(``Registry.set_chat_stream``: in memory, or in the shared log so any
+instance resumes any chat; a new POST for the chat replaces it) and opens
+it at once, rendered as a UI message stream (``ui_stream``) with the stream id
+in ``x-workflow-run-id``.
+
+``GET /chat/<id>/stream`` names a chat or a stream.  Without ``startIndex``
+(``DefaultChatTransport.reconnectToStream``) it is 204 unless the chat's
+stream is still generating, and otherwise replays it from ``start`` and goes
+on live.  With ``startIndex=N`` (``WorkflowChatTransport``), or a
+``Last-Event-ID`` (the last chunk read), it sends chunks N onward, also after
+the end; a negative N counts back from the last chunk so far, whose number
+the answer's ``x-workflow-stream-tail-index`` says.  Anyone who holds a chat
+id or a stream id may read it, as with ``/streams``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode
+
+from ..core.stream import Stream
+from ..core.tokenlog import StreamState, UnknownStream
+from ..report.params import NAMES
+from . import rules
+from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
+from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
+from .registry import Busy, LiveStream, Registry
+from .routes import ID_SEGMENT
+from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
+
+__all__ = ["CHAT_FIELDS", "Chats", "canned_query", "open_chat",
+           "parse_chat", "resume_chat"]
+
+# A chat id: what the SDK's ids are made of (generateId: 16 alphanumerics; UUIDs), as a path segment takes it.
+_CHAT_ID = re.compile(ID_SEGMENT)
+# The body fields the SDK's transports send about the chat itself (the rest is the app's own).
+CHAT_FIELDS = ("id", "messages", "trigger", "messageId")
+# The body fields the canned answer reads: the report's parameters and the live cut.
+_CANNED_FIELDS = frozenset((*NAMES, "cut_after"))
+_RUN_ID, _TAIL = "x-workflow-run-id", "x-workflow-stream-tail-index"
+
+
+class Chats:
+    """Each chat's latest stream: in memory (at most ``registry.max_streams`` chats), or in a shared log."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._memory: OrderedDict[str, str] = OrderedDict()
+
+    async def stream_of(self, chat_id: str) -> str | None:
+        """The id of ``chat_id``'s latest stream (None: none known); raises ``LogUnavailable``."""
+        if self.registry.aio is not None:
+            return await self.registry.aio.chat_stream(chat_id)
+        return self._memory.get(chat_id)
+
+    async def remember(self, chat_id: str, stream_id: str) -> None:
+        """Make ``stream_id`` the chat's stream (a new POST replaces the last); raises ``LogUnavailable``."""
+        if self.registry.aio is not None:
+            await self.registry.aio.set_chat_stream(chat_id, stream_id)
+            return
+        self._memory[chat_id] = stream_id
+        self._memory.move_to_end(chat_id)
+        while len(self._memory) > self.registry.max_streams:
+            self._memory.popitem(last=False)
+
+
+class Endpoints(Protocol):
+    """What the chat routes use of the endpoints (``decide.Endpoints``): the registry, the chats, making streams."""
+
+    registry: Registry
+    chats: Chats
+
+    def chat_asked(self, chat: ChatRequest) -> Asked: ...
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
+
+
+def parse_chat(body: bytes) -> ChatRequest:
+    """Read a chat body; raises ``RequestError`` 400 naming what is wrong."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RequestError(400, f"a chat body must be JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise RequestError(400, f"a chat body must be a JSON object, got {type(data).__name__}")
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise RequestError(400, f"a chat body needs \"messages\", a list, got {echo(json.dumps(messages))}")
+    chat_id, trigger, message_id = (_text(data, name) for name in ("id", "trigger", "messageId"))
+    if chat_id is not None and not _CHAT_ID.fullmatch(chat_id):
+        raise RequestError(400, f"a chat id is 1 to 64 letters, digits, '-' or '_', got {echo(chat_id)}")
+    return ChatRequest(chat_id, tuple(messages), trigger, message_id, data)
+
+
+def _text(data: Mapping[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise RequestError(400, f"a chat body's {name!r} must be a string, got {echo(json.dumps(value))}")
+
+
+def canned_query(chat: ChatRequest) -> str:
+    """The canned answer's create query: the report's parameters (and ``cut_after``) among the body's fields."""
+    pairs = []
+    for name, value in chat.body.items():
+        if name not in _CANNED_FIELDS:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise RequestError(400, f"{name} must be a number or a string, got {echo(json.dumps(value))}")
+        pairs.append((name, str(value)))
+    return urlencode(pairs)
+
+
+def _headers(stream_id: str, *extra: tuple[str, str]) -> Headers:
+    return (*UI_STREAM_HEADERS, (_RUN_ID, stream_id), *extra)
+
+
+async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> OpenStream:
+    """``POST /chat``: make the chat's stream, remember it as the chat's, open it from chunk 0."""
+    chat = parse_chat(body)
+    asked = endpoints.chat_asked(chat)
+    registry = endpoints.registry
+    if registry.live >= registry.max_live:                # no stream is made for a 503
+        raise rules.busy_error(Busy(registry.max_live))
+    live = await endpoints.make(asked, request, body)
+    if chat.chat_id is not None:
+        await endpoints.chats.remember(chat.chat_id, live.stream_id)
+    return _opened(endpoints, live, -1, ChatFrames(0), _headers(live.stream_id))
+
+
+def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFrames, headers: Headers) -> OpenStream:
+    try:
+        endpoints.registry.open_slot()
+    except Busy as exc:
+        raise rules.busy_error(exc) from None
+    return OpenStream(live, cursor, None, None, None, frames, headers)
+
+
+async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> OpenStream | Answer:
+    """``GET /chat/<name>/stream``: a chat's or a stream's chunks (see the module)."""
+    start = _start(request)
+    registry = endpoints.registry
+    stream_id = await endpoints.chats.stream_of(name) or name
+    try:
+        live = await registry.get_async(stream_id)
+    except UnknownStream:
+        if start is None:
+            return Answer(204, rules.NO_CONTENT_HEADERS)      # a chat that never started, or was forgotten
+        raise
+    generated, state = await registry.progress_async(stream_id)
+    ended = state is not StreamState.GENERATING
+    if start is None:
+        if ended:
+            return Answer(204, rules.NO_CONTENT_HEADERS)      # nothing generating: DefaultChatTransport's 204
+        start = 0
+    count = chunk_count(generated, ended, _failed(live.stream))
+    extra: tuple[tuple[str, str], ...] = ()
+    if start < 0:
+        start, extra = max(0, count + start), ((_TAIL, str(count - 1)),)
+    if start > count:
+        raise RequestError(400, f"startIndex {start} is past the end: this stream has chunks 0..{count - 1} so far")
+    cursor = min(cursor_of(start), generated - 1)
+    await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
+    return _opened(endpoints, live, cursor, ChatFrames(start), _headers(stream_id, *extra))
+
+
+def _failed(stream: Stream) -> bool:
+    return stream.ending is not None and stream.ending.error is not None
+
+
+def _start(request: LiveRequest) -> int | None:
+    """The chunk a resume asks to start at: ``?startIndex=`` (may be negative), else ``Last-Event-ID`` + 1."""
+    pairs = parse_qsl(request.query, keep_blank_values=True)
+    other = sorted({name for name, _ in pairs} - {"startIndex"})
+    if other:
+        raise RequestError(400, f"a chat stream URL takes only startIndex, got {echo(other[0])}")
+    given = [value for _, value in pairs]
+    if len(given) > 1:
+        raise RequestError(400, f"startIndex given {len(given)} times; give it once")
+    if given:
+        value = given[0]
+        return -parse_count("startIndex", value[1:]) if value.startswith("-") else parse_count("startIndex", value)
+    last = rules.last_event_id(request.header_values("last-event-id"), created=False)
+    if last is None or last == "":
+        return None
+    if len(last) > MAX_ID_DIGITS:
+        raise RequestError(400, f"Last-Event-ID must be a chunk number, got {echo(last)}")
+    return parse_count("Last-Event-ID", last) + 1
+
