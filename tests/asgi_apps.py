@@ -12,7 +12,8 @@ was closed.  The fake model is steered by its query parameters:
   yields anything).
 
 ``/canned`` mounts the canned answer (``TokenStreams()``).  Run by uvicorn with ``--app-dir tests``:
-``asgi_apps:app``.  With ``TOKENWIRE_TEST_LOG`` set, the mounted apps use that token log (Redis).
+``asgi_apps:app``.  ``asgi_apps:live`` is the live page (``HostedLive``) with the fake model, at the root.
+With ``TOKENWIRE_TEST_LOG`` set, the mounted apps use that token log (Redis).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from tokenwire.asgi import StreamRequest, TokenStreams
+from tokenwire.asgi.hosted import HostedLive
 
 SECRET = "do-not-leak-4711"
 STATS: dict[str, dict[str, Any]] = {}
@@ -75,6 +77,10 @@ app = FastAPI(lifespan=_lifespan)
 app.mount("/tokens", detached)
 app.mount("/cancel", cancelled)
 app.mount("/canned", TokenStreams())          # the canned answer, mounted
+
+
+# The live page reading the fake model (its script POSTs /streams at the root).
+live = HostedLive(TokenStreams(fake_model, log=_LOG, heartbeat_s=_HEARTBEAT_S))
 
 
 @app.get("/model/{stream_id}")

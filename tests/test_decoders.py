@@ -403,3 +403,17 @@ def test_the_readme_browser_example_tells_both_opens_apart_across_a_reconnect(as
     assert failing[0] == "connected" and failing[1].startswith("stream ")
     assert failing[2:] == ["failed: the model raised RuntimeError"]
     assert failed_text == " t0 t1 t2"
+
+
+# ---------------------------------------------------------------- the live page
+
+
+def test_the_live_page_says_that_a_model_failed_and_stops(page: Page) -> None:
+    with uvicorn("asgi_apps:live", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
+        page.open(f"{running.url}/live?n=6&delay_ms=50&mode=raise&at=3", width=800)
+        page.wait_until("document.body.dataset.state === 'failed'", "the page to end on the failed frame")
+        seen = page.eval("JSON.parse(document.getElementById('result').textContent)")
+        error = page.eval("document.getElementById('error').textContent")
+    assert error == "The stream failed: the model raised RuntimeError"
+    assert seen["ids"] == [0, 1, 2] and seen["errors"] == ["the model raised RuntimeError"]
+    assert len(seen["connections"]) == 1                 # it did not reconnect
