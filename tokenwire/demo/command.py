@@ -3,14 +3,20 @@
 How this works: the flags are the report's parameters the demo lets you
 change (checked here, one line on stderr and exit 2 when bad) and the kernel
 buffers to ask for; ``run_demo`` does the measuring and ``demo_report``
-lays the report out.
+lays the report out.  SIGTERM and SIGINT stop the run as an exception
+would: its server shuts down and the interpreter exits normally, so what
+the server's page pools hold (semaphores the resource tracker watches) is
+released, and the exit status is the shell's ``128 + signal``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 from ..cli import FlagParser, usage_error
@@ -92,8 +98,34 @@ class _Progress:
         print(text, end=end, file=self.stream, flush=True)  # type: ignore[call-overload]
 
 
+class _Stopped(Exception):
+    """SIGTERM or SIGINT arrived during the run."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGINT raise ``_Stopped`` once (a second one acts as it would have); restored on exit."""
+    stops = (signal.SIGTERM, signal.SIGINT)
+
+    def stop(signum: int, frame: object) -> None:
+        for number in stops:
+            signal.signal(number, signal.SIG_DFL)
+        raise _Stopped(signum)
+
+    before = {number: signal.signal(number, stop) for number in stops}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 def cli_main(argv: list[str]) -> int:
-    """Run ``tokenwire demo``; returns the exit status (2 for bad usage)."""
+    """Run ``tokenwire demo``; returns the exit status (2 for bad usage, 128 + the signal that stopped it)."""
     try:
         args = _parser().parse_args(argv)
         settings = _settings(args)
@@ -106,7 +138,14 @@ def cli_main(argv: list[str]) -> int:
               f"{params.reader_ms:g} ms reader, about {demo_estimate_s(params):g} s; progress on stderr",
               file=sys.stderr, flush=True)
     started = time.monotonic()
-    measured = run_demo(settings, progress)
+    try:
+        with _stopped_by_signals():
+            measured = run_demo(settings, progress)
+    except _Stopped as stop:
+        if progress is not None:
+            progress.finish()
+            print(f"tokenwire demo: stopped by {signal.Signals(stop.signum).name}", file=sys.stderr, flush=True)
+        return 128 + stop.signum
     if progress is not None:
         progress.finish()
     sys.stdout.write(demo_report(settings, measured, time.monotonic() - started).decode())

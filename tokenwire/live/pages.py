@@ -133,7 +133,11 @@ def die_with_parent(parent_pid: int, server_pid: int) -> None:
 
     Too late: this process's parent is no longer ``parent_pid`` (it died and
     this process was re-parented before it asked), or the server is gone.
+    SIGINT is ignored from here on: a terminal's Ctrl-C reaches the whole
+    process group, and the server decides (it stops the pools itself); the
+    fork server's workers inherit the setting from their first instant.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
