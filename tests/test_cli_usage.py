@@ -27,18 +27,43 @@ CASES = [
                                 "--write-timeout-s, --request-timeout-s, --max-live, --max-connections, "
                                 "--max-streams, --max-age-s, --create-burst, --create-rate, --grace-s, "
                                 "--max-duration-s, --max-body-bytes, --max-chat-body-bytes, --quiet, --log"),
-    (["serve", "--max-body-bytes", "-1"], "tokenwire serve: --max-body-bytes must be a non-negative int, got -1"),
+    (["serve", "--max-body-bytes", "-1"], "tokenwire serve: --max-body-bytes must be a non-negative int; got '-1'"),
     (["serve", "--bogus=1"], None),
     (["serve", "--port", "abc"], "tokenwire serve: --port must be a whole number; got 'abc'"),
     (["serve", "--grace-s", "soon"], "tokenwire serve: --grace-s must be a number; got 'soon'"),
     (["serve", "--port"], "tokenwire serve: flag --port needs a value"),
     (["serve", "extra"], "tokenwire serve: unexpected argument 'extra'; flags look like --name value (see --help)"),
-    (["serve", "--port", "70000"], "tokenwire serve: --port must be from 0 to 65535, got 70000"),
+    (["serve", "--port", "70000"], "tokenwire serve: --port must be from 0 to 65535; got '70000'"),
+    # a number out of range is quoted as typed (not as the float it became: "-1.0"), with the flag named
+    (["serve", "--grace-s", "-1"], "tokenwire serve: --grace-s must be a number of seconds from 0 to 3600; got '-1'"),
+    (["serve", "--grace-s=5e3"], "tokenwire serve: --grace-s must be a number of seconds from 0 to 3600; got '5e3'"),
+    (["serve", "--heartbeat-s", "0"],
+     "tokenwire serve: --heartbeat-s must be a number of seconds above 0 and below a day; got '0'"),
+    (["serve", "--max-live", "0"], "tokenwire serve: --max-live must be a positive int; got '0'"),
+    (["serve", "--max-age-s", "0"], "tokenwire serve: --max-age-s must be from 1 to 31536000 seconds; got '0'"),
+    (["serve", "--create-rate", "-0.5"],
+     "tokenwire serve: --create-rate must be a positive number of streams per second; got '-0.5'"),
+    (["serve", "--max-connections", "0"],
+     "tokenwire serve: --max-connections must be an int from 1 to 1000000; got '0'"),
+    (["serve", "--max-duration-s", "-5"],
+     "tokenwire serve: --max-duration-s must be a number of seconds above 0 and below a day; got '-5'"),
+    (["serve", "--log", "mysql://x"],
+     "tokenwire serve: --log must be 'memory' or a redis://, rediss:// or unix:// URL; got 'mysql://x'"),
     (["demo", "--bogus"], "tokenwire demo: unknown flag '--bogus'; allowed: --format, --reader-ms, --buffer, "
                           "--cut-after, --sndbuf, --rcvbuf, --quiet"),
     (["demo", "--format", "xml"], "tokenwire demo: --format must be one of text, json; got 'xml'"),
     (["demo", "--buffer", "many"], "tokenwire demo: --buffer must be a whole number; got 'many'"),
-    (["demo", "--buffer", "65"], "tokenwire demo: --buffer must be from 1 to 64, got 65"),
+    (["demo", "--buffer", "65"], "tokenwire demo: --buffer must be from 1 to 64; got '65'"),
+    (["demo", "--reader-ms", "1000"], "tokenwire demo: --reader-ms must be from 0 to 100; got '1000'"),
+    (["demo", "--reader-ms=-1"], "tokenwire demo: --reader-ms must be from 0 to 100; got '-1'"),
+    (["demo", "--cut-after", "0999"],
+     "tokenwire demo: --cut-after must be a whole number from 0 to tokens-1 (276); got '0999'"),
+    (["demo", "--sndbuf", "-1"],
+     "tokenwire demo: --sndbuf must be 0 (the kernel's) or a number of bytes up to 2147483647; got '-1'"),
+    (["report", "--scenario", "dropped"], "tokenwire report: --scenario must be one of baseline, block, "
+                                          "drop-newest (or drop), drop-oldest, disconnect; got 'dropped'"),
+    (["report", "--reader-ms", "1000"], "tokenwire report: --reader-ms must be a number of milliseconds from 0 to "
+                                        "100 (like 3 or 0.5, at most 6 decimals); got '1000'"),
 ]
 
 
@@ -68,3 +93,18 @@ def test_the_command_as_typed_prints_one_line(command: str, argv: list[str]) -> 
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith(f"tokenwire {command}: ") and argv[0] in done.stderr
     assert "Traceback" not in done.stderr and "usage:" not in done.stderr
+
+
+def test_report_help_puts_each_alias_beside_its_own_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--help"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("--scenario"))
+    assert line == ("  --scenario     baseline, block, drop-newest (or drop), drop-oldest, disconnect  "
+                    "[default disconnect]")
+
+
+@pytest.mark.parametrize(("argv", "typed"), [(["--port", "1", "--port", "70000"], "'70000'"),
+                                             (["--port=9", "--port=070000"], "'070000'")])
+def test_the_value_quoted_is_the_one_argparse_kept(argv: list[str], typed: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", *argv]) == 2
+    assert capsys.readouterr().err == f"tokenwire serve: --port must be from 0 to 65535; got {typed}\n"

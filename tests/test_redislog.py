@@ -252,4 +252,4 @@ def test_the_log_is_chosen_by_flag_or_environment(monkeypatch, capsys):
     with pytest.raises(LogUnavailable):                                       # Redis down: an error per request
         registry.create(RunSpec(tokens=5))
     assert cli_main(["--port", "0", "--log", "ftp://x"]) == 2
-    assert "--log must be 'memory' or a redis://, rediss:// or unix:// URL, got 'ftp://x'" in capsys.readouterr().err
+    assert "--log must be 'memory' or a redis://, rediss:// or unix:// URL; got 'ftp://x'" in capsys.readouterr().err

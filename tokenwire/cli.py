@@ -10,6 +10,9 @@ Every subcommand words a usage error the same way: a ``ParamError`` (the
 report's flag parser raises it; ``FlagParser``, the argparse parser of
 ``serve`` and ``demo``, raises it instead of printing its usage block),
 printed by ``usage_error`` as ``tokenwire COMMAND: <the line>``, exit 2.
+A value the flags parse but a setting refuses (``serve --grace-s -1``) is
+worded by ``FlagParser.refusal`` as the report words it: the flag, the
+rule, and the value as it was typed (``got '-1'``, never ``got -1.0``).
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ _ARGUMENT = re.compile(r"argument (?P<flags>[^:]+): (?P<problem>.*)")
 _BAD_TYPE = re.compile(r"invalid (?P<type>int|float) value: (?P<value>.*)")
 _BAD_CHOICE = re.compile(r"invalid choice: (?P<value>.*) \(choose from (?P<choices>.*)\)")
 _TYPES = {"int": "a whole number", "float": "a number"}
+# A setting refused by the layer that checks it: ``max_live must be a positive int, got 0`` (or ``--name``).
+_REFUSAL = re.compile(r"(?P<name>(?:--)?[a-z][a-z0-9_-]*) (?P<rule>must .*?)[,;] got (?P<value>.*)", re.S)
 
 
 class FlagParser(argparse.ArgumentParser):
@@ -105,6 +110,34 @@ class FlagParser(argparse.ArgumentParser):
             return f"{flag} must be one of {bad['choices'].replace(chr(39), '')}; got {bad['value']}"
         return f"{flag}: {problem}"
 
+    def refusal(self, message: str, argv: Sequence[str]) -> str:
+        """``message``, a setting's refusal (``grace_s must be ..., got -1.0``), as the person who typed the
+        flag knows it: the flag named, the number as typed (``--grace-s must be ...; got '-1'``).
+
+        A text flag keeps the value the message quotes (it may hide a password); a message about something
+        not typed as a flag here is returned as it is.
+        """
+        refused = _REFUSAL.fullmatch(message)
+        if refused is None:
+            return message
+        dest = refused["name"].lstrip("-").replace("-", "_")
+        action = next((a for a in self._actions if a.dest == dest and a.option_strings), None)
+        typed = None if action is None else _typed(action.option_strings, argv)
+        if action is None or typed is None:
+            return message
+        value = repr(typed) if action.type in (int, float) else refused["value"]
+        return f"{action.option_strings[-1]} {refused['rule']}; got {value}"
+
     def _flags(self) -> list[str]:
         return [option for action in self._actions for option in action.option_strings
                 if option.startswith("--") and option != "--help"]
+
+
+def _typed(flags: Sequence[str], argv: Sequence[str]) -> str | None:
+    """The text last typed for one of ``flags`` in ``argv`` (``--name value`` or ``--name=value``), or None."""
+    typed = None
+    for at, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag in flags:
+            typed = value if eq else argv[at + 1] if at + 1 < len(argv) else None
+    return typed

@@ -28,7 +28,7 @@ from .runs import CONNECTIONS, DEMO_RCVBUF, DEMO_SNDBUF, DemoSettings, demo_repo
 __all__ = ["cli_main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> FlagParser:
     d = DEMO_PARAMS
     parser = FlagParser("tokenwire demo", (
         "Stream the full answer over five connections on real loopback sockets (baseline, block, drop-newest, "
@@ -126,11 +126,12 @@ def _stopped_by_signals() -> Iterator[None]:
 
 def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire demo``; returns the exit status (2 for bad usage, 128 + the signal that stopped it)."""
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
         settings = _settings(args)
     except ValueError as exc:                 # a ParamError from the flags, or a bad setting
-        return usage_error("demo", exc)
+        return usage_error("demo", parser.refusal(str(exc), argv))
     progress = None if args.quiet else _Progress(sys.stderr)
     params = settings.params
     if progress is not None:

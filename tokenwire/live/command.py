@@ -70,7 +70,7 @@ def raise_fd_limit() -> int:
 
 
 # -- the command -------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> FlagParser:
     parser = FlagParser("tokenwire serve", (
         "Serve the report and the live SSE endpoints (POST /streams, GET /streams/<id>/events, "
         "GET /stream, GET /live) on one event loop."))
@@ -115,19 +115,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_FLAGS = ("heartbeat_s", "write_timeout_s", "request_timeout_s", "max_live", "max_streams", "max_age_s",
-          "max_connections", "create_burst", "create_rate", "grace_s", "max_duration_s", "max_body_bytes",
-          "max_chat_body_bytes", "log")
-
-
-def _flag_message(message: str) -> str:
-    """Name a setting as its flag (``--max-live``), as the person who typed it knows it."""
-    for name in _FLAGS:
-        if message.startswith(name + " "):
-            return "--" + name.replace("_", "-") + message[len(name):]
-    return message
-
-
 def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
     config = LiveConfig(heartbeat_s=args.heartbeat_s, write_timeout_s=args.write_timeout_s,
                         request_timeout_s=args.request_timeout_s, access_log=not args.quiet,
@@ -153,15 +140,16 @@ def _banner(server: LiveServer) -> str:
 
 def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
         if not 0 <= args.port <= 65535:
-            raise ValueError(f"--port must be from 0 to 65535, got {args.port!r}")
+            raise ValueError(f"port must be from 0 to 65535, got {args.port!r}")
         routes = LIVE_ROUTES.with_limits({"max_body_bytes": args.max_body_bytes,
                                           "max_chat_body_bytes": args.max_chat_body_bytes})
         config, registry = _setup(args)
     except ValueError as exc:                 # a ParamError from the flags, or a bad setting
-        return usage_error("serve", _flag_message(str(exc)))
+        return usage_error("serve", parser.refusal(str(exc), argv))
     configure_logging(args.quiet)
     raise_fd_limit()
     try:

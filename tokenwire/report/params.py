@@ -61,6 +61,9 @@ class Scenario(StrEnum):
 
 SCENARIOS = tuple(s.value for s in Scenario)
 SCENARIO_ALIASES = {"drop": Scenario.DROP_NEWEST.value}
+# The scenarios as --help and a refusal list them, each alias beside its own: "drop-newest (or drop)".
+SCENARIO_CHOICES = ", ".join(
+    s + "".join(f" (or {alias})" for alias, target in SCENARIO_ALIASES.items() if target == s) for s in SCENARIOS)
 FORMATS = ("text", "json", "html")
 CLOCKS = ("virtual", "real")
 
@@ -245,8 +248,7 @@ def _validate(given: Mapping[str, str], label: Callable[[str], str] = str) -> _F
 def _scenario(value: str, label: Callable[[str], str]) -> str:
     canonical = SCENARIO_ALIASES.get(value, value)
     if canonical not in SCENARIOS:
-        raise ParamError(f"{label('scenario')} must be one of baseline, block, drop-newest (or drop), drop-oldest, "
-                         f"disconnect; got {_echo(value)}")
+        raise ParamError(f"{label('scenario')} must be one of {SCENARIO_CHOICES}; got {_echo(value)}")
     return canonical
 
 
@@ -292,7 +294,7 @@ def cli_usage(prog: str = "tokenwire report") -> str:
     return "\n".join([
         f"usage: {prog} [--NAME VALUE | --NAME=VALUE ...]",
         "flags mirror the query string; --reader-ms and --reader_ms are the same flag",
-        f"  --scenario     {', '.join(SCENARIOS)} (alias drop)  [default {DEFAULTS.scenario}]",
+        f"  --scenario     {SCENARIO_CHOICES}  [default {DEFAULTS.scenario}]",
         f"  --format       {', '.join(FORMATS)}  [default text]",
         f"  --clock        {', '.join(CLOCKS)}  [default virtual: the same flags print the same bytes]",
         f"  --tokens       {MIN_TOKENS}..{MAX_TOKENS}  [default {DEFAULTS.tokens}]",
