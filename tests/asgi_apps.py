@@ -6,7 +6,8 @@ and answers ``GET /model/<stream_id>`` with what the model did for that
 stream: steps started, tokens yielded, whether it finished and whether it
 was closed.  The fake model is steered by its query parameters:
 
-- ``n`` tokens (``" t0"``, ``" t1"``, ...), each after ``delay_ms``;
+- ``n`` tokens (``" t0"``, ``" t1"``, ...), each after ``delay_ms``
+  (``POST /chat``: the body's fields);
 - ``mode``: ``ok``; ``raise`` (a ``RuntimeError`` carrying a secret at token
   ``at``); ``nonstr`` (yields the int 42 at token ``at``); ``never`` (never
   yields anything).
@@ -35,7 +36,7 @@ STATS: dict[str, dict[str, Any]] = {}
 
 async def fake_model(request: StreamRequest) -> AsyncIterator[str]:
     """An async factory (as an async client call is): returns the async generator of tokens."""
-    params = request.params
+    params = request.chat.body if request.chat is not None else request.params     # POST /chat: the body's fields
     n, at = int(params.get("n", "20")), int(params.get("at", "3"))
     delay = float(params.get("delay_ms", "5")) / 1000
     mode = params.get("mode", "ok")

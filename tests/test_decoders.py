@@ -8,7 +8,9 @@ empty phantom event raises there), npm ``eventsource-parser`` and ``eventsource`
 ``EventSource`` (what its listeners get, and every message the DevTools protocol says it received).  A model
 that fails ends with ``failed`` in each; no stream carries an event named ``error``.  Both routes that stream:
 ``GET /stream``, and ``GET /streams/<id>/events`` of a ``POST /streams`` cut by the server and resumed with
-``Last-Event-ID``.
+``Last-Event-ID``; and ``POST /chat``, whose AI SDK chunks the Python decoders and ``eventsource-parser`` (what
+the SDK reads them with) see as those chunks and nothing else, a failing model's ``error`` being a chunk in
+``data``, never an SSE event.
 
 Each read also shows that the heartbeats were there: the Python decoders' bytes are kept (a recording
 transport) and hold several ``: ping`` lines, each between two frames, none followed by a blank line, and no
@@ -57,6 +59,8 @@ class Server:
     thinking: str                 # GET path of a stream whose tokens come slower than the heartbeat
     texts: tuple[str, ...]        # its tokens
     failing: str | None = None    # GET path of a stream whose model raises after FAILING_AT tokens
+    chat: str = "/chat"           # the chat route, and the fields of a body that makes the thinking stream
+    chat_fields: tuple[tuple[str, object], ...] = ()
 
     @property
     def create(self) -> str:
@@ -74,7 +78,8 @@ def asgi() -> Iterator[Server]:
     """A user's model (``asgi_apps``' fake model) through ``TokenStreams`` under uvicorn."""
     with uvicorn("asgi_apps:app", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
         yield Server("asgi", running.url, "/tokens/stream?n=4&delay_ms=150", tuple(f" t{i}" for i in range(4)),
-                     f"/tokens/stream?n=4&delay_ms=150&mode=raise&at={FAILING_AT}")
+                     f"/tokens/stream?n=4&delay_ms=150&mode=raise&at={FAILING_AT}", "/tokens/chat",
+                     (("n", 4), ("delay_ms", 150)))
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +87,7 @@ def served() -> Iterator[Server]:
     """``tokenwire serve`` with the canned answer (which never fails)."""
     with serve("asyncio", "--heartbeat-s", HEARTBEAT_S) as running:
         yield Server("serve", f"http://127.0.0.1:{running.port}", "/stream?tokens=4&producer_ms=100",
-                     tuple(ANSWER[:4]))
+                     tuple(ANSWER[:4]), chat_fields=(("tokens", 4), ("producer_ms", 100)))
 
 
 @pytest.fixture(params=["asgi", "served"])
@@ -114,10 +119,14 @@ def check_events(seen: list[Seen], texts: tuple[str, ...], ending: str | None = 
     return dict(json.loads(seen[-1][1]))
 
 
-def check_wire(raw: bytes, pings_at_least: int = 2) -> int:
+OPEN_START = b"retry: %d\nevent: open\ndata: {" % DEFAULT_RETRY_MS      # retry, in the frame with data
+CHAT_START = b'id: 0\ndata: {"type":"start",'
+
+
+def check_wire(raw: bytes, pings_at_least: int = 2, first: bytes = OPEN_START) -> int:
     """The bytes of one stream: heartbeats (several, unless told), only between frames, none ending a block;
     every frame carries data and none is named ``error``.  Returns the number of heartbeats."""
-    assert raw.startswith(b"retry: %d\nevent: open\ndata: {" % DEFAULT_RETRY_MS), raw[:80]   # retry with data
+    assert raw.startswith(first), raw[:80]
     pings = raw.count(HEARTBEAT)
     assert pings >= pings_at_least, raw
     assert b": ping\n\n" not in raw                          # a comment never ends a block of its own
@@ -160,37 +169,45 @@ class _Recording(httpx.HTTPTransport):
         return response
 
 
-def _httpx_sse(client: httpx.Client, url: str) -> list[Seen]:
-    with connect_sse(client, "GET", url) as source:
+# A decoder reads (client, url, the JSON body of a POST or None for a GET).
+Decoder = Callable[[httpx.Client, str, "dict[str, Any] | None"], list[Seen]]
+
+
+def _request(body: dict[str, Any] | None) -> dict[str, Any]:
+    return {"method": "GET"} if body is None else {"method": "POST", "json": body}
+
+
+def _httpx_sse(client: httpx.Client, url: str, body: dict[str, Any] | None) -> list[Seen]:
+    with connect_sse(client, url=url, **_request(body)) as source:
         assert source.response.status_code == 200
         return [(e.event, e.data, e.id) for e in source.iter_sse()]
 
 
-def _sseclient(client: httpx.Client, url: str) -> list[Seen]:
-    with client.stream("GET", url) as response:
+def _sseclient(client: httpx.Client, url: str, body: dict[str, Any] | None) -> list[Seen]:
+    with client.stream(url=url, **_request(body)) as response:
         assert response.status_code == 200
         return [(e.event, e.data, e.id or "") for e in sseclient.SSEClient(response.iter_bytes()).events()]
 
 
-def _openai(client: httpx.Client, url: str) -> list[Seen]:
+def _openai(client: httpx.Client, url: str, body: dict[str, Any] | None) -> list[Seen]:
     seen: list[Seen] = []
-    with client.stream("GET", url) as response:
+    with client.stream(url=url, **_request(body)) as response:
         assert response.status_code == 200
         for sse in SSEDecoder().iter_bytes(response.iter_bytes()):
-            if sse.event != "token":
+            if sse.event != "token" and sse.data != "[DONE]":
                 sse.json()                     # what the SDK's Stream does with an event; '' raises
             seen.append((sse.event or "message", sse.data, sse.id or ""))
     return seen
 
 
-PYTHON: dict[str, Callable[[httpx.Client, str], list[Seen]]] = {
-    "httpx-sse": _httpx_sse, "sseclient-py": _sseclient, "openai": _openai}
+PYTHON: dict[str, Decoder] = {"httpx-sse": _httpx_sse, "sseclient-py": _sseclient, "openai": _openai}
 
 
-def read_python(decoder: str, url: str, headers: dict[str, str] | None = None) -> tuple[list[Seen], bytes]:
+def read_python(decoder: str, url: str, headers: dict[str, str] | None = None,
+                body: dict[str, Any] | None = None) -> tuple[list[Seen], bytes]:
     transport = _Recording()
     with httpx.Client(transport=transport, timeout=TIMEOUT_S, headers=headers) as client:
-        return PYTHON[decoder](client, url), bytes(transport.raw)
+        return PYTHON[decoder](client, url, body), bytes(transport.raw)
 
 
 @pytest.mark.parametrize("decoder", list(PYTHON))
@@ -222,6 +239,41 @@ def test_python_decoders_see_a_failing_model_end_with_failed(asgi: Server, decod
     check_wire(raw)
 
 
+# ---------------------------------------------------------------- the chat route: the AI SDK's chunks
+
+
+def chat_body(server: Server, **more: object) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}], **dict(server.chat_fields),
+            **more}
+
+
+def check_chunks(seen: list[Seen], texts: tuple[str, ...], failed: bool = False) -> None:
+    """``seen`` is the UI message stream of ``texts`` and nothing else: unnamed events, each with data."""
+    assert {kind for kind, _, _ in seen} == {"message"}, seen
+    assert seen[-1][1] == "[DONE]"
+    chunks = [json.loads(data) for _, data, _ in seen[:-1]]
+    ending = ["text-end", *(["error"] if failed else []), "finish-step", "finish"]
+    assert [c["type"] for c in chunks] == ["start", "start-step", "text-start", *["text-delta"] * len(texts),
+                                           *ending], chunks
+    assert [ident for _, _, ident in seen[:-1]] == [str(n) for n in range(len(chunks))]
+    assert tuple(c["delta"] for c in chunks if c["type"] == "text-delta") == texts
+    assert chunks[-1]["finishReason"] == ("error" if failed else "stop")
+
+
+@pytest.mark.parametrize("decoder", list(PYTHON))
+def test_python_decoders_read_a_thinking_chat_as_its_chunks_and_nothing_else(server: Server, decoder: str) -> None:
+    seen, raw = read_python(decoder, server.url + server.chat, body=chat_body(server))
+    check_chunks(seen, server.texts)
+    check_wire(raw, first=CHAT_START)
+
+
+@pytest.mark.parametrize("decoder", list(PYTHON))
+def test_python_decoders_read_a_failing_chat_with_the_sdks_error_chunk(asgi: Server, decoder: str) -> None:
+    seen, raw = read_python(decoder, asgi.url + asgi.chat, body=chat_body(asgi, mode="raise", at=FAILING_AT))
+    check_chunks(seen, asgi.texts[:FAILING_AT], failed=True)
+    check_wire(raw, first=CHAT_START)                   # the error is a chunk in data, no SSE event is named error
+
+
 # ---------------------------------------------------------------- node: eventsource-parser and eventsource
 
 PARSER_SCRIPT = r"""
@@ -232,8 +284,9 @@ const parser = createParser({
   onComment: () => { seen.comments += 1; },
   onError: (error) => seen.errors.push(String(error)),
 });
+const body = process.argv[4];
 (async () => {
-  const response = await fetch(process.argv[3]);
+  const response = await fetch(process.argv[3], body ? { method: "POST", body } : {});
   const text = new TextDecoder();
   for await (const chunk of response.body) parser.feed(text.decode(chunk, { stream: true }));
   console.log(JSON.stringify(seen));
@@ -267,11 +320,13 @@ def node_package(name: str) -> Path:
     return path
 
 
-def run_node(script: str, package: str, url: str, tmp_path: Path) -> dict[str, Any]:
+def run_node(script: str, package: str, url: str, tmp_path: Path, body: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
     path = tmp_path / "read.js"
     path.write_text(script)
-    done = subprocess.run(["node", str(path), str(node_package(package)), url], capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    posted = [] if body is None else [json.dumps(body)]
+    done = subprocess.run(["node", str(path), str(node_package(package)), url, *posted], capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     return dict(json.loads(done.stdout))
 
@@ -293,6 +348,13 @@ def test_eventsource_parser_sees_open_the_tokens_and_done(server: Server, tmp_pa
 def test_eventsource_parser_sees_a_failing_model_end_with_failed(asgi: Server, tmp_path: Path) -> None:
     check_parser(run_node(PARSER_SCRIPT, "eventsource-parser", asgi.url + failing_path(asgi), tmp_path),
                  asgi.texts[:FAILING_AT], "failed")
+
+
+def test_eventsource_parser_reads_a_thinking_chat_as_its_chunks(server: Server, tmp_path: Path) -> None:
+    got = run_node(PARSER_SCRIPT, "eventsource-parser", server.url + server.chat, tmp_path, chat_body(server))
+    # eventsource-parser gives each event its own id: [DONE] has none
+    check_chunks([(kind, data, ident) for kind, data, ident in got["events"]], server.texts)
+    assert got["errors"] == [] and got["comments"] >= 2
 
 
 def check_eventsource(got: dict[str, Any], texts: tuple[str, ...], ending: str) -> None:
