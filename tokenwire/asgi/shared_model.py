@@ -21,6 +21,15 @@ period lost its owner (the process died): the follower marks it cancelled
 and ends it with the early-stop ``done`` (reason ``owner lost``) instead of
 waiting forever.
 
+A reader leaving (``on_disconnect="cancel"``) cancels only when no process
+has a reader attached: each process with a reader of the stream holds an
+entry in its readers set (``redislog.presence``: joined by the first reader
+there, renewed on the log writer's timer, left by the last one), and the
+owner stops the model once the log says the set is empty: when its own last
+reader leaves, and after each token it logs while its readers are all
+elsewhere (so the model runs at most one step for nobody, wherever the last
+reader was).  A reader leaving one process never ends another's.
+
 Continuation (``TokenStreams(takeover="continue")``): the stream's request
 is kept in its meta (``request_to_meta``) and the owner holds the lease from
 creation on, so a lease nobody holds while the stream is still generating
@@ -40,15 +49,20 @@ and a follower there continues at once.  Every log call is awaited
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from typing import Any
 
+from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
+from ..core.stream import Attached, OnDisconnect
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
+from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
 from .model_stream import CANCELLED, OWNER_LOST, EarlyEnd, ModelFactory, ModelStream, StreamRequest, open_source
 
@@ -107,6 +121,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self._orphaned_at: float | None = None     # when a follower first saw no owner holding the lease
         self._taken_length = 0
         self.handing_off = False                  # stopped by a shutdown, to be continued elsewhere
+        self._present = False                     # this process's reader presence is in the log (cancel only)
 
     def start_at_creation(self) -> Process | None:
         """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
@@ -115,10 +130,63 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self.producer_running = True
         return self.produce(0)
 
+    # -- readers here and on other processes (``cancel``) ---------------------------------------
+    def join(self, cursor: int, channel: BoundedChannel[TokenItem], live_from: int, tokens: list[str], *,
+             mark: bool = True) -> Attached:
+        """As ``Stream.join``; the first reader attached here puts this process's presence in the log."""
+        attached = super().join(cursor, channel, live_from, tokens, mark=mark)
+        if self.on_disconnect is OnDisconnect.CANCEL and not self._present:
+            self._present = self._presence(self.aio.attend) is not None
+        return attached
+
+    def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
+        """As ``Stream.disconnect``, but a cancel stops the model only once no process has a reader attached.
+
+        The last reader here leaving takes this process's presence out of the
+        log; the owner cancels when the log says no reader is left anywhere
+        (``_deserted``).  ``cancel=False`` (the reader is back at once): the
+        presence is no longer renewed, and runs out a lease later unless a
+        reader attaches here again.
+        """
+        super().disconnect(channel, cancel=False)
+        if not self._present or self.channel is not None or self.followers:
+            return
+        self._present = False
+        if not cancel:
+            with contextlib.suppress(RuntimeError):      # no running loop: nothing is renewed there either
+                self.aio.writer.unattend(self.stream_id)
+            return
+        deserted = self._presence(self.aio.leave)
+        if deserted is not None and self.source is not None:
+            deserted.add_done_callback(self._deserted)
+
+    def _presence(self, call: Callable[[str], asyncio.Future[Any]]) -> asyncio.Future[Any] | None:
+        """Make a presence call nobody waits for (None without a running loop: the entry runs out by itself)."""
+        try:
+            future = call(self.stream_id)
+        except RuntimeError:
+            return None
+        future.add_done_callback(ignored)
+        return future
+
+    def _deserted(self, done: asyncio.Future[Any]) -> None:
+        """The log says no process has a reader attached: the owner stops the model (the step under way too)."""
+        if done.cancelled() or done.exception() is not None or not done.result():
+            return
+        if self.channel is None and not self.followers and self.producer_running and not self.cancelled:
+            self.cancelled = True
+            if self._pending is not None:
+                self._pending.cancel()
+            self.cond.notify_all()
+
     # -- the owner's log calls, awaited -----------------------------------------------------
     def _logged(self, index: int, token: str) -> Generator[Effect, Any, TokenItem]:
         yield Await(self.aio.append_future(self.stream_id, index, token))
         self.offered = index
+        if self.on_disconnect is OnDisconnect.CANCEL and self.channel is None and not self.followers:
+            watch = self._presence(self.aio.deserted)     # every reader is elsewhere: is any left?
+            if watch is not None:
+                watch.add_done_callback(self._deserted)
         return self._made(index, token)
 
     def stop(self) -> None:

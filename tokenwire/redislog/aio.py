@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 from ..core.tokenlog import LogUnavailable, StreamState, UnknownStream
+from .presence import readers_key
 from .reader import LogReader
 from .scripts import Claim, claimed, create_args, created, tokens_read
 from .writer import OP_TIMEOUT_S, LogWriter, Settings
@@ -195,6 +196,28 @@ class AsyncRedisLog:
         """Stop renewing ``stream_id``'s lease here (fenced off, or its producer ended); needs no running loop."""
         for engine in list(self._engines.values()):
             engine.writer.disown(stream_id)
+
+    # -- readers' presence (``presence``) ------------------------------------------------------
+    def attend(self, stream_id: str) -> asyncio.Future[Any]:
+        """Say a reader of ``stream_id`` is attached here (renewed on the timer until ``leave``)."""
+        writer = self._here().writer
+        writer.attend(stream_id)
+        return writer.script("join", self._presence_keys(stream_id), [self.log.owner_id, self.log.lease_ms,
+                                                                      self.log.ttl_ms])
+
+    def leave(self, stream_id: str) -> asyncio.Future[bool]:
+        """Say no reader of ``stream_id`` is attached here any more; the future: the stream is deserted now."""
+        writer = self._here().writer
+        writer.unattend(stream_id)
+        return writer.script("leave", self._presence_keys(stream_id), [self.log.owner_id], parse=bool)
+
+    def deserted(self, stream_id: str) -> asyncio.Future[bool]:
+        """The future of: someone read ``stream_id`` and no process has a reader of it attached now."""
+        return self._here().writer.script("deserted", self._presence_keys(stream_id), [], parse=bool)
+
+    def _presence_keys(self, stream_id: str) -> tuple[str, str]:
+        meta = self.log._keys(stream_id)[0]
+        return meta, readers_key(meta)
 
     async def wait_after(self, stream_id: str, cursor: int, block_ms: int | None = None) -> list[tuple[int, str]]:
         """The tokens after ``cursor`` as soon as there are some, or [] after the log's ``block_ms``.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
+from .presence import PRESENCE_SCRIPTS
 
 __all__ = ["APPEND_ONE", "CLAIM", "CREATE", "IDS_AT", "INFO", "READ", "REFUSED", "RELEASE", "RENEW_MANY",
            "SCRIPTS", "SET_STATE", "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created",
@@ -281,7 +282,7 @@ return 0
 # Every script by name: the log loads them once per connection and calls them by their SHA1.
 SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_one": APPEND_ONE,
            "set_state": SET_STATE, "release": RELEASE, "renew_many": RENEW_MANY, "read": READ,
-           "take_over": TAKE_OVER, "ids_at": IDS_AT}
+           "take_over": TAKE_OVER, "ids_at": IDS_AT, **PRESENCE_SCRIPTS}
 
 
 def create_args(meta: Mapping[str, Any], total: int, ttl_ms: int, owner_id: str) -> list[Any]:

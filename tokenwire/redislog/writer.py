@@ -26,6 +26,8 @@ The owner's leases are renewed here too: ``own`` adds a stream (and the
 epoch its appends are fenced by) to those a timer renews, a third of a
 lease apart, in one ``RENEW_MANY`` call (which also re-arms the streams'
 TTLs), so neither the per-token path nor a long model step claims anything.
+The same timer renews this process's reader presence (``attend``: the
+streams read here, ``presence``) in one ``PRESENT_MANY`` call.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
 from ..core.tokenlog import LogError, LogUnavailable
+from .presence import ignored, readers_key
 from .redact import scrub
 from .resp import Replies, pack
 from .rounds import Append, Appends, Command, Parse, settle
@@ -131,6 +134,7 @@ class LogWriter:
         self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.owned: dict[str, int] = {}       # streams whose lease this instance renews -> their epoch
+        self.present: set[str] = set()        # streams with a reader here: their presence is renewed too
         self._renewal: asyncio.TimerHandle | None = None
 
     # -- queueing ----------------------------------------------------------------------------------
@@ -342,22 +346,38 @@ class LogWriter:
     def own(self, stream_id: str, epoch: int) -> None:
         """Renew ``stream_id``'s lease on the timer from now on (this instance generates it, in ``epoch``)."""
         self.owned[stream_id] = epoch
-        if self._renewal is None:
-            self._renewal = self.loop.call_later(self.settings.lease_ms / 3000, self._renew)
+        self._arm()
 
     def disown(self, stream_id: str) -> None:
         self.owned.pop(stream_id, None)
 
+    def attend(self, stream_id: str) -> None:
+        """Renew this process's reader presence on ``stream_id`` on the timer (``presence``), until ``unattend``."""
+        self.present.add(stream_id)
+        self._arm()
+
+    def unattend(self, stream_id: str) -> None:
+        self.present.discard(stream_id)
+
+    def _arm(self) -> None:
+        if self._renewal is None:
+            self._renewal = self.loop.call_later(self.settings.lease_ms / 3000, self._renew)
+
     def _renew(self) -> None:
-        """The timer: one call renews every lease held here; a timer handle, so a closing loop leaves no task."""
+        """The timer: one call renews every lease held here, one more every reader presence; a timer handle, so
+        a closing loop leaves no task."""
         self._renewal = None
-        if not self.owned:
+        if not self.owned and not self.present:
             return
         s = self.settings
-        ids = list(self.owned)
-        keys = [key for sid in ids for key in s._keys(sid)]
-        self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen]).add_done_callback(
-            lambda done: self._renewed(ids, done))
+        if self.present:
+            readers = [readers_key(s._keys(sid)[0]) for sid in self.present]
+            self.script("present_many", readers, [s.owner_id, s.lease_ms, s.ttl_ms]).add_done_callback(ignored)
+        if self.owned:
+            ids = list(self.owned)
+            keys = [key for sid in ids for key in s._keys(sid)]
+            self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen]).add_done_callback(
+                lambda done: self._renewed(ids, done))
         self._renewal = self.loop.call_later(s.lease_ms / 3000, self._renew)
 
     def _renewed(self, ids: list[str], done: asyncio.Future[Any]) -> None:
