@@ -37,7 +37,7 @@ from typing import Any
 
 from .common import ROOT, Row, env_with_root, log
 
-__all__ = ["run"]
+__all__ = ["one_step", "query", "run"]
 
 TOKENS = 277
 PRODUCER_MS = 20.0
@@ -120,8 +120,13 @@ def _command(server: str, port: int, n: int) -> list[str]:
     return [sys.executable, "-m", "bench.peer_app", str(port)]
 
 
+def query(tokens: int) -> str:
+    """The stream's parameters: the canned answer's ``tokens`` at 20 ms, block, buffer 4, seed 1."""
+    return f"scenario=block&tokens={tokens}&producer_ms={PRODUCER_MS:g}&buffer=4&seed=1"
+
+
 def _path(tokens: int) -> str:
-    return f"/stream?scenario=block&tokens={tokens}&producer_ms={PRODUCER_MS:g}&buffer=4&seed=1"
+    return f"/stream?{query(tokens)}"
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
@@ -182,7 +187,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 
 def one_step(server: str, n: int, tokens: int, attempts: int = 3,
              command: Callable[[int], list[str]] | None = None,
-             beside: Callable[[int], Callable[[], str]] | None = None) -> Step:
+             beside: Callable[[int], Callable[[], str]] | None = None, path: str | None = None) -> Step:
     """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it.
 
     A server that exits before it listens (the free port taken in between)
@@ -190,11 +195,12 @@ def one_step(server: str, n: int, tokens: int, attempts: int = 3,
     (given the port) starts a server this module does not know (item 9's).
     ``beside`` (given the port) starts other load while the streams run and
     returns what stops it and says what it did (added to the step's client
-    figures as ``beside``).
+    figures as ``beside``).  ``path``: what the client reads (default: ``GET /stream`` with the
+    parameters; ``/chat?...`` reads the chat protocol, ``bench.scale_client``).
     """
     for attempt in range(attempts):
         try:
-            return _one_step(server, n, tokens, command, beside)
+            return _one_step(server, n, tokens, command, beside, path or _path(tokens))
         except _NotListening:
             if attempt == attempts - 1:
                 raise
@@ -206,7 +212,7 @@ class _NotListening(RuntimeError):
 
 
 def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[str]] | None,
-              beside: Callable[[int], Callable[[], str]] | None = None) -> Step:
+              beside: Callable[[int], Callable[[], str]] | None, path: str) -> Step:
     port = _free_port()
     errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=ROOT, env=env_with_root(),
@@ -223,7 +229,7 @@ def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[st
         timeout = tokens * PRODUCER_MS / 1e3 * 3 + n / 500 + 10
         stop_beside = beside(port) if beside is not None else None
         try:
-            out = subprocess.run([sys.executable, "-m", "bench.scale_client", str(port), _path(tokens), str(n),
+            out = subprocess.run([sys.executable, "-m", "bench.scale_client", str(port), path, str(n),
                                   str(tokens), str(timeout)], cwd=ROOT, env=env_with_root(), capture_output=True,
                                  text=True, timeout=timeout + 60, check=True)
         finally:

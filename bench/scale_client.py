@@ -13,7 +13,10 @@ that completed it (``SO_TIMESTAMPNS``), not the time this process got round
 to reading them, so a busy client does not show up as server jitter.  Where
 the kernel gives no stamp, the read time is used.  Every id is checked
 against the next expected index.  The client closes a stream on its
-``done`` event, as a page closes its ``EventSource``.  It prints one JSON
+``done`` event, as a page closes its ``EventSource``.  A PATH of ``/chat?<parameters>``
+reads the AI SDK's chat protocol instead: a ``POST /chat`` whose JSON body
+carries the parameters (and no messages), each ``text-delta`` chunk a token
+(its id is its chunk number, 3 past the token's index), ``finish`` the end.  It prints one JSON
 object: streams complete and contiguous, the pooled inter-token gaps'
 percentiles, TTFT (connect to first token) percentiles, errors, and its
 own CPU time.
@@ -32,6 +35,7 @@ import sys
 import time
 from itertools import pairwise
 from typing import Any
+from urllib.parse import parse_qsl
 
 from tokenwire.core.metrics import percentile
 from tokenwire.core.sse import Decoder
@@ -43,6 +47,8 @@ BATCH_PAUSE_S = 0.02  # between batches: 5,000 connections a second
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 _TIMESPEC = struct.Struct("@qq")
 ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
+# The chat protocol: a token's chunk, the end, and the chunks before the first token (start, start-step, text-start).
+CHAT_DELTA, CHAT_FINISH, CHAT_PREAMBLE = '{"type":"text-delta"', '{"type":"finish"', 3
 
 
 def raise_nofile() -> int:
@@ -56,8 +62,8 @@ def raise_nofile() -> int:
 class Stream:
     """One SSE response: status, headers, (chunked) body, events."""
 
-    def __init__(self, sock: socket.socket, tokens: int) -> None:
-        self.sock, self.tokens = sock, tokens
+    def __init__(self, sock: socket.socket, tokens: int, chat: bool = False) -> None:
+        self.sock, self.tokens, self.chat = sock, tokens, chat
         self.head = b""
         self.status = 0
         self.chunked: bool | None = None
@@ -83,13 +89,24 @@ class Stream:
             self.chunked = "transfer-encoding: chunked" in head.lower()
         body = self._dechunk(data) if self.chunked else data
         for event in self.decoder.feed(body):
-            if event.event == "token":
-                self.arrivals.append(stamp)
-                if event.id != str(self.next_id):
-                    self.contiguous = False
-                self.next_id += 1
+            if self.chat:
+                self._chunk(event.id, event.data, stamp)
+            elif event.event == "token":
+                self._token(event.id, str(self.next_id), stamp)
             elif event.event == "done":
                 self.done = True
+
+    def _token(self, got: str, expected: str, stamp: int) -> None:
+        self.arrivals.append(stamp)
+        if got != expected:
+            self.contiguous = False
+        self.next_id += 1
+
+    def _chunk(self, got: str, data: str, stamp: int) -> None:
+        if data.startswith(CHAT_DELTA):
+            self._token(got, str(self.next_id + CHAT_PREAMBLE), stamp)
+        elif data.startswith(CHAT_FINISH):
+            self.done = True
 
     def _dechunk(self, data: bytes) -> bytes:
         """Return the body bytes in ``data`` (HTTP/1.1 chunked framing removed)."""
@@ -134,8 +151,10 @@ def _stamp(ancillary: list[tuple[int, int, bytes]]) -> int:
 class Client:
     def __init__(self, port: int, path: str, tokens: int) -> None:
         self.port, self.tokens = port, tokens
-        self.request = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-                        "Cache-Control: no-store\r\n\r\n").encode()
+        self.chat = path.startswith("/chat?")
+        self.request = _chat_request(path, port) if self.chat else (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            "Cache-Control: no-store\r\n\r\n").encode()
         self.sel = selectors.DefaultSelector()
         self.streams: list[Stream] = []
         self.open = 0
@@ -146,7 +165,7 @@ class Client:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setblocking(False)
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            stream = Stream(sock, self.tokens)
+            stream = Stream(sock, self.tokens, self.chat)
             self.streams.append(stream)
             code = sock.connect_ex(("127.0.0.1", self.port))
             if code not in (0, errno.EINPROGRESS):
@@ -235,6 +254,26 @@ class Client:
             "errors": errors, "itl_ms": {str(q): percentile(gaps, q) for q in (50, 95, 99)} if gaps else None,
             "ttft_ms": {str(q): percentile(ttfts, q) for q in (50, 95)} if ttfts else None,
         }
+
+
+def _number(value: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _chat_request(path: str, port: int) -> bytes:
+    """A ``POST /chat`` whose JSON body carries ``path``'s query parameters (numbers as numbers)."""
+    route, _, query = path.partition("?")
+    fields: dict[str, Any] = {"messages": []}
+    for name, value in parse_qsl(query):
+        fields[name] = _number(value)
+    body = json.dumps(fields).encode()
+    return (f"POST {route} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\n\r\n").encode() + body
 
 
 def main(argv: list[str]) -> int:
