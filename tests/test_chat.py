@@ -167,3 +167,16 @@ def test_a_bad_resume_is_refused_naming_why(bases: list[str], target: str, statu
         assert answer.status_code == status
         if message is not None:
             assert answer.json() == {"error": message}
+
+
+def test_a_continued_chat_gets_its_chat_again() -> None:
+    """A follower continuing a chat's model (takeover="continue") calls the factory with the same ``chat``."""
+    from tokenwire.asgi.model_stream import StreamRequest
+    from tokenwire.asgi.shared_model import REQUEST_KEY, request_from_meta, request_to_meta
+
+    body = b'{"id": "c9", "messages": [{"role": "user"}], "trigger": "submit-message", "n": 3}'
+    made = StreamRequest("S", {}, body, "127.0.0.1", chat=parse_chat(body))
+    kept = json.loads(json.dumps({REQUEST_KEY: request_to_meta(made)}))      # as the log keeps it
+    assert request_from_meta("S", kept) == made
+    plain = StreamRequest("S", {"n": "3"}, b"", "127.0.0.1")
+    assert request_from_meta("S", {REQUEST_KEY: request_to_meta(plain)}) == plain

@@ -62,6 +62,8 @@ from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.stream import Attached, OnDisconnect
 from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
+from ..endpoints.chat import parse_chat
+from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
 from .model_stream import CANCELLED, OWNER_LOST, EarlyEnd, ModelFactory, ModelStream, StreamRequest, open_source
@@ -90,9 +92,12 @@ def is_model_meta(meta: Any) -> bool:
 
 
 def request_to_meta(request: StreamRequest) -> dict[str, Any]:
-    """The JSON-able record of ``request`` a continuable stream keeps in its meta (the body as base64)."""
+    """The JSON-able record of ``request`` a continuable stream keeps in its meta (the body as base64).
+
+    A chat's request keeps only that it was one: its ``chat`` is read again from the body.
+    """
     return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),
-            "client": request.client}
+            "client": request.client, "chat": request.chat is not None}
 
 
 def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest | None:
@@ -102,8 +107,10 @@ def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest 
         return None
     try:
         params = {str(k): str(v) for k, v in dict(kept["params"]).items()}
-        return StreamRequest(stream_id, params, base64.b64decode(kept["body"]), str(kept["client"]))
-    except (KeyError, TypeError, ValueError):
+        body = base64.b64decode(kept["body"])
+        chat = parse_chat(body) if kept.get("chat") else None
+        return StreamRequest(stream_id, params, body, str(kept["client"]), chat=chat)
+    except (KeyError, TypeError, ValueError, RequestError):
         return None
 
 
