@@ -282,6 +282,34 @@ def test_params_other_than_defaults_show_up(default: Report) -> None:
     assert "the connection dies after 7 tokens" in text and "contiguous 0..29" in text
 
 
+# A count of one with a plural noun: "the 1 tokens already in the log", "1 slots", "1 gaps".
+_ONE_AND_PLURAL = re.compile(r"\b1 (?:more )?(?:tokens|slots|runs|pauses|gaps|model steps)\b")
+
+
+@pytest.mark.parametrize("query", ["tokens=2&buffer=1&cut_after=1&reader_ms=0", "tokens=1&scenario=drop-newest",
+                                   "tokens=3&buffer=1&cut_after=1&reader_ms=1", "tokens=2&cut_after=0&buffer=2"])
+@pytest.mark.parametrize("fmt", ["text", "html"])
+def test_counts_agree_with_their_nouns(query: str, fmt: str) -> None:
+    text = render(f"{query}&format={fmt}")[2].decode()
+    text = re.sub(r"<[^>]+>", "", text) if fmt == "html" else " ".join(text.split())
+    assert _ONE_AND_PLURAL.findall(text) == []
+
+
+def test_one_of_a_thing_is_said_in_the_singular() -> None:
+    text = " ".join(render("tokens=2&buffer=1&cut_after=0&reader_ms=0")[2].decode().split())
+    assert "the 1 token already in the log came from there" in text
+    assert "answer length 2 tokens, one SSE frame each" in text and "buffer 1 slot between the producer" in text
+    assert "The 1 gap between tokens, by percentile" in render("tokens=2&format=html")[2].decode()
+
+
+def test_a_reader_as_fast_as_the_producer_is_not_called_slow() -> None:
+    text = render("reader_ms=0")[2].decode()
+    assert "\nreader             0 ms per token, against a producer that needs 0.5 ms\n" in text
+    assert "\nslow reader  " not in text
+    page = render("reader_ms=0.5&format=html")[2].decode()
+    assert "<dt>reader</dt><dd>0.5 ms per token" in page and "<dt>slow reader</dt>" not in page
+
+
 def test_real_clock_report_is_measured_on_threads() -> None:
     params = ReportParams(clock="real", tokens=12, buffer=2, cut_after=3, reader_ms=2, format="json")
     data = report_json(build_report(params))

@@ -25,7 +25,7 @@ from itertools import pairwise
 from ..core.pipeline import RunResult
 from .model import Report
 from .plan import POLICIES
-from .templating import num
+from .templating import num, plural
 
 __all__ = ["Chart", "Line", "Mark", "Table", "charts"]
 
@@ -236,7 +236,7 @@ def _gaps(report: Report) -> Chart | None:
     cuts = statistics.quantiles(gaps, n=4, method="inclusive") if n > 1 else [gaps[0]] * 3
     rows = (("fewest", f"{gaps[0]:.2f}"), ("p25", f"{cuts[0]:.2f}"), ("p50", f"{t.itl_p50_ms:.2f}"),
             ("p75", f"{cuts[2]:.2f}"), ("p95", f"{t.itl_p95_ms:.2f}"), ("most", f"{gaps[-1]:.2f}"))
-    table = Table(f"The {n} gaps between tokens, by percentile", ("percentile", "gap ms"), rows)
+    table = Table(f"The {plural(n, 'gap')} between tokens, by percentile", ("percentile", "gap ms"), rows)
     return ax.chart("Gaps between tokens at the fast reader: share at or below each gap", 220,
                     ("gap between tokens, ms", "% of gaps"), [Line("s-fast", "gaps", ax.points(steps))], marks,
                     table)

@@ -144,6 +144,11 @@ class ReportParams:
         """The channel capacity, ``buffer`` under the core's name."""
         return self.buffer
 
+    @property
+    def reader_label(self) -> str:
+        """What the report calls the reader: ``slow reader`` only when it is slower than the producer."""
+        return "slow reader" if self.reader_ms > self.producer_ms else "reader"
+
     def query(self, **changes: object) -> str:
         """Return the query string (no ``?``) for these params with ``changes``, defaults left out."""
         target = replace(self, **changes) if changes else self  # type: ignore[arg-type]

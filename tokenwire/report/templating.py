@@ -78,6 +78,11 @@ def num(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+def plural(n: int, word: str) -> str:
+    """``1 token``, ``0 tokens``, ``12 tokens``: a count and its noun, agreeing."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 _COUNTS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
@@ -152,6 +157,7 @@ def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
     )
     env.filters.update(
         wrap=_wrap, hang=_hang, spread=_spread, frame_lines=_frame_lines, num=num, times=_times, count=_count,
+        plural=plural,
         and_list=_and_list,
         ms=lambda v: f"{v:.2f}", ms1=lambda v: f"{v:.1f}",
         ms_or=lambda v, other: other if v is None else f"{v:.2f}",

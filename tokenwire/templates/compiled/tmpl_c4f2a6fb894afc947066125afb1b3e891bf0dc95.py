@@ -56,16 +56,22 @@ def root(context, missing=missing):
         def t_6(*unused):
             raise TemplateRuntimeError("No filter named 'num' found.")
     try:
-        t_7 = environment.filters['times']
+        t_7 = environment.filters['plural']
     except KeyError:
         @internalcode
         def t_7(*unused):
-            raise TemplateRuntimeError("No filter named 'times' found.")
+            raise TemplateRuntimeError("No filter named 'plural' found.")
     try:
-        t_8 = environment.tests['none']
+        t_8 = environment.filters['times']
     except KeyError:
         @internalcode
         def t_8(*unused):
+            raise TemplateRuntimeError("No filter named 'times' found.")
+    try:
+        t_9 = environment.tests['none']
+    except KeyError:
+        @internalcode
+        def t_9(*unused):
             raise TemplateRuntimeError("No test named 'none' found.")
     pass
     l_0_prose = context.vars['prose'] = environment.get_template('prose.txt', 'report.html')._get_default_module(context)
@@ -83,32 +89,32 @@ def root(context, missing=missing):
     context.vars['d'] = l_0_d
     context.exported_vars.add('d')
     def macro(l_1_text):
-        t_9 = []
+        t_10 = []
         if l_1_text is missing:
             l_1_text = undefined("parameter 'text' was not provided", name='text')
         pass
-        def t_10(fiter):
+        def t_11(fiter):
             for l_2_line in fiter:
                 if context.call(environment.getattr(l_2_line, 'strip')):
                     yield l_2_line
-        for l_2_line in t_10(context.call(environment.getattr(l_1_text, 'split'), '\n')):
+        for l_2_line in t_11(context.call(environment.getattr(l_1_text, 'split'), '\n')):
             _loop_vars = {}
             pass
-            t_9.extend((
+            t_10.extend((
                 '<p>',
                 escape(l_2_line),
                 '</p>\n',
             ))
         l_2_line = missing
-        return concat(t_9)
+        return concat(t_10)
     context.exported_vars.add('paragraphs')
     context.vars['paragraphs'] = l_0_paragraphs = Macro(environment, macro, 'paragraphs', ('text',), False, False, False, context.eval_ctx.autoescape)
     def macro(l_1_t):
-        t_11 = []
+        t_12 = []
         if l_1_t is missing:
             l_1_t = undefined("parameter 't' was not provided", name='t')
         pass
-        t_11.extend((
+        t_12.extend((
             '<div class="scroll" role="region" aria-label="',
             escape(environment.getattr(l_1_t, 'caption')),
             '" tabindex="0">\n<table>\n<caption>',
@@ -118,20 +124,20 @@ def root(context, missing=missing):
         for l_2_h in environment.getattr(l_1_t, 'head'):
             _loop_vars = {}
             pass
-            t_11.extend((
+            t_12.extend((
                 '<th scope="col">',
                 escape(l_2_h),
                 '</th>',
             ))
         l_2_h = missing
-        t_11.append(
+        t_12.append(
             '</tr></thead>\n<tbody>\n',
         )
         l_2_loop = missing
         for l_2_row, l_2_loop in LoopContext(environment.getattr(l_1_t, 'rows'), undefined):
             _loop_vars = {}
             pass
-            t_11.append(
+            t_12.append(
                 '<tr>',
             )
             l_3_loop = missing
@@ -140,37 +146,37 @@ def root(context, missing=missing):
                 pass
                 if environment.getattr(l_3_loop, 'first'):
                     pass
-                    t_11.extend((
+                    t_12.extend((
                         '<th scope="row">',
                         escape(l_3_cell),
                         '</th>',
                     ))
                 else:
                     pass
-                    t_11.extend((
+                    t_12.extend((
                         '<td>',
                         escape(l_3_cell),
                         '</td>',
                     ))
             l_3_loop = l_3_cell = missing
-            t_11.append(
+            t_12.append(
                 '</tr>\n',
             )
         l_2_loop = l_2_row = missing
-        t_11.append(
+        t_12.append(
             '</tbody>\n</table>\n</div>\n',
         )
-        return concat(t_11)
+        return concat(t_12)
     context.exported_vars.add('table')
     context.vars['table'] = l_0_table = Macro(environment, macro, 'table', ('t',), False, False, False, context.eval_ctx.autoescape)
     def macro(l_1_c, l_1_caption):
-        t_12 = []
+        t_13 = []
         if l_1_c is missing:
             l_1_c = undefined("parameter 'c' was not provided", name='c')
         if l_1_caption is missing:
             l_1_caption = ''
         pass
-        t_12.extend((
+        t_13.extend((
             '<figure class="chart">\n<svg xmlns="http://www.w3.org/2000/svg" width="100%" height="',
             escape(environment.getattr(l_1_c, 'height')),
             '" role="img" aria-label="',
@@ -188,7 +194,7 @@ def root(context, missing=missing):
         for (l_2_y, l_2__, l_2__) in environment.getattr(l_1_c, 'y_ticks'):
             _loop_vars = {}
             pass
-            t_12.extend((
+            t_13.extend((
                 '<line class="grid" x1="0" x2="1000" y1="',
                 escape(l_2_y),
                 '" y2="',
@@ -201,7 +207,7 @@ def root(context, missing=missing):
             pass
             if environment.getattr(l_2_m, 'shade'):
                 pass
-                t_12.extend((
+                t_13.extend((
                     '<rect class="shade" x="',
                     escape(environment.getattr(l_2_m, 'x')),
                     '" y="0" width="',
@@ -210,14 +216,14 @@ def root(context, missing=missing):
                 ))
             else:
                 pass
-                t_12.extend((
+                t_13.extend((
                     '<line class="mark" x1="',
                     escape(environment.getattr(l_2_m, 'x')),
                     '" x2="',
                     escape(environment.getattr(l_2_m, 'x')),
                     '" y1="0" y2="1000"/>',
                 ))
-            t_12.append(
+            t_13.append(
                 '\n',
             )
         l_2_m = missing
@@ -226,7 +232,7 @@ def root(context, missing=missing):
             pass
             if environment.getattr(l_2_l, 'band'):
                 pass
-                t_12.extend((
+                t_13.extend((
                     '<polygon class="band ',
                     escape(environment.getattr(l_2_l, 'css')),
                     '" points="',
@@ -235,24 +241,24 @@ def root(context, missing=missing):
                 ))
             else:
                 pass
-                t_12.extend((
+                t_13.extend((
                     '<polyline class="',
                     escape(environment.getattr(l_2_l, 'css')),
                     '" points="',
                     escape(environment.getattr(l_2_l, 'points')),
                     '"/>',
                 ))
-            t_12.append(
+            t_13.append(
                 '\n',
             )
         l_2_l = missing
-        t_12.append(
+        t_13.append(
             '<line class="axis" x1="0" x2="1000" y1="1000" y2="1000"/>\n<line class="axis" x1="0" x2="0" y1="0" y2="1000"/>\n</svg>\n',
         )
         for (l_2__, l_2_py, l_2_label) in environment.getattr(l_1_c, 'y_ticks'):
             _loop_vars = {}
             pass
-            t_12.extend((
+            t_13.extend((
                 '<text class="tick" x="4" y="',
                 escape((l_2_py - 3)),
                 '">',
@@ -263,7 +269,7 @@ def root(context, missing=missing):
         for l_2_m in environment.getattr(l_1_c, 'marks'):
             _loop_vars = {}
             pass
-            t_12.extend((
+            t_13.extend((
                 '<text class="mark-label" x="',
                 escape(environment.getattr(l_2_m, 'pos')),
                 '%" y="',
@@ -278,7 +284,7 @@ def root(context, missing=missing):
         for (l_2_pos, l_2_label, l_2_anchor) in environment.getattr(l_1_c, 'x_ticks'):
             _loop_vars = {}
             pass
-            t_12.extend((
+            t_13.extend((
                 '<text class="tick" x="',
                 escape(l_2_pos),
                 '%" y="',
@@ -290,7 +296,7 @@ def root(context, missing=missing):
                 '</text>\n',
             ))
         l_2_pos = l_2_label = l_2_anchor = missing
-        t_12.extend((
+        t_13.extend((
             '<text class="axis-title" x="100%" y="',
             escape(environment.getattr(l_1_c, 'x_label_y')),
             '" text-anchor="end">',
@@ -299,13 +305,13 @@ def root(context, missing=missing):
         ))
         if (t_2(environment.getattr(l_1_c, 'lines')) > 1):
             pass
-            t_12.append(
+            t_13.append(
                 '<ul class="key">',
             )
             for l_2_l in environment.getattr(l_1_c, 'lines'):
                 _loop_vars = {}
                 pass
-                t_12.extend((
+                t_13.extend((
                     '<li><span class="swatch ',
                     escape(environment.getattr(l_2_l, 'css')),
                     '"></span>',
@@ -313,33 +319,33 @@ def root(context, missing=missing):
                     '</li>',
                 ))
             l_2_l = missing
-            t_12.append(
+            t_13.append(
                 '</ul>\n',
             )
-        t_12.extend((
+        t_13.extend((
             '<figcaption>',
             escape(environment.getattr(l_1_c, 'title')),
         ))
         if l_1_caption:
             pass
-            t_12.extend((
+            t_13.extend((
                 ': ',
                 escape(l_1_caption),
             ))
-        t_12.extend((
+        t_13.extend((
             "</figcaption>\n<details><summary>The chart's data as a table</summary>\n",
             escape(context.call((undefined(name='table') if l_0_table is missing else l_0_table), environment.getattr(l_1_c, 'table'))),
             '\n</details>\n</figure>\n',
         ))
-        return concat(t_12)
+        return concat(t_13)
     context.exported_vars.add('chart')
     context.vars['chart'] = l_0_chart = Macro(environment, macro, 'chart', ('c', 'caption'), False, False, False, context.eval_ctx.autoescape)
     def macro(l_1_det):
-        t_13 = []
+        t_14 = []
         if l_1_det is missing:
             l_1_det = undefined("parameter 'det' was not provided", name='det')
         pass
-        t_13.extend((
+        t_14.extend((
             '<div class="detail" id="detail">\n<h3>Detail for ',
             escape(environment.getattr(l_1_det, 'scenario')),
             ': the ',
@@ -353,7 +359,7 @@ def root(context, missing=missing):
         for (l_2_name, l_2_meaning) in environment.getattr(l_1_det, 'legend'):
             _loop_vars = {}
             pass
-            t_13.extend((
+            t_14.extend((
                 '<dt>',
                 escape(l_2_name),
                 '</dt><dd>',
@@ -361,20 +367,20 @@ def root(context, missing=missing):
                 '</dd>\n',
             ))
         l_2_name = l_2_meaning = missing
-        t_13.append(
+        t_14.append(
             '</dl>\n<div class="scroll" role="region" aria-label="the channel\'s decisions" tabindex="0">\n<table>\n<thead><tr><th scope="col">index</th><th scope="col">t ms</th><th scope="col">decision</th><th scope="col">depth</th><th scope="col">waited ms</th><th scope="col">read ms</th></tr></thead>\n<tbody>\n',
         )
         for l_2_row in environment.getattr(l_1_det, 'rows'):
             _loop_vars = {}
             pass
-            if t_8(l_2_row):
+            if t_9(l_2_row):
                 pass
-                t_13.append(
+                t_14.append(
                     '<tr><td>&hellip;</td><td></td><td></td><td></td><td></td><td></td></tr>\n',
                 )
             else:
                 pass
-                t_13.extend((
+                t_14.extend((
                     '<tr><td>',
                     escape(environment.getattr(l_2_row, 'index')),
                     '</td><td>',
@@ -390,12 +396,12 @@ def root(context, missing=missing):
                     '</td></tr>\n',
                 ))
         l_2_row = missing
-        t_13.append(
+        t_14.append(
             '</tbody>\n</table>\n</div>\n',
         )
         if (environment.getattr(l_1_det, 'section') == 4):
             pass
-            t_13.extend((
+            t_14.extend((
                 '<p>The reader hung up at ',
                 escape(t_4(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'hang_up_ms'))),
                 ' ms, after id ',
@@ -405,35 +411,35 @@ def root(context, missing=missing):
                 ' ms with <code>',
                 escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'sent_header')),
                 '</code>; the ',
-                escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'replayed')),
-                ' tokens already in the log came from there, the rest through a new channel.</p>\n',
+                escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'replayed'), 'token')),
+                ' already in the log came from there, the rest through a new channel.</p>\n',
             ))
-        t_13.append(
+        t_14.append(
             '</div>\n',
         )
-        return concat(t_13)
+        return concat(t_14)
     context.exported_vars.add('detail_block')
     context.vars['detail_block'] = l_0_detail_block = Macro(environment, macro, 'detail_block', ('det',), False, False, False, context.eval_ctx.autoescape)
     def macro(l_1_row):
-        t_14 = []
+        t_15 = []
         if l_1_row is missing:
             l_1_row = undefined("parameter 'row' was not provided", name='row')
         pass
-        t_14.extend((
+        t_15.extend((
             '<figure>\n<figcaption>',
             escape(environment.getattr(l_1_row, 'policy')),
             ': what the reader got; each marked hole is text it never received (',
-            escape(environment.getattr(l_1_row, 'dropped')),
-            ' tokens in ',
-            escape(environment.getattr(l_1_row, 'gap_runs')),
-            ' runs)</figcaption>\n<p class="answer">',
+            escape(t_7(environment.getattr(l_1_row, 'dropped'), 'token')),
+            ' in ',
+            escape(t_7(environment.getattr(l_1_row, 'gap_runs'), 'run')),
+            ')</figcaption>\n<p class="answer">',
         ))
         for (l_2_text, l_2_lost) in environment.getattr(l_1_row, 'pieces'):
             _loop_vars = {}
             pass
             if l_2_lost:
                 pass
-                t_14.extend((
+                t_15.extend((
                     '<span class="hole" role="img" aria-label="',
                     escape(l_2_lost),
                     ' ',
@@ -444,14 +450,14 @@ def root(context, missing=missing):
                 ))
             else:
                 pass
-                t_14.append(
+                t_15.append(
                     escape(l_2_text),
                 )
         l_2_text = l_2_lost = missing
-        t_14.append(
+        t_15.append(
             '</p>\n</figure>\n',
         )
-        return concat(t_14)
+        return concat(t_15)
     context.exported_vars.add('holes')
     context.vars['holes'] = l_0_holes = Macro(environment, macro, 'holes', ('row',), False, False, False, context.eval_ctx.autoescape)
     yield '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>tokenwire: streaming, backpressure and resume ('
@@ -466,8 +472,8 @@ def root(context, missing=missing):
         yield '<p class="live-link"><a href="'
         yield escape((undefined(name='live_href') if l_0_live_href is missing else l_0_live_href))
         yield '">Watch this stream live</a>: the same answer over a real socket, cut after '
-        yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'cut_after'))
-        yield ' tokens and resumed with <code>Last-Event-ID</code>.</p>\n'
+        yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'cut_after'), 'token'))
+        yield ' and resumed with <code>Last-Event-ID</code>.</p>\n'
     yield '</header>\n<nav aria-label="scenario and parameters">\n'
     if environment.getattr((undefined(name='via') if l_0_via is missing else l_0_via), 'command'):
         pass
@@ -567,10 +573,12 @@ def root(context, missing=missing):
     yield '</dd>\n<dt>question</dt><dd>&lsquo;'
     yield escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'question'))
     yield '&rsquo;</dd>\n<dt>answer length</dt><dd>'
-    yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'tokens'))
-    yield ' tokens, one SSE frame each</dd>\n<dt>buffer</dt><dd>'
-    yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'buffer'))
-    yield ' slots between the producer and the reader</dd>\n<dt>slow reader</dt><dd>'
+    yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'tokens'), 'token'))
+    yield ', one SSE frame each</dd>\n<dt>buffer</dt><dd>'
+    yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'buffer'), 'slot'))
+    yield ' between the producer and the reader</dd>\n<dt>'
+    yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'reader_label'))
+    yield '</dt><dd>'
     yield escape(t_6(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'reader_ms')))
     yield ' ms per token, against a producer that needs '
     yield escape(t_6(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'producer_ms')))
@@ -590,14 +598,14 @@ def root(context, missing=missing):
         yield ":</strong> the project's own demo streams the full "
         yield escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_tokens'))
         yield ' token answer '
-        yield escape(t_7(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_repeats')))
+        yield escape(t_8(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_repeats')))
         yield ' over a loopback socket with a '
         yield escape(t_6(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_reader_ms')))
         yield ' ms reader, about '
         yield escape(t_6(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_estimate_s')))
         yield ' seconds of wall clock. Here the answer is cut to its first '
-        yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'tokens'))
-        yield ' tokens and the reader is '
+        yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'tokens'), 'token'))
+        yield ' and the reader is '
         yield escape(t_6(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'reader_ms')))
         yield ' ms per token.'
     else:
@@ -607,7 +615,7 @@ def root(context, missing=missing):
         yield ' runs all '
         yield escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'answer_tokens'))
         yield " tokens, as the project's own demo does ("
-        yield escape(t_7(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_repeats')))
+        yield escape(t_8(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_repeats')))
         yield ' over a loopback socket with a '
         yield escape(t_6(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_reader_ms')))
         yield ' ms reader); here the reader is '
@@ -656,7 +664,7 @@ def root(context, missing=missing):
     yield ' ms</dd>\n<dt>share waiting for the first token</dt><dd>'
     yield escape(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'first_token_percent'))
     yield ' percent</dd>\n<dt>between tokens</dt><dd>'
-    if (not t_8(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'itl_p50_ms'))):
+    if (not t_9(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'itl_p50_ms'))):
         pass
         yield 'p50 '
         yield escape(t_3(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'itl_p50_ms')))
@@ -683,8 +691,8 @@ def root(context, missing=missing):
         pass
         yield escape(context.call((undefined(name='detail_block') if l_0_detail_block is missing else l_0_detail_block), environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'detail')))
     yield '</section>\n\n<section id="buffer">\n<h2>3. The buffer under a slow reader <small>'
-    yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'buffer'))
-    yield ' slots, '
+    yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'buffer'), 'slot'))
+    yield ', '
     yield escape(t_6(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'reader_ms')))
     yield ' ms per token</small></h2>\n<div class="scroll" role="region" aria-label="the buffer under each policy" tabindex="0">\n<table>\n<thead><tr><th>policy</th><th>delivered</th><th>dropped</th><th>gap runs</th><th>high water</th><th>producer waited</th><th>wall ms</th></tr></thead>\n<tbody>\n'
     for l_1_row in environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer'):
@@ -721,8 +729,8 @@ def root(context, missing=missing):
         if (environment.getattr(l_1_row, 'policy') == 'block'):
             pass
             yield '<li>Under block the reader got all '
-            yield escape(environment.getattr(l_1_row, 'delivered'))
-            yield ' tokens in '
+            yield escape(t_7(environment.getattr(l_1_row, 'delivered'), 'token'))
+            yield ' in '
             yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
             yield ' ms; '
             if environment.getattr(l_1_row, 'pauses'):
@@ -730,8 +738,8 @@ def root(context, missing=missing):
                 yield 'the producer waited '
                 yield escape(t_4(environment.getattr(l_1_row, 'producer_waited_ms')))
                 yield ' ms across '
-                yield escape(environment.getattr(l_1_row, 'pauses'))
-                yield ' pauses.'
+                yield escape(t_7(environment.getattr(l_1_row, 'pauses'), 'pause'))
+                yield '.'
             else:
                 pass
                 yield 'the producer never had to wait.'
@@ -743,10 +751,10 @@ def root(context, missing=missing):
             yield ' the run finished in '
             yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
             yield ' ms and lost '
-            yield escape(environment.getattr(l_1_row, 'dropped'))
-            yield ' tokens in '
-            yield escape(environment.getattr(l_1_row, 'gap_runs'))
-            yield ' runs: '
+            yield escape(t_7(environment.getattr(l_1_row, 'dropped'), 'token'))
+            yield ' in '
+            yield escape(t_7(environment.getattr(l_1_row, 'gap_runs'), 'run'))
+            yield ': '
             if (environment.getattr(l_1_row, 'policy') == 'drop-newest'):
                 pass
                 yield 'a full buffer turned each new token away.'
@@ -757,14 +765,14 @@ def root(context, missing=missing):
         elif environment.getattr(l_1_row, 'cuts'):
             pass
             yield '<li>Under disconnect the reader was cut off '
-            yield escape(t_7(environment.getattr(l_1_row, 'cuts')))
+            yield escape(t_8(environment.getattr(l_1_row, 'cuts')))
             yield ' when the buffer filled; it came back '
             yield escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'retry_ms'))
             yield ' ms after each cut (the retry its open frame set) and resumed from the log: '
             yield escape(environment.getattr(l_1_row, 'delivered'))
             yield ' of '
-            yield escape(environment.getattr(l_1_row, 'total'))
-            yield ' tokens, none lost, in '
+            yield escape(t_7(environment.getattr(l_1_row, 'total'), 'token'))
+            yield ', none lost, in '
             yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
             yield " ms against block's "
             yield escape(t_4(environment.getattr((undefined(name='block') if l_0_block is missing else l_0_block), 'wall_ms')))
@@ -788,8 +796,8 @@ def root(context, missing=missing):
     if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'same_loss'):
         pass
         yield '<p>Drop-newest and drop-oldest both lose '
-        yield escape(environment.getattr(context.call(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'row'), 'drop-newest'), 'dropped'))
-        yield " tokens here: the reader takes a token at the same instants under both, so each offer to a full buffer costs one token either way. Drop-newest keeps what was queued and turns the new token away; drop-oldest keeps the new token and evicts the oldest queued one, so its reader ends on the answer's last tokens.</p>\n"
+        yield escape(t_7(environment.getattr(context.call(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'row'), 'drop-newest'), 'dropped'), 'token'))
+        yield " here: the reader takes a token at the same instants under both, so each offer to a full buffer costs one token either way. Drop-newest keeps what was queued and turns the new token away; drop-oldest keeps the new token and evicts the oldest queued one, so its reader ends on the answer's last tokens.</p>\n"
     yield escape(context.call((undefined(name='paragraphs') if l_0_paragraphs is missing else l_0_paragraphs), context.call(environment.getattr((undefined(name='prose') if l_0_prose is missing else l_0_prose), 'buffer_why'))))
     yield '\n'
     yield escape(context.call((undefined(name='paragraphs') if l_0_paragraphs is missing else l_0_paragraphs), context.call(environment.getattr((undefined(name='prose') if l_0_prose is missing else l_0_prose), 'second_queue'), environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_buffer'), (undefined(name='via') if l_0_via is missing else l_0_via))))
@@ -803,11 +811,11 @@ def root(context, missing=missing):
         yield '\n'
     l_1_depth = missing
     yield '</div>\n'
-    def t_15(fiter):
+    def t_16(fiter):
         for l_1_row in fiter:
             if environment.getattr(l_1_row, 'dropped'):
                 yield l_1_row
-    for l_1_row in t_15(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer')):
+    for l_1_row in t_16(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer')):
         _loop_vars = {}
         pass
         yield escape(context.call((undefined(name='holes') if l_0_holes is missing else l_0_holes), l_1_row, _loop_vars=_loop_vars))
@@ -817,10 +825,10 @@ def root(context, missing=missing):
         pass
         yield escape(context.call((undefined(name='detail_block') if l_0_detail_block is missing else l_0_detail_block), environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'detail')))
     yield '</section>\n\n<section id="resume">\n<h2>4. Disconnect and resume <small>the connection dies after '
-    yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'first_tokens'))
-    yield ' tokens</small></h2>\n<dl>\n<dt>first connection</dt><dd>'
-    yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'first_tokens'))
-    yield ' tokens, last event id '
+    yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'first_tokens'), 'token'))
+    yield '</small></h2>\n<dl>\n<dt>first connection</dt><dd>'
+    yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'first_tokens'), 'token'))
+    yield ', last event id '
     yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'last_event_id_shown'))
     yield ', completed='
     yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'first_completed'))
@@ -828,22 +836,22 @@ def root(context, missing=missing):
     if (environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'generated_at_reconnect') < environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'total')):
         pass
         yield '<dt>producer stopped</dt><dd>the server generated '
-        yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'generated_at_reconnect'))
-        yield ' tokens then saw the cancel and stopped, instead of generating all '
+        yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'generated_at_reconnect'), 'token'))
+        yield ' then saw the cancel and stopped, instead of generating all '
         yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'total'))
         yield ' into a dead connection</dd>\n'
     else:
         pass
         yield '<dt>producer finished</dt><dd>the server had generated all '
-        yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'total'))
-        yield ' tokens before the reader left, so the cancel had nothing left to stop</dd>\n'
+        yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'total'), 'token'))
+        yield ' before the reader left, so the cancel had nothing left to stop</dd>\n'
     yield '<dt>reconnect sends</dt><dd><code>'
     yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'sent_header'))
     yield '</code></dd>\n<dt>second connection</dt><dd>resumed at index '
     yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'resumed_at'))
     yield ', '
-    yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'second_tokens'))
-    yield ' more tokens, completed='
+    yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'second_tokens'), 'more token'))
+    yield ', completed='
     yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'completed'))
     yield '</dd>\n<dt>event ids received</dt><dd>'
     yield escape(t_1(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'ids_head')))
@@ -873,8 +881,8 @@ def root(context, missing=missing):
         pass
         yield ': <span class="bad">some index was generated twice</span>'
     yield '</dd>\n</dl>\n<h3>What each choice of on_disconnect cost, measured</h3>\n<dl>\n<dt>cancel</dt><dd>the producer generated '
-    yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'generated_at_reconnect'))
-    yield ' tokens, '
+    yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'generated_at_reconnect'), 'token'))
+    yield ', '
     yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'replayed'))
     yield ' past what the reader had, then stopped; the reconnect replayed those from the log, '
     if (environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'generated_at_reconnect') < environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'total')):
@@ -885,16 +893,16 @@ def root(context, missing=missing):
     yield 'waited '
     yield escape(t_4(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'waited_for_model_ms')))
     yield ' ms for the model ('
-    yield escape(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'second_tokens'))
-    yield ' tokens in '
+    yield escape(t_7(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'second_tokens'), 'token'))
+    yield ' in '
     yield escape(t_4(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'catch_up_ms')))
     yield ' ms)</dd>\n<dt>detach</dt><dd>the producer kept going: '
-    yield escape(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'generated_while_away'))
-    yield ' tokens generated while nobody was reading; the reconnect found '
+    yield escape(t_7(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'generated_while_away'), 'token'))
+    yield ' generated while nobody was reading; the reconnect found '
     yield escape(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'generated_at_reconnect'))
     yield " in the log and caught up at the reader's pace, "
-    yield escape(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'second_tokens'))
-    yield ' tokens in '
+    yield escape(t_7(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'second_tokens'), 'token'))
+    yield ' in '
     yield escape(t_4(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'catch_up_ms')))
     yield ' ms, '
     yield escape(t_4(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'waited_for_model_ms')))
@@ -905,8 +913,8 @@ def root(context, missing=missing):
     yield ', text matches '
     yield escape(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'text_matches'))
     yield ', '
-    yield escape(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'generated_total'))
-    yield ' model steps</dd>\n</dl>\n'
+    yield escape(t_7(environment.getattr((undefined(name='d') if l_0_d is missing else l_0_d), 'generated_total'), 'model step'))
+    yield '</dd>\n</dl>\n'
     yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'resume'), markup_join(('in the shaded span the reader is away for the retry interval; the ids carry on from ', environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'resumed_at'), ' with nothing repeated', ))))
     yield '\n'
     yield escape(context.call((undefined(name='paragraphs') if l_0_paragraphs is missing else l_0_paragraphs), context.call(environment.getattr((undefined(name='prose') if l_0_prose is missing else l_0_prose), 'resume_why'))))
@@ -924,4 +932,4 @@ def root(context, missing=missing):
     yield '</footer>\n</main>\n</body>\n</html>\n'
 
 blocks = {}
-debug_info = '1=71&2=73&3=76&4=79&5=82&6=85&7=90&8=99&11=106&12=113&14=115&15=118&17=131&18=138&24=166&26=175&27=179&28=181&29=183&30=188&31=193&33=199&34=202&37=224&38=227&44=252&45=257&47=263&48=268&50=278&51=283&53=295&55=300&56=305&58=321&60=331&64=337&66=344&69=353&70=358&77=367&78=370&81=379&87=396&88=400&92=417&94=424&95=431&103=458&105=460&112=462&114=464&115=467&119=472&120=475&123=480&124=484&127=494&128=496&129=508&130=520&131=526&132=530&133=534&134=540&135=548&139=550&140=553&143=566&144=568&145=570&146=572&147=574&148=578&150=586&152=617&157=624&160=635&161=637&162=640&164=643&165=651&171=653&172=655&173=657&174=659&175=672&177=674&178=676&179=678&180=680&182=682&186=686&191=690&192=694&198=718&199=721&200=724&201=739&202=742&203=757&204=760&206=775&210=788&211=791&213=793&214=795&216=797&219=799&220=802&223=806&224=813&226=816&230=820&232=822&233=828&234=831&236=838&238=841&239=843&240=849&241=853&242=859&243=863&244=867&248=876&249=892&251=910&252=912&253=914&257=918&258=922'
+debug_info = '1=77&2=79&3=82&4=85&5=88&6=91&7=96&8=105&11=112&12=119&14=121&15=124&17=137&18=144&24=172&26=181&27=185&28=187&29=189&30=194&31=199&33=205&34=208&37=230&38=233&44=258&45=263&47=269&48=274&50=284&51=289&53=301&55=306&56=311&58=327&60=337&64=343&66=350&69=359&70=364&77=373&78=376&81=385&87=402&88=406&92=423&94=430&95=437&103=464&105=466&112=468&114=470&115=473&119=478&120=481&123=486&124=490&127=500&128=502&129=514&130=526&131=532&132=536&133=540&134=546&135=554&139=556&140=559&143=572&144=574&145=576&146=578&147=580&148=586&150=594&152=625&157=632&160=643&161=645&162=648&164=651&165=659&171=661&172=663&173=665&174=667&175=680&177=682&178=684&179=686&180=688&182=690&186=694&191=698&192=702&198=726&199=729&200=732&201=747&202=750&203=765&204=768&206=783&210=796&211=799&213=801&214=803&216=805&219=807&220=810&223=814&224=821&226=824&230=828&232=830&233=836&234=839&236=846&238=849&239=851&240=857&241=861&242=867&243=871&244=875&248=884&249=900&251=918&252=920&253=922&257=926&258=930'
