@@ -10,6 +10,9 @@
   even after the process was killed;
 - ``/ended``: the same model with the default takeover (a dead owner ends
   the stream with ``"owner lost"``);
+- ``/another``: another model (``" y<i>"``, its calls recorded with
+  ``"model": "another"``), also with ``takeover="continue"``: it must never
+  continue a stream the first model made;
 - ``/canned``: the canned answer.
 
 ``TOKENWIRE_TEST_GRACE_S`` sets their shutdown grace.  Run by uvicorn with ``--app-dir tests``:
@@ -32,11 +35,11 @@ _CALLS = os.environ.get("TOKENWIRE_TEST_CALLS")
 _GRACE_S = float(os.environ.get("TOKENWIRE_TEST_GRACE_S", "10"))
 
 
-def _record(request: StreamRequest) -> None:
+def _record(request: StreamRequest, model: str = "model") -> None:
     if _CALLS is None:
         return
     line = json.dumps({"stream_id": request.stream_id, "pid": os.getpid(), "start": request.start,
-                       "prefix": list(request.prefix), "params": dict(request.params)})
+                       "prefix": list(request.prefix), "params": dict(request.params), "model": model})
     with open(_CALLS, "a") as calls:            # one short write per call: lines never interleave
         calls.write(line + "\n")
 
@@ -55,16 +58,29 @@ async def model(request: StreamRequest) -> AsyncIterator[str]:
     return tokens()
 
 
+async def another_model(request: StreamRequest) -> AsyncIterator[str]:
+    """Another answer, ``" y<start>"`` ..: what a continuation by the wrong model would splice in."""
+    _record(request, "another")
+
+    async def tokens() -> AsyncIterator[str]:
+        for index in range(request.start, int(request.params.get("n", "20"))):
+            await asyncio.sleep(0.005)
+            yield f" y{index}"
+
+    return tokens()
+
+
 continued = TokenStreams(model, log=_LOG, takeover="continue", grace_s=_GRACE_S)
+another = TokenStreams(another_model, log=_LOG, takeover="continue", grace_s=_GRACE_S)
 ended = TokenStreams(model, log=_LOG, grace_s=_GRACE_S)
 canned = TokenStreams(log=_LOG, grace_s=_GRACE_S)
 
 
-MOUNTS = {"/continued": continued, "/ended": ended, "/canned": canned}
+MOUNTS = {"/continued": continued, "/ended": ended, "/another": another, "/canned": canned}
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """The three apps mounted by path prefix (no framework: a fresh instance starts in a fraction of a second)."""
+    """The apps mounted by path prefix (no framework: a fresh instance starts in a fraction of a second)."""
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
         return

@@ -6,6 +6,7 @@ appending from there; the reader gets every index once, in order, to the exact t
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import signal
 import threading
@@ -94,6 +95,48 @@ def test_without_continuation_the_other_process_still_ends_with_owner_lost(tmp_p
     assert rest.ids == list(range(5, 5 + len(rest.ids))) and 5 + len(rest.ids) < 200
     assert rest.last.event == "done" and rest.last_json()["reason"] == "owner lost"
     assert len(_calls(calls, made["stream_id"])) == 1                   # never called again
+
+
+def test_a_stream_is_continued_only_by_a_model_of_the_same_name(tmp_path: Path, loop_kind: str) -> None:
+    """Issue 22, item 3: two apps with different models (both ``takeover="continue"``) on one Redis; the owner of
+    a stream made by one dies, and a reader comes back through the other: the stream ends ``owner lost`` with
+    the first model's tokens only, and the other model's factory is never called for it."""
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = _env(redis_server.url, calls)
+        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
+            meta = open_log(redis_server.url, RealClock().now).meta(made["stream_id"])
+            first = read_stream(one.url + made["events_url"], stop_after=10)
+            one.stop(signal.SIGKILL)
+            through_another = "/another" + made["events_url"].removeprefix("/continued")
+            rest = read_stream(other.url + through_another, headers={"Last-Event-ID": first.tokens[-1].id},
+                               timeout_s=20)
+    assert rest.status == 200 and rest.ids == list(range(10, 10 + len(rest.ids)))
+    assert first.text + rest.text == TEXT[:len(f"{first.text}{rest.text}")] and " y" not in rest.text
+    assert rest.last.event == "done" and rest.last_json()["reason"] == "owner lost"
+    assert 10 + len(rest.ids) < 60 and rest.last_json()["tokens"] == 10 + len(rest.ids)
+    assert [call["model"] for call in _calls(calls, made["stream_id"])] == ["model"]     # never called again
+    assert (meta["model"], meta.get("name")) == ("asgi", "serverless_apps.model")       # what the log records
+
+
+def test_a_model_is_named_by_its_qualified_name_or_the_name_given() -> None:
+    async def factory(request: StreamRequest) -> Any:
+        yield "x"
+
+    class Factory:
+        def __call__(self, request: StreamRequest) -> Any:
+            return factory(request)
+
+    here = "test_continuation.test_a_model_is_named_by_its_qualified_name_or_the_name_given.<locals>"
+    assert TokenStreams(factory).models.name == f"{here}.factory"                          # type: ignore[union-attr]
+    assert TokenStreams(functools.partial(factory)).models.name == f"{here}.factory"       # type: ignore[union-attr]
+    assert TokenStreams(Factory()).models.name == f"{here}.Factory"                        # type: ignore[union-attr]
+    assert TokenStreams(factory, name="gpt-x v2").models.name == "gpt-x v2"               # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="name must be a non-empty str naming the model, got ' '"):
+        TokenStreams(factory, name=" ")
+    with pytest.raises(TypeError, match="name must be a non-empty str naming the model, got 3"):
+        TokenStreams(factory, name=3)  # type: ignore[arg-type]
 
 
 def test_a_shutdown_hands_a_continuable_stream_off_to_another_process(tmp_path: Path) -> None:

@@ -67,7 +67,10 @@ class TokenStreams:
     when that one is gone: ``"end"`` (the early-stop ``done``, reason
     ``owner lost``) or ``"continue"`` (it calls ``model`` again with the
     same request and the logged prefix, and appends from there; the canned
-    answer always continues).  The limits are ``tokenwire serve``'s,
+    answer always continues).  ``name``: the model's name, recorded with
+    each stream (None: the factory's ``module.qualname``); only a process
+    whose model has that name continues a stream, any other ends it ``owner
+    lost``.  The limits are ``tokenwire serve``'s,
     with the same defaults.  ``grace_s``: when the server is told to exit
     (SIGTERM, SIGINT), how long open streams may run on before they end
     after their last frame and thinking models are stopped, so the server
@@ -88,7 +91,7 @@ class TokenStreams:
                  create_rate: float = DEFAULT_CREATE_RATE, max_body_bytes: int = MAX_BODY_BYTES,
                  max_chat_body_bytes: int = MAX_CHAT_BODY_BYTES,
                  grace_s: float = DEFAULT_GRACE_S, max_duration_s: float | None = None,
-                 takeover: str = "end", routes: RouteTable = LIVE_ROUTES) -> None:
+                 takeover: str = "end", name: str | None = None, routes: RouteTable = LIVE_ROUTES) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
         routes = routes.with_limits({"max_body_bytes": max_body_bytes, "max_chat_body_bytes": max_chat_body_bytes})
@@ -105,7 +108,7 @@ class TokenStreams:
         takeover = check_takeover(takeover)     # refused even without a model (the canned answer always continues)
         self.models = None if model is None else ModelSource(
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
-            takeover=takeover)
+            takeover=takeover, name=name)
         self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes)
         self.driver: LoopDriver | None = None
         self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)

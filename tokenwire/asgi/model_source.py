@@ -14,11 +14,15 @@ traceback go to the log only: they may hold secrets).
 ``takeover``: what a follower does when the stream's owner is gone
 (``shared_model``): ``"end"`` (the default) ends it with the early-stop
 ``done``; ``"continue"`` keeps the request in the stream's meta, and a
-follower calls the factory again with it and the logged prefix.
+follower calls the factory again with it and the logged prefix, if its
+model has the name the meta records (``model_name``): a process serving
+another model ends the stream ``owner lost`` rather than continue one
+model's answer with another's.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import weakref
@@ -36,6 +40,7 @@ from ..redislog.streams import aio_of, attach_stream_async
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest, open_source
 from .shared_model import (
     META,
+    NAME_KEY,
     REQUEST_KEY,
     Continuation,
     SharedModelStream,
@@ -45,7 +50,7 @@ from .shared_model import (
     request_to_meta,
 )
 
-__all__ = ["TAKEOVERS", "ModelSource", "attach", "check_takeover"]
+__all__ = ["TAKEOVERS", "ModelSource", "attach", "check_takeover", "model_name"]
 
 # What a follower does when a model stream's owner is gone: end it ("owner lost"), or continue the model.
 TAKEOVERS = ("end", "continue")
@@ -60,12 +65,35 @@ def check_takeover(takeover: str) -> str:
     return takeover
 
 
+def model_name(factory: ModelFactory, name: str | None = None) -> str:
+    """``name`` if given (a non-empty str), else the factory's qualified name, ``module.qualname``.
+
+    The default is the same in every process running the same code, and differs between two functions
+    (a ``functools.partial`` is named by the function it wraps).  Raises ``TypeError``/``ValueError`` for a
+    bad ``name``.
+    """
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise (ValueError if isinstance(name, str) else TypeError)(
+                f"name must be a non-empty str naming the model, got {name!r}")
+        return name
+    while isinstance(factory, functools.partial):
+        factory = factory.func
+    named: Any = factory if hasattr(factory, "__qualname__") else type(factory)   # a callable object: its class
+    return f"{named.__module__}.{named.__qualname__}"
+
+
 class ModelSource:
-    """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``."""
+    """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``.
+
+    ``name`` (None: ``model_name``'s default) is recorded in each stream's
+    meta: only a process whose model has the same name continues a stream.
+    """
 
     def __init__(self, factory: ModelFactory, registry: Registry, *, policy: Policy, buffer: int,
-                 on_disconnect: OnDisconnect, takeover: str = "end") -> None:
+                 on_disconnect: OnDisconnect, takeover: str = "end", name: str | None = None) -> None:
         self.factory, self.registry, self.takeover = factory, registry, check_takeover(takeover)
+        self.name = model_name(factory, name)
         self.policy, self.buffer, self.on_disconnect = policy, buffer, on_disconnect
         self.streams: weakref.WeakSet[ModelStream] = weakref.WeakSet()
 
@@ -108,7 +136,7 @@ class ModelSource:
         stream: ModelStream
         policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
         if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
-            meta: dict[str, Any] = {**META, "policy": policy.value, "capacity": capacity}
+            meta: dict[str, Any] = {**META, NAME_KEY: self.name, "policy": policy.value, "capacity": capacity}
             if self.takeover == "continue":
                 meta[REQUEST_KEY] = request_to_meta(made)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
@@ -116,8 +144,8 @@ class ModelSource:
             stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
                                        on_disconnect=on_disconnect, continuation=self.continuation(made))
         else:
-            stream = ModelStream(stream_id, source, self.registry.log, meta=META, policy=policy, capacity=capacity,
-                                 on_disconnect=on_disconnect)
+            stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name},
+                                 policy=policy, capacity=capacity, on_disconnect=on_disconnect)
         self.streams.add(stream)
         spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=self.on_disconnect)
         return self.registry.adopt(stream, spec, asked.cut)
@@ -133,12 +161,15 @@ async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: P
     """A stream another process made in the shared log: a model's is followed, a canned one rebuilt.
 
     With ``models`` (the app's model source), a model stream made to be
-    continued is continued here if its owner is gone.
+    continued is continued here if its owner is gone, and only if it was
+    made by a model of the same name: another model's stream ends ``owner
+    lost`` instead of being continued with another answer.
     """
     meta = await aio_of(log).meta(stream_id)
     if not is_model_meta(meta):
         return await attach_stream_async(stream_id, log)
-    continuation = models.continuation(request_from_meta(stream_id, meta)) if models is not None else None
+    same = models is not None and meta.get(NAME_KEY) == models.name
+    continuation = models.continuation(request_from_meta(stream_id, meta)) if models is not None and same else None
     stream = await attach_model_stream(stream_id, log, policy=policy, capacity=buffer, on_disconnect=on_disconnect,
                                        continuation=continuation)
     if models is not None:

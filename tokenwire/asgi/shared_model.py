@@ -68,8 +68,8 @@ from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
 from .model_stream import CANCELLED, OWNER_LOST, EarlyEnd, ModelFactory, ModelStream, StreamRequest, open_source
 
-__all__ = ["META", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta", "request_from_meta",
-           "request_to_meta"]
+__all__ = ["META", "NAME_KEY", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta",
+           "request_from_meta", "request_to_meta"]
 
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
@@ -81,6 +81,8 @@ STOPPED = EarlyEnd("stopped")
 _TAKEN = EarlyEnd("taken over")
 # The meta key a continuable stream's request is kept under.
 REQUEST_KEY = "request"
+# The meta key of the name of the model that made the stream: only a process with that model continues it.
+NAME_KEY = "name"
 
 # A continuation: the factory to call again, and the stream's request as it was first made.
 Continuation = tuple[ModelFactory, StreamRequest]
