@@ -19,7 +19,7 @@ from tokenwire.asgi import CannedApp
 ROOT = Path(__file__).resolve().parent.parent
 BAD_URL = "mysql://user:hunter2@db:3306/x"
 LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss:// or unix:// URL, "
-        "got 'mysql://***@db:3306/x'")
+        "got 'mysql://user:***@db:3306/x'")
 
 
 def _env(url: str) -> dict[str, str]:

@@ -52,6 +52,8 @@ def url_for(port: int, password: str = PASSWORD) -> str:
     ("redis://127.0.0.1:6379/0?password=S3cr3t-pw&db=1", "redis://127.0.0.1:6379/0?password=***&db=1"),
     ("unix://:S3cr3t-pw@/run/redis.sock?db=0", "unix://:***@/run/redis.sock?db=0"),
     ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+    ("redis://default:pa/ss?x@127.0.0.1:6379/0", "redis://default:***@127.0.0.1:6379/0"),   # unencoded: all of it
+    ("S3cr3t-pw@cache.internal:6379", "***@cache.internal:6379"),                          # no scheme
 ])
 def test_redact_url_keeps_the_host_and_hides_the_password(url: str, shown: str) -> None:
     assert redact_url(url) == shown
@@ -77,7 +79,7 @@ def test_a_bad_log_url_is_refused_with_the_password_hidden(capsys: pytest.Captur
     assert main(["serve", "--log", "http://default:S3cr3t-pw@127.0.0.1:1/0"]) == 2
     err = capsys.readouterr().err
     assert err == ("tokenwire serve: --log must be 'memory' or a redis://, rediss:// or unix:// URL; got "
-                   "'http://***@127.0.0.1:1/0'\n")
+                   "'http://default:***@127.0.0.1:1/0'\n")
 
 
 # -- the servers, as processes -----------------------------------------------------------------------

@@ -40,7 +40,6 @@ can rebuild a stream), and ``make_registry`` puts them together for
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -61,6 +60,7 @@ from ..core.tokenlog import (
     UnknownStream,
 )
 from ..endpoints import registry
+from .redact import redact_url
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
@@ -73,8 +73,6 @@ __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "aio_of",
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
 # The URL schemes of a Redis log (redis-py's from_url): TCP, TLS, a local socket.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-# A URL's user and password, never echoed in an error.
-_USERINFO = re.compile(r"(?<=://)[^/@]*@")
 
 
 class SharedLog(TokenLog, Protocol):
@@ -255,7 +253,7 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
         return MemoryTokenLog(now)
     if not url.startswith(REDIS_SCHEMES):
         raise ValueError(f"{setting} must be 'memory' or a redis://, rediss:// or unix:// URL, "
-                         f"got {_USERINFO.sub('***@', url)!r}")
+                         f"got {redact_url(url)!r}")
     try:
         from .blocking import RedisTokenLog
     except ImportError as exc:
