@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from unittest.mock import ANY
 from urllib.parse import quote, unquote
 
 import pytest
@@ -34,7 +35,7 @@ from live_helpers import (
 from tokenwire.cli import main as cli
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.config import MAX_REQUEST_LINE
-from tokenwire.endpoints.params import MAX_ECHO_CHARS, MAX_ID_DIGITS
+from tokenwire.endpoints.params import MAX_ECHO_CHARS, MAX_ID_DIGITS, REPORT_ONLY_PARAMS
 from tokenwire.live.server import LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,10 +120,32 @@ def test_every_bad_report_parameter_is_a_400_naming_it_its_value_and_what_is_all
         assert status == 400, (case, status, message)
         assert headers["x-content-type-options"] == "nosniff" and headers["server"] == SERVER_NAME
         value = _value_of(query)
-        if case.endswith("repeated"):
+        if entry != "page" and name in REPORT_ONLY_PARAMS:      # refused whatever its value (below)
+            assert "is the report's, not a live stream's" in message, (case, message)
+        elif case.endswith("repeated"):
             assert "'1'" in message and "'2'" in message, (case, message)
             value = None
         _check_message(case, name, value, message)
+
+
+CREATE_ALLOWED = "allowed: scenario, tokens, buffer, producer_ms, cut_after, seed"
+
+
+@pytest.mark.parametrize("entry", ["POST /streams", "GET /stream"])
+def test_a_live_stream_refuses_the_reports_own_parameters(server: LiveServer, entry: str) -> None:
+    """``format``, ``clock`` and ``reader_ms`` are the report's: a create was quietly ignoring them."""
+    for query, name, value in [("format=html&clock=virtual", "format", "html"), ("clock=real", "clock", "real"),
+                               ("tokens=5&reader_ms=3", "reader_ms", "3")]:
+        assert _ask(server, entry, query) == (400, ANY, (
+            f"parameter {name!r} (given {value!r}) is the report's, not a live stream's: its reader is the client, "
+            f"on the real clock; {CREATE_ALLOWED}"))
+    assert _ask(server, entry, "tokens=5&bogus=1")[2] == f"unknown parameter 'bogus' (given '1'); {CREATE_ALLOWED}"
+    every = "scenario=drop&tokens=3&buffer=2&producer_ms=0.5&seed=4&cut_after=1"
+    assert request(server, "POST", f"/streams?{every}")[0] == 201
+
+
+def test_the_report_still_takes_its_own_parameters(server: LiveServer) -> None:
+    assert _ask(server, "page", "format=text&clock=virtual&reader_ms=1&tokens=5")[0] == 200
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)

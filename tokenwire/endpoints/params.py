@@ -26,13 +26,15 @@ from urllib.parse import parse_qsl, urlencode
 
 from ..core.channel import Policy
 from ..core.pipeline import RunSpec
-from ..report.params import ParamError, ReportParams, cut_after_message, parse_query
+from ..report.params import NAMES, ParamError, ReportParams, cut_after_message, parse_query
 
 __all__ = [
+    "CREATE_PARAMS",
     "LIVE_PARAMS",
     "MAX_ECHO_CHARS",
     "MAX_ID_DIGITS",
     "MAX_QUERY_FIELDS",
+    "REPORT_ONLY_PARAMS",
     "RequestError",
     "cut_range_message",
     "echo",
@@ -59,6 +61,11 @@ MAX_QUERY_FIELDS = 64
 SPEC_CACHE = 256
 # Query parameters the live endpoints take that the report does not.
 LIVE_PARAMS = ("cut_after", "last_event_id")
+# The report's parameters a live stream has no use for: its reader is the client, on the real clock, and
+# what it reads is an event stream, not a report in a format.  A create refuses them, as any unknown one.
+REPORT_ONLY_PARAMS = ("format", "clock", "reader_ms")
+# What a create (POST /streams, GET /stream) of the canned answer takes: the producer's side, and the cut.
+CREATE_PARAMS = tuple(name for name in NAMES if name not in REPORT_ONLY_PARAMS)
 
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
@@ -139,6 +146,7 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
     rest, live = split_query(query)
     if "last_event_id" in live:
         raise RequestError(400, "last_event_id applies to /streams/<id>/events, not to a new stream")
+    _check_create_names(rest)
     try:
         spec = spec_from_params(parse_query(rest))
     except (ParamError, ValueError) as exc:
@@ -147,6 +155,17 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
     if cut is not None and not 0 <= cut < spec.tokens:
         raise RequestError(400, cut_range_message(spec.tokens, live["cut_after"]))
     return spec, cut
+
+
+def _check_create_names(rest: str) -> None:
+    """Refuse (400) a create parameter that is unknown or the report's alone; the values are checked after."""
+    allowed = ", ".join(CREATE_PARAMS)
+    for name, value in parse_qsl(rest, keep_blank_values=True):
+        if name in REPORT_ONLY_PARAMS:
+            raise RequestError(400, f"parameter {name!r} (given {echo(value)}) is the report's, not a live "
+                                    f"stream's: its reader is the client, on the real clock; allowed: {allowed}")
+        if name not in CREATE_PARAMS:
+            raise RequestError(400, f"unknown parameter {echo(name)} (given {echo(value)}); allowed: {allowed}")
 
 
 # The report's scenarios, as the policy of a live stream.  ``baseline`` and
