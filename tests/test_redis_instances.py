@@ -79,6 +79,7 @@ class Reply:
     ids: list[int] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     done: bool = False
+    ending: dict = field(default_factory=dict)     # the done event's data
 
     def json(self) -> dict:
         return json.loads(self.body)
@@ -117,7 +118,7 @@ def request(port: int, method: str, path: str, *, last_event_id: int | None = No
                     if stop_after is not None and len(reply.ids) >= stop_after:
                         return reply
                 elif event.event == "done":
-                    reply.done = True
+                    reply.done, reply.ending = True, json.loads(event.data)
             try:
                 rest = sock.recv(65536)
             except ConnectionResetError:

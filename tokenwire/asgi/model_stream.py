@@ -12,7 +12,8 @@ how it ended (``closing_frame``):
 
 - the iterator is exhausted: ``done``, as for the canned answer;
 - it was stopped early (``cancel``, and the last reader left; the server
-  shutting down; an owner that died on a shared log): ``done`` with
+  shutting down; an owner that died on a shared log; a shared log that
+  lost the stream's tokens, ``"lost"``): ``done`` with
   ``"stopped_early": true`` and the reason;
 - the model raised, or yielded a token that is not a ``str`` UTF-8 can
   encode (``token_problem``, checked before the token enters any log): a
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -42,9 +42,8 @@ from ..core.channel import BoundedChannel, Policy
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.frames import DEFAULT_RETRY_MS, failed_frame
 from ..core.model import Model, Steps, TimingModel
-from ..core.sse import encode
-from ..core.stream import OnDisconnect, Stream
-from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamState, TokenLog
+from ..core.stream import LOST, OnDisconnect, Stream
+from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, TokenLog
 from ..endpoints.decisions import ChatRequest
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "open_source", "token_problem"]
@@ -141,6 +140,8 @@ class EarlyEnd:
 
 CANCELLED = EarlyEnd("cancelled")
 OWNER_LOST = EarlyEnd("owner lost")
+# A shared log lost the stream's tokens (Redis evicted them): the model is never asked again.
+LOST_TOKENS = EarlyEnd(LOST.reason)
 
 
 class _OpenLength(Model):
@@ -297,6 +298,9 @@ class ModelStream(Stream):
                 item = yield from self._logged(index, str(token))
                 yield Put(self, item)
                 index += 1
+        except StreamLost:                   # the log lost what readers hold: never continued, said so
+            self._pending = None
+            yield from self._ending(index, LOST_TOKENS)
         except LogError:
             self._lost()
             self._pending = None
@@ -346,11 +350,6 @@ class ModelStream(Stream):
     # -- the last frame --------------------------------------------------------
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
         """``done`` for a model that ran out; ``done`` with ``stopped_early``, or ``failed``, otherwise."""
-        ending, total = self.ending, self.total
-        if ending is not None and ending.error is not None:
-            return failed_frame(ending.error, total)
-        last = str(total - 1) if total else None       # no id at all for an empty answer
-        body: dict[str, object] = {"tokens": total, "delivered_from": delivered_from, "dropped": dropped}
-        if ending is not None:
-            body.update(stopped_early=True, reason=ending.reason)
-        return encode(json.dumps(body), event="done", id=last)
+        if self.ending is not None and self.ending.error is not None:
+            return failed_frame(self.ending.error, self.total)
+        return super().closing_frame(delivered_from, dropped)

@@ -61,12 +61,22 @@ from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.stream import Attached, OnDisconnect
-from ..core.tokenlog import LogError, StreamState, TokenLog, UnknownStream
+from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
 from ..endpoints.chat import parse_chat
 from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
-from .model_stream import CANCELLED, OWNER_LOST, EarlyEnd, ModelFactory, ModelStream, StreamRequest, open_source
+from .model_stream import (
+    CANCELLED,
+    LOST_TOKENS,
+    OWNER_LOST,
+    EarlyEnd,
+    ModelFactory,
+    ModelStream,
+    StreamRequest,
+    logger,
+    open_source,
+)
 
 __all__ = ["META", "NAME_KEY", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta",
            "request_from_meta", "request_to_meta"]
@@ -75,6 +85,8 @@ __all__ = ["META", "NAME_KEY", "Continuation", "SharedModelStream", "attach_mode
 META = {"model": "asgi"}
 # A stream stopped early for a reason another process cannot know (the model raised, a cancel there).
 STOPPED = EarlyEnd("stopped")
+# A continuation that cannot be made: the log no longer holds the whole prefix (trimmed to its maxlen).
+PREFIX_TRIMMED = EarlyEnd("prefix trimmed")
 
 
 # What a follower's check returns when it took the lease of a stream whose owner is gone (continuation).
@@ -230,6 +242,10 @@ class SharedModelStream(AwaitedReads, ModelStream):
         try:
             if start == self.position:
                 yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
+        except StreamLost:
+            yield from self._close_source()
+            yield from self._ending(start, LOST_TOKENS)
+            return
         except LogError:
             self._lost()                      # the reader ends without `done`; it resumes once the log is back
             yield from self._close_source()
@@ -264,6 +280,8 @@ class SharedModelStream(AwaitedReads, ModelStream):
                         continue              # the last tokens landed as the owner ended: pass them on first
                     self._close(length, ending)   # type: ignore[arg-type]
                     return
+        except StreamLost:
+            self._close(cursor + 1, LOST_TOKENS)      # what this process passed on is all there is
         except LogError:
             self._lost()
             raise
@@ -298,7 +316,11 @@ class SharedModelStream(AwaitedReads, ModelStream):
         factory, request = self.continuation
         start = self._taken_length
         try:
-            prefix = tuple((yield Await(self.aio.read_after(self.stream_id, -1, start, patient=True))))
+            try:
+                prefix = tuple((yield Await(self.aio.read_after(self.stream_id, -1, start, patient=True))))
+            except LogGap as exc:
+                yield from self._cannot_continue(cursor, start, exc)
+                return
             for index in range(cursor + 1, start):
                 self.offered = index
                 yield Put(self, self._made(index, prefix[index]))
@@ -312,6 +334,24 @@ class SharedModelStream(AwaitedReads, ModelStream):
             yield from ModelStream.produce(self, start)
         finally:
             self.aio.disown(self.stream_id)
+
+
+    def _cannot_continue(self, cursor: int, start: int, gap: LogGap) -> Process:
+        """The log trimmed the prefix (a ``maxlen`` below the answer): pass on what it still holds, then end.
+
+        The model cannot be called with part of its answer, so the stream ends
+        with the early-stop ``done`` (``"prefix trimmed"``), for every process.
+        """
+        logger.warning("tokenwire stream %s: cannot continue the model: %s (a log maxlen below the answer's "
+                       "length)", self.stream_id, gap)
+        try:
+            rest = yield Await(self.aio.read_after(self.stream_id, cursor, start - cursor - 1, patient=True))
+        except LogGap:
+            rest = []                            # this reader's next token is trimmed too: it ends where it is
+        for index, text in enumerate(rest, cursor + 1):
+            self.offered = index
+            yield Put(self, self._made(index, text))
+        yield from self._ending(cursor + 1 + len(rest), PREFIX_TRIMMED)
 
 
 async def attach_model_stream(stream_id: str, log: TokenLog, **kwargs: Any) -> SharedModelStream:

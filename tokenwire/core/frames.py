@@ -64,10 +64,15 @@ def token_frame(item: TokenItem) -> bytes:
     return encode(item.text, event="token", id=str(item.index))
 
 
-def done_frame(total: int, *, delivered_from: int, dropped: int) -> bytes:
-    """Return the closing frame; its id is the last index of the answer."""
-    body = {"tokens": total, "delivered_from": delivered_from, "dropped": dropped}
-    return encode(json.dumps(body), event="done", id=str(total - 1))
+def done_frame(total: int, *, delivered_from: int, dropped: int, reason: str | None = None) -> bytes:
+    """Return the closing frame; its id is the last index of the answer (none for an empty one).
+
+    ``reason``: the stream ended early, after ``total`` tokens (``"stopped_early": true`` and the reason).
+    """
+    body: dict[str, object] = {"tokens": total, "delivered_from": delivered_from, "dropped": dropped}
+    if reason is not None:
+        body.update(stopped_early=True, reason=reason)
+    return encode(json.dumps(body), event="done", id=str(total - 1) if total else None)
 
 
 def failed_frame(message: str, total: int) -> bytes:

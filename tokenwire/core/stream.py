@@ -23,7 +23,10 @@ If the log loses the stream under a running producer (evicted for age or
 count), the producer stops and abandons the attached channel, so the
 connection ends without ``done`` (its writer sees ``Taken.GONE``) instead of
 waiting for tokens that will never come; the reader's resume then gets the
-log's ``UnknownStream``.
+log's ``UnknownStream``.  If a shared log lost the stream's tokens but not
+the stream (``StreamLost``: Redis evicted them), nothing can be replayed or
+generated again: every reader gets what it was given, then the early
+``done`` with ``"reason": "lost"``, and a resume gets the log's 410.
 
 Several readers of one stream: the first connection to attach is the
 stream's reader of record, the one whose channel the producer paces to and
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Generator, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -54,9 +58,20 @@ from .frames import DEFAULT_RETRY_MS, HEARTBEAT, TokenItem, done_frame
 from .model import Model
 from .rendering import FRAMES, EarlyEnding, Rendering
 from .sync import SingleThread
-from .tokenlog import LogError, StreamState, TokenLog
+from .tokenlog import LogError, StreamLost, StreamState, TokenLog
 
-__all__ = ["CursorOutOfRange", "Ending", "OnDisconnect", "Stream", "StreamError", "TraceEntry"]
+__all__ = ["LOST", "CursorOutOfRange", "Ending", "Lost", "OnDisconnect", "Stream", "StreamError", "TraceEntry"]
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """The early ending of a stream whose tokens a shared log lost (``StreamLost``): ``reason`` says so."""
+
+    reason: str = "lost"
+    error: str | None = None
+
+
+LOST = Lost()
 
 
 class StreamError(Exception):
@@ -290,6 +305,13 @@ class Stream:
         self.channel, self.followers = None, []
         self.cond.notify_all()
 
+    def _lose(self, reached: int) -> None:
+        """The log lost the stream's tokens (``StreamLost``): it ends after ``reached`` tokens (the most a reader
+        here was given), and every reader ends after what it holds, with the early ending ``LOST``."""
+        self.total = max(self.total, reached) if self.ending is LOST else reached
+        self.ending = LOST
+        self._finished()
+
     def _finish(self) -> None:
         self.log.set_state(self.stream_id, StreamState.DONE)
         self._finished()
@@ -320,7 +342,12 @@ class Stream:
         the open frame).  A follower (see
         ``connect``) takes its tokens from the log each time its doorbell rings.
         """
-        replay, producer = yield from self.attach(cursor, channel)
+        try:
+            replay, producer = yield from self.attach(cursor, channel)
+        except StreamLost:
+            self._lose(cursor + 1)
+            replay, producer = [], None
+            channel.close()                 # nothing to replay: the lost ending at once
         follower = self.is_follower(channel)
         if producer is not None:
             yield Spawn(producer)
@@ -338,9 +365,9 @@ class Stream:
             else:
                 got = yield Get(self, channel, heartbeat_ns)
                 if follower and (isinstance(got, TokenItem) or got is Taken.END):
-                    pending.extend((yield from self.catch_up(last)))    # the doorbell rang: read the log
-                    if got is Taken.END:
-                        pending.append(got)
+                    pending.extend((yield from self._caught_up(last)))    # the doorbell rang: read the log
+                    if got is Taken.END or self.ending is LOST:
+                        pending.append(Taken.END)
                     continue
             if isinstance(got, TokenItem):
                 if got.index <= last:
@@ -361,8 +388,19 @@ class Stream:
                 return Ending.CUT if got is Taken.CUT else Ending.REPLACED
 
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
-        """Return the last frame of a connection that reached the end: ``done`` (a subclass may end otherwise)."""
-        return done_frame(self.total, delivered_from=delivered_from, dropped=dropped)
+        """Return the last frame of a connection that reached the end: ``done``, with the reason of an early
+        ending (a subclass may end otherwise)."""
+        return done_frame(self.total, delivered_from=delivered_from, dropped=dropped,
+                          reason=None if self.ending is None else self.ending.reason)
+
+    def _caught_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
+        """``catch_up``, or nothing once the log has lost the stream (the reader then gets the lost ending)."""
+        if self.ending is not LOST:
+            try:
+                return (yield from self.catch_up(last))
+            except StreamLost:
+                self._lose(last + 1)
+        return []
 
     def _logged_after(self, last: int) -> list[TokenItem]:
         count = self.log.length(self.stream_id) - last - 1

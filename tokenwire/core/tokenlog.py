@@ -44,6 +44,7 @@ __all__ = [
     "LogGap",
     "LogUnavailable",
     "MemoryTokenLog",
+    "StreamLost",
     "StreamState",
     "TokenLog",
     "UnknownStream",
@@ -83,6 +84,19 @@ class LogGap(LogError):
             f"the log keeps indices from {first_kept} on"
         )
         self.stream_id, self.cursor, self.first_kept = stream_id, cursor, first_kept
+
+
+class StreamLost(LogError):
+    """A shared log lost a stream's tokens but not the stream (Redis evicted the key under memory pressure).
+
+    Readers may hold tokens the log no longer has, so the stream is never
+    generated again, from 0 or from a shorter prefix: it is over.
+    """
+
+    def __init__(self, stream_id: str) -> None:
+        super().__init__(f"stream {stream_id!r} was lost: the token log no longer holds its tokens (Redis "
+                         f"evicted them); it cannot be resumed or generated again")
+        self.stream_id = stream_id
 
 
 class LogUnavailable(LogError):

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from ..core.stream import Stream
-from ..core.tokenlog import LogError, LogGap, LogUnavailable, StreamState, UnknownStream
+from ..core.tokenlog import LogError, LogGap, LogUnavailable, StreamLost, StreamState, UnknownStream
 from .config import RETRY_AFTER_S
 from .params import (
     RequestError,
@@ -201,13 +201,14 @@ def quota_error(exc: OverQuota) -> RequestError:
 
 
 def log_error(exc: LogError) -> RequestError:
-    """The answer to a token-log failure: 404 for a stream it does not hold, 410 for a gap, else 503.
+    """The answer to a token-log failure: 404 for a stream it does not hold, 410 for a gap or a stream whose
+    tokens it lost, else 503.
 
     A 503 says only ``LOG_UNAVAILABLE``; why (and where) goes to the operator's log, at most every 10 s.
     """
     if isinstance(exc, UnknownStream):
         return RequestError(404, unknown_stream_message(exc.stream_id))
-    if isinstance(exc, LogGap):
+    if isinstance(exc, LogGap | StreamLost):
         return RequestError(410, str(exc))
     now = time.monotonic()
     if now - _unavailable_said_at[0] >= UNAVAILABLE_LOG_EVERY_S:

@@ -24,7 +24,7 @@ import json
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
-from ..core.tokenlog import LogUnavailable, StreamState, UnknownStream
+from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
 from .presence import readers_key
 from .reader import LogReader
 from .scripts import Claim, claimed, create_args, created, tokens_read
@@ -87,10 +87,13 @@ class AsyncRedisLog:
         created(stream_id, made)
 
     async def info(self, stream_id: str, *, patient: bool = False) -> tuple[Mapping[str, Any], int, int, StreamState]:
-        """The stream's meta, total, length and state in one call; raises ``UnknownStream``, ``LogUnavailable``."""
+        """The stream's meta, total, length and state in one call; raises ``UnknownStream``, ``StreamLost``,
+        ``LogUnavailable``."""
         def parse(reply: list[Any] | None) -> tuple[Mapping[str, Any], int, int, StreamState]:
             if reply is None:
                 raise UnknownStream(stream_id)
+            if int(reply[2]) < 0:
+                raise StreamLost(stream_id)
             return json.loads(reply[0]), int(reply[1]), int(reply[2]), StreamState(reply[3])
         meta, tokens, _ = self.log._keys(stream_id)
         return await self._ask(self._here().writer.script("info", (meta, tokens), [], parse=parse), patient)

@@ -9,7 +9,9 @@ old owner still sends (ids ``(e-1)-...``) is refused by ``XADD`` itself; the
 owner's appends need no lease check: each is one plain ``XADD``, a round's
 sent together (only a refused one is looked at further, by ``REFUSED``).
 An append without a claim (tools, tests) takes the checked path,
-``APPEND_ONE``.  Each epoch's first index is kept in the meta hash
+``APPEND_ONE``.  A stream whose tokens key Redis evicted (memory pressure)
+is *lost* (``_LOST``), never made again: every claim, read and append
+says so (``StreamLost``) instead of starting it over from index 0.  Each epoch's first index is kept in the meta hash
 (``epochs``), which turns an index into its entry id for the reads.  The
 TTLs are re-armed by RENEW_MANY, on the owner's renewal timer.  The
 functions below turn a script's reply into a value or the core's
@@ -25,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, UnknownStream
+from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, StreamLost, UnknownStream
 from .presence import PRESENCE_SCRIPTS
 
 __all__ = ["APPEND_ONE", "CLAIM", "CREATE", "IDS_AT", "INFO", "READ", "REFUSED", "RELEASE", "RENEW_MANY",
@@ -51,6 +53,21 @@ local function length(tokens)
   local e = redis.call('XREVRANGE', tokens, '+', '-', 'COUNT', 1)
   if #e == 0 then return 0 end
   return tonumber(string.match(e[1][1], '%d+$'))
+end
+"""
+
+# Whether a stream lost its tokens: an owner has claimed it (its epoch is past 0, so it may have logged tokens
+# that readers hold) and its tokens key is gone (made with the stream, it is never made again: Redis evicted
+# it), or the key's last id ``len`` is below the index the current epoch began at (where the fence moved it:
+# only a key made again is shorter).  A stream no owner claimed yet (epoch 0), or made before epochs (none),
+# has logged nothing: an empty key is made for it as before.
+_LOST = """
+local function lost(meta, tokens, len)
+  local m = redis.call('HMGET', meta, 'epoch', 'epochs')
+  if tonumber(m[1] or '0') == 0 then return false end
+  if redis.call('EXISTS', tokens) == 0 then return true end
+  local first = string.match(m[2] or '', '(%d+),$')
+  return first ~= nil and len < tonumber(first)
 end
 """
 
@@ -107,11 +124,12 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 
-# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1 or -1 unknown, length, owner, epoch}.
+# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1, -1 unknown or -2 lost, length, owner, epoch}.
 # Taking a free lease marks the stream generating (it may have been cancelled by the last owner).
-CLAIM = _LENGTH + _EPOCHS + """
+CLAIM = _LENGTH + _LOST + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, '', 0} end
 local len = length(KEYS[2])
+if lost(KEYS[1], KEYS[2], len) then return {-2, 0, '', 0} end
 local o = redis.call('GET', KEYS[3])
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
@@ -126,9 +144,10 @@ return {1, len, ARGV[1], fence(KEYS[1], KEYS[2], ARGV[1], len)}
 
 # A continuation's claim: take a free lease only while the stream is still generating (a stopped or finished
 # stream stays as its owner left it).  KEYS meta, tokens, lease; ARGV owner, hold_ms -> as CLAIM.
-TAKE_OVER = _LENGTH + _EPOCHS + """
+TAKE_OVER = _LENGTH + _LOST + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, '', 0} end
 local len = length(KEYS[2])
+if lost(KEYS[1], KEYS[2], len) then return {-2, 0, '', 0} end
 local o = redis.call('GET', KEYS[3])
 if o == ARGV[1] then return {1, len, o, fence(KEYS[1], KEYS[2], o, len)} end
 if o then return {0, len, o, 0} end
@@ -137,11 +156,13 @@ redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 return {1, len, ARGV[1], fence(KEYS[1], KEYS[2], ARGV[1], len)}
 """
 
-# KEYS meta, tokens; -> {params, total, length, state}, or nil for an unknown stream.
-INFO = _LENGTH + """
+# KEYS meta, tokens; -> {params, total, length (-1: lost), state}, or nil for an unknown stream.
+INFO = _LENGTH + _LOST + """
 local m = redis.call('HMGET', KEYS[1], 'params', 'total', 'state')
 if not m[1] then return nil end
-return {m[1], m[2], length(KEYS[2]), m[3]}
+local len = length(KEYS[2])
+if lost(KEYS[1], KEYS[2], len) then len = -1 end
+return {m[1], m[2], len, m[3]}
 """
 
 # What a refused XADD of the group commit means (the writer sends a round's appends of the streams this
@@ -151,11 +172,14 @@ return {m[1], m[2], length(KEYS[2]), m[3]}
 # a round with a refusal.  KEYS the refused appends' tokens keys; ARGV entry id, token per append
 # -> flat: position (from 0), status, value for each append really refused, where status, value is 'lease',
 # the epoch's owner now | 'conflict', length | 'unknown', 0; a retried round's append that had landed (the
-# same token at that id) is not in it.  The meta key is the tokens key's sibling in the same hash slot.
-REFUSED = _LENGTH + """
+# same token at that id) is not in it; 'lost', 0 for a stream whose tokens key is gone.  The meta key is
+# the tokens key's sibling in the same hash slot.
+REFUSED = _LENGTH + _LOST + """
 local function refused(tokens, id, token)
   local meta = string.sub(tokens, 1, -7) .. 'meta'
-  if redis.call('EXISTS', meta) == 0 or redis.call('EXISTS', tokens) == 0 then return {'unknown', 0} end
+  if redis.call('EXISTS', meta) == 0 then return {'unknown', 0} end
+  if lost(meta, tokens, length(tokens)) then return {'lost', 0} end
+  if redis.call('EXISTS', tokens) == 0 then return {'unknown', 0} end
   local e = redis.call('XRANGE', tokens, id, id)
   if #e == 1 and e[1][2][2] == token then return 0 end
   local m = redis.call('HMGET', meta, 'epoch', 'eowner')
@@ -180,11 +204,12 @@ return out
 # when logged).  It appends while nobody else holds the lease,
 # at the next index and within the total, in this owner's epoch (a new one if the last was another's); a
 # retried append that already landed (the same token at that index) is logged.
-APPEND_ONE = _LENGTH + _EPOCHS + """
+APPEND_ONE = _LENGTH + _LOST + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown', 0} end
+local len, index = length(KEYS[2]), tonumber(ARGV[2])
+if lost(KEYS[1], KEYS[2], len) then return {'lost', 0} end
 local o = redis.call('GET', KEYS[3])
 if o and o ~= ARGV[1] then return {'lease', o} end
-local len, index = length(KEYS[2]), tonumber(ARGV[2])
 if index == len and index < tonumber(redis.call('HGET', KEYS[1], 'total')) then
   local e = fence(KEYS[1], KEYS[2], ARGV[1], len)
   redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[4], e .. '-' .. (index + 1), 't', ARGV[3])
@@ -202,14 +227,17 @@ return {'conflict', len}
 # tokens are trimmed to MAXLEN (the appends do not trim).
 # KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms, maxlen -> 1 (held) or 0 (lost) per stream.
 # A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates
-# and its epoch is still this owner's (nobody claimed it in between: its appends would be refused).
+# and its epoch is still this owner's (nobody claimed it in between: its appends would be refused).  A stream
+# whose meta is gone (evicted) is not held: unknown now, its next append says so.
 RENEW_MANY = """
 local out = {}
 for i = 0, #KEYS / 3 - 1 do
   local meta, tokens, lease = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
   local o = redis.call('GET', lease)
   local held = 0
-  if o == ARGV[1] then
+  if redis.call('EXISTS', meta) == 0 then
+    held = 0                              -- evicted: its appends are checked from now on (and refused)
+  elseif o == ARGV[1] then
     redis.call('PEXPIRE', lease, ARGV[2])
     held = 1
   elseif not o then
@@ -230,10 +258,11 @@ return out
 """
 
 # A resume read in one atomic call. KEYS meta, tokens; ARGV cursor, limit (-1: all)
-# -> {length or false, first kept entry (or {}), entries after the cursor}.
-READ = _LENGTH + _EPOCHS + """
+# -> {length (-1: lost) or false, first kept entry (or {}), entries after the cursor}.
+READ = _LENGTH + _LOST + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {false, {}, {}} end
 local len = length(KEYS[2])
+if lost(KEYS[1], KEYS[2], len) then return {-1, {}, {}} end
 local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
 local rest = {}
 local limit = tonumber(ARGV[2])
@@ -304,6 +333,8 @@ def appended(stream_id: str, index: int, status: str, value: Any) -> None:
         raise LeaseLost(stream_id, str(value))
     if status == "conflict":
         raise IndexConflict(stream_id, index, int(value))
+    if status == "lost":
+        raise StreamLost(stream_id)
     raise UnknownStream(stream_id)
 
 
@@ -312,6 +343,8 @@ def tokens_read(stream_id: str, cursor: int, replies: list[Any]) -> list[str]:
     length, first, *rest = replies
     if length is None or length is False:       # a script's false: nil in RESP2, false in RESP3
         raise UnknownStream(stream_id)
+    if int(length) < 0:
+        raise StreamLost(stream_id)
     first_kept = entry_index(first[0][0]) if first else int(length)
     if cursor + 1 < first_kept:
         raise LogGap(stream_id, cursor, first_kept)
@@ -327,6 +360,8 @@ def claimed(stream_id: str, reply: Any) -> Claim:
     owned, length, owner, epoch = reply
     if owned == -1:
         raise UnknownStream(stream_id)
+    if owned == -2:
+        raise StreamLost(stream_id)
     return Claim(owned == 1, int(length), str(owner), int(epoch))
 
 

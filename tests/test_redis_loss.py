@@ -1,0 +1,305 @@
+"""A stream whose tokens Redis lost (a key evicted under memory pressure) on a real ``redis-server``.
+
+What is asserted: a stream an owner has claimed whose tokens key is gone (``DEL`` here; eviction under real
+``allkeys-lru`` pressure in test_redis_eviction.py) is *lost*: every claim, take-over, read and append says
+``StreamLost`` and the key is never made again (never generated from index 0, never continued from a shorter
+prefix), and a key made again shorter than where the current epoch began is lost too; a resume gets 410, a
+fresh reader too, and a reader that is reading gets the early-stop ``done`` with ``"reason": "lost"``, on
+``tokenwire serve`` (both event loops) and with a user's model on ``TokenStreams``; with the meta gone too the
+stream is unknown (404).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+from asgi_helpers import Read, Uvicorn, read_stream, uvicorn
+from redis_fixture import running_redis
+from test_redis_epochs import _log, _run
+from test_redis_instances import Instance, create, request
+
+from tokenwire.core.model import ANSWER
+from tokenwire.core.tokenlog import StreamLost, UnknownStream
+from tokenwire.endpoints import rules
+
+if TYPE_CHECKING:
+    from tokenwire.redislog.blocking import RedisTokenLog
+
+# How long a reader waits for another to have a token.
+IO_WAIT_S = 10.0
+LOST = ("stream 's' was lost: the token log no longer holds its tokens (Redis evicted them); it cannot be "
+        "resumed or generated again")
+
+
+async def _three_tokens_by(log, sid: str = "s") -> None:
+    """Create ``sid`` and log three tokens as its claimed owner; the lease is let go."""
+    await log.aio.create(sid, {}, 10)
+    await log.aio.claim(sid)
+    for i in range(3):
+        await log.aio.append(sid, i, f"t{i}")
+    await log.aio.release(sid)
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def loop_kind(request, monkeypatch):
+    if request.param == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
+    monkeypatch.setenv("TOKENWIRE_LOOP", request.param)
+    return request.param
+
+
+async def _calls(log, sid: str) -> list[str]:
+    """What each log call on ``sid`` answers: the value's type or the error's."""
+    out = []
+    calls = [("claim", log.aio.claim(sid)), ("take_over", log.aio.take_over(sid)), ("info", log.aio.info(sid)),
+             ("snapshot", log.aio.snapshot(sid, -1)), ("read_after", log.aio.read_after(sid, 2)),
+             ("append", log.aio.append(sid, 3, "x"))]
+    for name, call in calls:
+        try:
+            await call
+            out.append(f"{name}: ok")
+        except Exception as exc:  # noqa: BLE001 - what the call says is the point
+            out.append(f"{name}: {type(exc).__name__}")
+    log.aio.disown(sid)
+    return out
+
+
+def test_a_claimed_stream_whose_tokens_key_is_gone_is_lost_and_never_made_again(redis_server, loop_kind):
+    a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
+    meta, tokens, lease = a._keys("s")
+
+    async def scene():
+        await _three_tokens_by(a)
+        await a.aio.claim("s")
+        await a.aio.command("DEL", tokens)
+        with pytest.raises(StreamLost) as owned:
+            await a.aio.append("s", 3, "t3")              # the owner's plain XADD: refused, and why
+        await a.aio.release("s")
+        seen = {"A": await _calls(a, "s"), "B": await _calls(b, "s")}
+        exists = await a.aio.command("EXISTS", tokens)
+        await a.aio.command("DEL", meta)                  # the meta gone too: an unknown stream
+        with pytest.raises(UnknownStream):
+            await b.aio.info("s")
+        with pytest.raises(UnknownStream):
+            await b.aio.claim("s")
+        for log in (a, b):
+            await log.aio.close()
+        return str(owned.value), seen, exists
+
+    message, seen, exists = _run(scene)
+    assert message == LOST
+    lost = ["claim: StreamLost", "take_over: StreamLost", "info: StreamLost", "snapshot: StreamLost",
+            "read_after: StreamLost", "append: StreamLost"]
+    assert seen == {"A": lost, "B": lost}
+    assert exists == 0                                     # nobody made the key again
+    a.close()
+    b.close()
+
+
+def test_a_tokens_key_made_again_shorter_than_its_epoch_began_is_lost(redis_server, loop_kind):
+    """The fence moved the key's last id to where B's epoch began (index 3); a key made again since (by an
+    instance of a version that made it again) is shorter: lost, never continued from the shorter prefix."""
+    a, b = _log(redis_server.url, "A", lease_ms=200), _log(redis_server.url, "B", lease_ms=200)
+    _, tokens, lease = a._keys("s")
+
+    async def scene():
+        await _three_tokens_by(a)
+        assert (await b.aio.claim("s")).epoch == 2
+        await b.aio.release("s")
+        await a.aio.command("DEL", tokens)
+        await a.aio.command("XADD", tokens, "1-1", "t", "again")          # a shorter key, one entry
+        with pytest.raises(StreamLost):
+            await b.aio.claim("s")
+        with pytest.raises(StreamLost):
+            await b.aio.read_after("s", -1)
+        for log in (a, b):
+            await log.aio.close()
+
+    _run(scene)
+    a.close()
+    b.close()
+
+
+def test_a_lost_stream_is_answered_410():
+    refusal = rules.log_error(StreamLost("s"))
+    assert (refusal.status, refusal.message) == (410, LOST)
+    assert json.loads(rules.error_body(refusal.message)) == {"error": LOST}
+
+
+# -- tokenwire serve: two processes on one Redis -----------------------------------------------------------
+def _lost_message(events_url: str) -> str:
+    return LOST.replace("'s'", repr(events_url.split("/")[-2]))
+
+
+def _refusals(events: str, *instances) -> list[tuple[str, int | None, int, str]]:
+    """What a fresh reader and a resume get from each instance: (instance, Last-Event-ID, status, error)."""
+    out = []
+    for inst in instances:
+        for last in (None, 5):
+            reply = request(inst.port, "GET", events, last_event_id=last)
+            out.append((inst.name, last, reply.status, reply.json()["error"]))
+    return out
+
+
+@contextlib.contextmanager
+def _serving(url: str, loop: str) -> Iterator[tuple[Instance, Instance]]:
+    """Two ``tokenwire serve`` processes on ``url``'s Redis, on the ``loop`` event loop."""
+    if loop == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
+    a = Instance(url, "A", loop)
+    try:
+        b = Instance(url, "B", loop)
+        try:
+            yield a, b
+        finally:
+            b.kill()
+    finally:
+        a.kill()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_serve_a_stream_whose_tokens_are_evicted_mid_answer_ends_its_readers_and_answers_410(redis_server, loop):
+    with _serving(redis_server.url, loop) as (a, b):
+        _evicted_mid_answer(redis_server.url, a, b)
+
+
+def _evicted_mid_answer(url: str, a: Instance, b: Instance) -> None:
+    log = _log(url, "test")
+    events = create(a, "tokens=200&producer_ms=10")
+    tokens_key = log._keys(events.split("/")[2])[1]
+    following = threading.Event()
+    followed: list = []
+    follower = threading.Thread(target=lambda: followed.append(
+        request(b.port, "GET", events, on_token=lambda r: following.set())))      # a reader on B follows A
+
+    def on_token(reply) -> None:
+        if len(reply.ids) == 5:
+            follower.start()
+        if len(reply.ids) == 20:
+            assert following.wait(IO_WAIT_S)
+            log._run(log.aio.command("DEL", tokens_key))                      # Redis loses the tokens
+
+    owner = request(a.port, "GET", events, on_token=on_token)
+    follower.join(IO_WAIT_S)
+    assert not follower.is_alive()
+    for reply in (owner, followed[0]):
+        assert reply.status == 200 and reply.done
+        assert reply.ids == list(range(len(reply.ids))) and reply.texts == list(ANSWER[:len(reply.ids)])
+        assert reply.ending == {"tokens": len(reply.ids), "delivered_from": 0, "dropped": 0,
+                                "stopped_early": True, "reason": "lost"}
+    assert 20 <= len(owner.ids) < 200 and len(followed[0].ids) <= len(owner.ids) + 1
+    lost = _lost_message(events)
+    assert _refusals(events, a, b) == [("A", None, 410, lost), ("A", 5, 410, lost), ("B", None, 410, lost),
+                                       ("B", 5, 410, lost)]
+    assert log._run(log.aio.command("EXISTS", tokens_key)) == 0              # never made again
+    log.close()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_serve_a_finished_stream_whose_tokens_are_evicted_answers_410_and_404_once_its_meta_goes(redis_server,
+                                                                                                 loop):
+    with _serving(redis_server.url, loop) as (a, b):
+        _evicted_when_finished(redis_server.url, a, b)
+
+
+def _evicted_when_finished(url: str, a: Instance, b: Instance) -> None:
+    log = _log(url, "test")
+    events = create(a, "tokens=30&producer_ms=1")
+    assert request(a.port, "GET", events).done
+    meta, tokens, _ = log._keys(events.split("/")[2])
+    log._run(log.aio.command("DEL", tokens))
+    lost = _lost_message(events)
+    assert _refusals(events, a, b) == [("A", None, 410, lost), ("A", 5, 410, lost), ("B", None, 410, lost),
+                                       ("B", 5, 410, lost)]
+    log._run(log.aio.command("DEL", meta))
+    assert {(status, "never created here" in error) for _, _, status, error in _refusals(events, a, b)} == {
+        (404, True)}
+    log.close()
+
+
+# -- a user's model: TokenStreams on two uvicorn processes ---------------------------------------------------
+@contextlib.contextmanager
+def _two_apps(calls: Path) -> Iterator[tuple[RedisTokenLog, Uvicorn, Uvicorn]]:
+    """A Redis of its own, a log on it for the test, and two uvicorn processes serving ``serverless_apps``."""
+    with running_redis() as redis_server:
+        log = _log(redis_server.url, "test")
+        env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
+               "TOKENWIRE_TEST_CALLS": str(calls)}
+        try:
+            with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+                yield log, one, other
+        finally:
+            log.close()
+
+
+def _evict(log: RedisTokenLog, stream_id: str) -> None:
+    log._run(log.aio.command("DEL", log._keys(stream_id)[1]))
+
+
+def _factory_calls(path: Path, stream_id: str) -> list[int]:
+    """The ``start`` of every call of the model factory for ``stream_id``, on any process."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [call["start"] for call in map(json.loads, lines) if call["stream_id"] == stream_id]
+
+
+def _lost_ending(read: Read) -> dict:
+    assert read.status == 200 and read.last.event == "done", read.events[-3:]
+    assert read.ids == list(range(len(read.ids))) and read.text == "".join(f" t{i}" for i in range(len(read.ids)))
+    return read.last_json()
+
+
+@pytest.mark.parametrize("app", ["continued", "ended"])
+def test_a_model_whose_tokens_are_evicted_while_it_generates_ends_every_reader_with_lost(tmp_path, app):
+    calls = tmp_path / "calls.jsonl"
+    with _two_apps(calls) as (log, one, other):
+        made = httpx.post(f"{one.url}/{app}/streams?n=300&delay_ms=20").json()
+        url = made["events_url"]
+        there: list[Read] = []
+        follower = threading.Thread(target=lambda: there.append(read_stream(other.url + url, timeout_s=20)))
+        follower.start()                                            # a reader on the other process follows
+        here = read_stream(one.url + url, stop_after=10)
+        _evict(log, made["stream_id"])                              # Redis loses the tokens
+        rest = read_stream(one.url + url, headers={"Last-Event-ID": here.tokens[-1].id}, timeout_s=20)
+        follower.join(20)
+        resumed = httpx.get(other.url + url, headers={"Last-Event-ID": "3"})
+        fresh = httpx.get(one.url + url)
+    assert rest.status == 410 or _lost_ending(rest)["reason"] == "lost"     # the owner may be told first
+    ending = _lost_ending(there[0])
+    assert ending["stopped_early"] is True and ending["reason"] == "lost" and ending["tokens"] == len(there[0].ids)
+    assert 10 <= len(there[0].ids) < 300
+    assert (resumed.status_code, fresh.status_code) == (410, 410)
+    assert resumed.json() == {"error": _lost_message(url)}
+    assert _factory_calls(calls, made["stream_id"]) == [0]                   # never called again
+
+
+def test_a_model_whose_owner_died_and_whose_tokens_are_evicted_is_not_continued_from_index_0(tmp_path):
+    """The issue's case: a take-over found length 0 and called the factory again with start=0."""
+    calls = tmp_path / "calls.jsonl"
+    with _two_apps(calls) as (log, one, other):
+        made = httpx.post(f"{one.url}/continued/streams?n=300&delay_ms=20").json()
+        url = other.url + made["events_url"]
+        first = read_stream(url, stop_after=10)
+        one.stop(signal.SIGKILL)
+        _evict(log, made["stream_id"])
+        rest = httpx.get(url, headers={"Last-Event-ID": first.tokens[-1].id})
+        fresh = httpx.get(url)
+    assert (rest.status_code, fresh.status_code) == (410, 410)
+    assert _factory_calls(calls, made["stream_id"]) == [0]
+
+
+def test_a_finished_model_stream_whose_tokens_are_evicted_is_410_never_an_empty_done(tmp_path):
+    with _two_apps(tmp_path / "calls.jsonl") as (log, one, _):
+        made = httpx.post(f"{one.url}/ended/streams?n=12&delay_ms=1").json()
+        whole = read_stream(one.url + made["events_url"])
+        _evict(log, made["stream_id"])
+        again = httpx.get(one.url + made["events_url"])
+    assert whole.ids == list(range(12)) and whole.last_json()["tokens"] == 12
+    assert again.status_code == 410 and again.json() == {"error": _lost_message(made["events_url"])}
