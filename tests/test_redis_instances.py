@@ -186,10 +186,20 @@ def test_failover_after_sigkill_mid_generation(pair):
     n = 80
     events = create(a, f"tokens={n}&producer_ms=25&scenario=block")
     stream_id = events.split("/")[2]
-    # a reader slower than the model (40 ms a token against 25): A's log runs ahead of what it has read
-    first = request(a.port, "GET", events, stop_after=20, on_token=lambda r: time.sleep(0.04))
-    logged_before_kill, lease_owner = _log(url).length(stream_id), _log(url).owner(stream_id)
-    a.kill()                                                  # SIGKILL while A is generating
+    seen: dict[str, object] = {}
+
+    def slow_then_kill(reply: Reply) -> None:
+        # a reader slower than the model (40 ms a token against 25): A's log runs ahead of what it has read;
+        # at the 20th token, with this connection still open (A's reader of record is attached, so nothing has
+        # cancelled A's producer yet), read the log's length and lease, then SIGKILL A while it generates.
+        if len(reply.ids) < 20:
+            time.sleep(0.04)
+            return
+        seen["logged"], seen["owner"] = _log(url).length(stream_id), _log(url).owner(stream_id)
+        a.kill()
+
+    first = request(a.port, "GET", events, stop_after=20, on_token=slow_then_kill)
+    logged_before_kill, lease_owner = seen["logged"], seen["owner"]
     assert not a.alive() and logged_before_kill < n
     assert lease_owner is not None and f":{a.pid}/" in lease_owner    # A held the lease when it died
     killed_at = time.monotonic()
