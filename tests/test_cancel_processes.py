@@ -74,7 +74,7 @@ class Following:
 def test_the_only_reader_leaving_on_another_process_stops_the_model_within_one_step(
         two: tuple[Uvicorn, Uvicorn]) -> None:
     one, other = two
-    stream_id, url = _create(one, "n=100&delay_ms=50")
+    stream_id, url = _create(one, "n=100&delay_ms=100")
     read = read_stream(other.url + url, stop_after=5)                  # the only reader, on the other process
     assert read.ids == list(range(5))
     wait_until(lambda: _model(one, stream_id)["closed"], "the owner to stop the model")
