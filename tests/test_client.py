@@ -445,7 +445,8 @@ def test_the_client_extra_is_httpx_and_the_readme_names_it() -> None:
 
 READ_USAGE = [
     (["--max-attempts", "abc", URL], "tokenwire read: --max-attempts must be a whole number; got 'abc'"),
-    (["--max-attempts", "0", URL], "tokenwire read: --max-attempts must be from 1 to 100; got 0"),
+    (["--max-attempts", "0", URL], "tokenwire read: --max-attempts must be from 1 to 100; got '0'"),
+    (["--max-attempts=0101", URL], "tokenwire read: --max-attempts must be from 1 to 100; got '0101'"),
     (["--max-attempts"], "tokenwire read: flag --max-attempts needs a value"),
     (["--header", "nocolon", URL], "tokenwire read: --header must look like 'Name: value'; got 'nocolon'"),
     (["--header", "Bad Name: x", URL], "tokenwire read: --header must look like 'Name: value'; got 'Bad Name: x'"),

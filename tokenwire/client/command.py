@@ -52,8 +52,9 @@ def _headers(values: list[str]) -> dict[str, str]:
 
 def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) -> int:
     """Run ``tokenwire read``; returns the exit status (``sleep`` is for tests)."""
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
         headers = _headers(args.header)
         if not 1 <= args.max_attempts <= MAX_ATTEMPTS:
             raise ValueError(f"--max-attempts must be from 1 to {MAX_ATTEMPTS}; got {args.max_attempts!r}")
@@ -62,7 +63,7 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
         stream = events(args.url, headers=headers, last_event_id=args.last_event_id,
                         max_attempts=args.max_attempts, sleep=sleep)
     except ValueError as exc:                       # a ParamError from the flags, or a bad value
-        return usage_error("read", _url_message(str(exc)))
+        return usage_error("read", parser.refusal(_url_message(str(exc)), argv))
     try:
         return read(stream, sys.stdout)
     except ClientError as exc:
