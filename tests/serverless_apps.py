@@ -5,9 +5,9 @@
 - ``/continued``: a model (``TokenStreams(..., takeover="continue")``) that
   yields ``" t<i>"`` for ``i`` from ``request.start`` to ``n - 1``, each
   after ``delay_ms``; every call of its factory appends one JSON line to the
-  file ``TOKENWIRE_TEST_CALLS`` names (the stream, the pid, ``start`` and the
-  ``prefix`` it was handed), so a test reads what each process was given
-  even after the process was killed;
+  file ``TOKENWIRE_TEST_CALLS`` names (``app_parts.record``: the stream, the
+  pid, ``start`` and the ``prefix`` it was handed), so a test reads what
+  each process was given even after the process was killed;
 - ``/ended``: the same model with the default takeover (a dead owner ends
   the stream with ``"owner lost"``);
 - ``/another``: another model (``" y<i>"``, its calls recorded with
@@ -21,53 +21,25 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import os
 from collections.abc import AsyncIterator
-from typing import Any
+
+from app_parts import counting, prefix_app
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 
 _LOG = os.environ.get("TOKENWIRE_TEST_LOG") or "memory"
-_CALLS = os.environ.get("TOKENWIRE_TEST_CALLS")
 _GRACE_S = float(os.environ.get("TOKENWIRE_TEST_GRACE_S", "10"))
-
-
-def _record(request: StreamRequest, model: str = "model") -> None:
-    if _CALLS is None:
-        return
-    line = json.dumps({"stream_id": request.stream_id, "pid": os.getpid(), "start": request.start,
-                       "prefix": list(request.prefix), "params": dict(request.params), "model": model})
-    with open(_CALLS, "a") as calls:            # one short write per call: lines never interleave
-        calls.write(line + "\n")
 
 
 async def model(request: StreamRequest) -> AsyncIterator[str]:
     """Tokens ``" t<start>"`` .. ``" t<n-1>"``, each after ``delay_ms``: a continuation picks up at ``start``."""
-    n = int(request.params.get("n", "20"))
-    delay = float(request.params.get("delay_ms", "5")) / 1000
-    _record(request)
-
-    async def tokens() -> AsyncIterator[str]:
-        for index in range(request.start, n):
-            await asyncio.sleep(delay)
-            yield f" t{index}"
-
-    return tokens()
+    return counting(request)
 
 
 async def another_model(request: StreamRequest) -> AsyncIterator[str]:
     """Another answer, ``" y<start>"`` ..: what a continuation by the wrong model would splice in."""
-    _record(request, "another")
-
-    async def tokens() -> AsyncIterator[str]:
-        for index in range(request.start, int(request.params.get("n", "20"))):
-            await asyncio.sleep(0.005)
-            yield f" y{index}"
-
-    return tokens()
+    return counting(request, word="y", model="another", delay_s=0.005)
 
 
 continued = TokenStreams(model, log=_LOG, takeover="continue", grace_s=_GRACE_S)
@@ -78,30 +50,4 @@ canned = TokenStreams(log=_LOG, grace_s=_GRACE_S)
 
 MOUNTS = {"/continued": continued, "/ended": ended, "/another": another, "/canned": canned}
 
-
-async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """The apps mounted by path prefix (no framework: a fresh instance starts in a fraction of a second)."""
-    if scope["type"] == "lifespan":
-        await _lifespan(receive, send)
-        return
-    path = str(scope["path"])
-    for prefix, mounted in MOUNTS.items():
-        if path == prefix or path.startswith(prefix + "/"):
-            await mounted({**scope, "root_path": str(scope.get("root_path", "")) + prefix}, receive, send)
-            return
-    await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
-    await send({"type": "http.response.body", "body": b""})
-
-
-async def _lifespan(receive: Any, send: Any) -> None:
-    async with contextlib.AsyncExitStack() as stack:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                for mounted in MOUNTS.values():
-                    await stack.enter_async_context(mounted.lifespan())
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await stack.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+app = prefix_app(MOUNTS)

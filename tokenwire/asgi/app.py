@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ..core.channel import check_capacity, parse_policy
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_STREAMS, TokenLog
+from ..endpoints.access import DEFAULT_CHALLENGE, Authorize
 from ..endpoints.config import (
     DEFAULT_GRACE_S,
     DEFAULT_HEARTBEAT_S,
@@ -43,7 +44,7 @@ from ..realtime import LoopDriver
 from ..redislog.streams import make_registry
 from . import scope as asgi
 from .lifecycle import Lifecycle
-from .model_source import ModelSource, attach, check_takeover
+from .model_source import KEEP_OUT_OF_LOG, ModelSource, attach, check_keep_out, check_takeover
 from .model_stream import ModelFactory
 from .wire import AsgiWire, Receive, Send
 
@@ -80,7 +81,15 @@ class TokenStreams:
     the most a ``POST /streams`` body may carry (1 KiB); ``max_chat_body_bytes``: the
     most a ``POST /chat`` body (the whole conversation) may carry (1 MiB); ``routes``: the
     route table served (``tokenwire.endpoints.routes.LIVE_ROUTES``, each
-    route's body limit settable by its setting's name).  Raises
+    route's body limit settable by its setting's name).  ``authorize``:
+    called for every request with an ``Access`` (``action``, ``headers``,
+    ``stream_id``), may be async; it returns the principal (a ``str``) or
+    None (401, with ``WWW-Authenticate: challenge``), or raises
+    ``PermissionError`` (403); a stream is then read and stopped only by the
+    principal that made it (anyone else gets the 404 of an unknown id), on
+    every process sharing the log.  ``keep_out_of_log``: the request headers
+    a continuable stream does not keep in the log (``takeover="continue"``
+    keeps the others, so the continuation's factory gets them).  Raises
     ``TypeError``/``ValueError`` naming a bad argument.
     """
 
@@ -91,9 +100,13 @@ class TokenStreams:
                  create_rate: float = DEFAULT_CREATE_RATE, max_body_bytes: int = MAX_BODY_BYTES,
                  max_chat_body_bytes: int = MAX_CHAT_BODY_BYTES,
                  grace_s: float = DEFAULT_GRACE_S, max_duration_s: float | None = None,
-                 takeover: str = "end", name: str | None = None, routes: RouteTable = LIVE_ROUTES) -> None:
+                 takeover: str = "end", name: str | None = None, routes: RouteTable = LIVE_ROUTES,
+                 authorize: Authorize | None = None, challenge: str = DEFAULT_CHALLENGE,
+                 keep_out_of_log: Iterable[str] = KEEP_OUT_OF_LOG) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
+        if authorize is not None and not callable(authorize):
+            raise TypeError(f"authorize must be a callable that takes an Access, got {authorize!r}")
         routes = routes.with_limits({"max_body_bytes": max_body_bytes, "max_chat_body_bytes": max_chat_body_bytes})
         self.policy, self.buffer = parse_policy(policy), check_capacity(buffer)
         try:
@@ -106,10 +119,12 @@ class TokenStreams:
                                                 max_streams=max_streams, create_burst=create_burst,
                                                 create_rate=create_rate)
         takeover = check_takeover(takeover)     # refused even without a model (the canned answer always continues)
+        keep_out_of_log = check_keep_out(keep_out_of_log)
         self.models = None if model is None else ModelSource(
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
-            takeover=takeover, name=name)
-        self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes)
+            takeover=takeover, name=name, keep_out_of_log=keep_out_of_log)
+        self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes,
+                                   authorize=authorize, challenge=challenge)
         self.driver: LoopDriver | None = None
         self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)
 

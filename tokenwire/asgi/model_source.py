@@ -4,7 +4,8 @@ How this works: ``parse`` keeps the live parameters tokenwire reads
 (``cut_after``; ``last_event_id`` is refused on a new stream) and hands
 every other query parameter to the model as given, once each.  ``make``
 calls the factory with a ``StreamRequest`` (the new id, those parameters,
-the body, the client) and wraps its iterator in a ``ModelStream``, or, on a
+the body, the client, the request's headers and the principal the app's
+``authorize`` hook named) and wraps its iterator in a ``ModelStream``, or, on a
 shared log, a ``SharedModelStream`` created there first, so that this
 process owns it (it takes the lease right after creating it: the owner
 holds it from the start).  A ``ValueError`` from the factory is the
@@ -13,7 +14,8 @@ traceback go to the log only: they may hold secrets).
 
 ``takeover``: what a follower does when the stream's owner is gone
 (``shared_model``): ``"end"`` (the default) ends it with the early-stop
-``done``; ``"continue"`` keeps the request in the stream's meta, and a
+``done``; ``"continue"`` keeps the request in the stream's meta (its headers
+but those named in ``keep_out_of_log``: credentials stay out of Redis), and a
 follower calls the factory again with it and the logged prefix, if its
 model has the name the meta records (``model_name``): a process serving
 another model ends the stream ``owner lost`` rather than continue one
@@ -22,10 +24,12 @@ model's answer with another's.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import secrets
 import weakref
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -33,6 +37,7 @@ from ..core.channel import Policy
 from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
+from ..endpoints.access import header_map, owner_meta
 from ..endpoints.decisions import Asked, ChatRequest, LiveRequest
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
@@ -50,10 +55,14 @@ from .shared_model import (
     request_to_meta,
 )
 
-__all__ = ["TAKEOVERS", "ModelSource", "attach", "check_takeover", "model_name"]
+__all__ = ["KEEP_OUT_OF_LOG", "TAKEOVERS", "ModelSource", "attach", "check_keep_out", "check_takeover",
+           "model_name"]
 
 # What a follower does when a model stream's owner is gone: end it ("owner lost"), or continue the model.
 TAKEOVERS = ("end", "continue")
+# The request headers a continuable stream never writes to the log: credentials.  The others are kept with the
+# stream (in Redis) for as long as it is, so a continuation's factory gets them again.
+KEEP_OUT_OF_LOG = ("authorization", "cookie")
 
 logger = logging.getLogger("tokenwire.asgi")
 
@@ -83,17 +92,32 @@ def model_name(factory: ModelFactory, name: str | None = None) -> str:
     return f"{named.__module__}.{named.__qualname__}"
 
 
+def check_keep_out(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` (header names) lower-cased; raises ``TypeError`` for a lone ``str`` or a name that is not one."""
+    if isinstance(names, str):
+        raise TypeError(f"keep_out_of_log must be a tuple of header names, got the str {names!r}; "
+                        f"write ({names!r},)")
+    kept = tuple(names)
+    for name in kept:
+        if not isinstance(name, str):
+            raise TypeError(f"keep_out_of_log must hold header names (str), got {name!r}")
+    return tuple(name.lower() for name in kept)
+
+
 class ModelSource:
     """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``.
 
     ``name`` (None: ``model_name``'s default) is recorded in each stream's
     meta: only a process whose model has the same name continues a stream.
+    ``keep_out_of_log``: the headers a continuable stream's logged request leaves out.
     """
 
     def __init__(self, factory: ModelFactory, registry: Registry, *, policy: Policy, buffer: int,
-                 on_disconnect: OnDisconnect, takeover: str = "end", name: str | None = None) -> None:
+                 on_disconnect: OnDisconnect, takeover: str = "end", name: str | None = None,
+                 keep_out_of_log: Iterable[str] = KEEP_OUT_OF_LOG) -> None:
         self.factory, self.registry, self.takeover = factory, registry, check_takeover(takeover)
         self.name = model_name(factory, name)
+        self.keep_out_of_log = check_keep_out(keep_out_of_log)
         self.policy, self.buffer, self.on_disconnect = policy, buffer, on_disconnect
         self.streams: weakref.WeakSet[ModelStream] = weakref.WeakSet()
 
@@ -125,7 +149,8 @@ class ModelSource:
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
-        made = StreamRequest(stream_id, asked.params, body, request.client, chat=asked.chat)
+        made = StreamRequest(stream_id, asked.params, body, request.client, chat=asked.chat,
+                             headers=header_map(request.headers), principal=request.principal)
         try:
             source = await open_source(self.factory, made)
         except ValueError as exc:
@@ -135,20 +160,27 @@ class ModelSource:
             raise RequestError(500, f"the model factory raised {type(exc).__name__}") from None
         stream: ModelStream
         policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
+        owner = owner_meta(request.principal)
         if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
-            meta: dict[str, Any] = {**META, NAME_KEY: self.name, "policy": policy.value, "capacity": capacity}
+            meta: dict[str, Any] = {**META, NAME_KEY: self.name, **owner, "policy": policy.value,
+                                    "capacity": capacity}
             if self.takeover == "continue":
-                meta[REQUEST_KEY] = request_to_meta(made)
+                meta[REQUEST_KEY] = request_to_meta(made, self.keep_out_of_log)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
             await self.registry.aio.claim(stream_id)      # owned from the start: no lease means no owner
             stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
-                                       on_disconnect=on_disconnect, continuation=self.continuation(made))
+                                       on_disconnect=on_disconnect, continuation=self.continuation(self.logged(made)))
         else:
-            stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name},
+            stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name, **owner},
                                  policy=policy, capacity=capacity, on_disconnect=on_disconnect)
         self.streams.add(stream)
         spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=self.on_disconnect)
         return self.registry.adopt(stream, spec, asked.cut)
+
+    def logged(self, request: StreamRequest) -> StreamRequest:
+        """``request`` as the log keeps it (``request_to_meta``): without the headers kept out of the log."""
+        kept = {name: value for name, value in request.headers.items() if name not in self.keep_out_of_log}
+        return dataclasses.replace(request, headers=kept)
 
     def continuation(self, request: StreamRequest | None) -> Continuation | None:
         """What a follower needs to continue a stream made for ``request`` (None: it ends instead)."""

@@ -35,7 +35,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.channel import BoundedChannel, Policy
@@ -73,6 +73,10 @@ class StreamRequest:
     assistant's partial turn.  chat: for ``POST /chat``, its body read (the
     chat id, the messages, the trigger, the whole JSON object; ``params`` is
     then empty and ``body`` the raw JSON); None for the other routes.
+    headers: the creating request's headers, lower-case names (a name sent
+    twice: its values joined by ``", "``); on a continuation, those the log
+    kept (all but ``keep_out_of_log``'s).  principal: who made the stream,
+    as the app's ``authorize`` hook named them (None: the app has no hook).
     """
 
     stream_id: str
@@ -82,6 +86,8 @@ class StreamRequest:
     prefix: tuple[str, ...] = ()
     start: int = 0
     chat: ChatRequest | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    principal: str | None = None
 
     def __post_init__(self) -> None:
         if self.start != len(self.prefix):

@@ -54,7 +54,7 @@ import base64
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Generator, Mapping
 from typing import Any
 
 from ..core.channel import BoundedChannel
@@ -62,6 +62,7 @@ from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.pipeline import RunSpec
 from ..core.stream import Attached, OnDisconnect
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
+from ..endpoints.access import PRINCIPAL_KEY
 from ..endpoints.chat import parse_chat
 from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
@@ -105,13 +106,17 @@ def is_model_meta(meta: Any) -> bool:
     return isinstance(meta, dict) and meta.get("model") == META["model"]
 
 
-def request_to_meta(request: StreamRequest) -> dict[str, Any]:
+def request_to_meta(request: StreamRequest, keep_out: Collection[str] = ()) -> dict[str, Any]:
     """The JSON-able record of ``request`` a continuable stream keeps in its meta (the body as base64).
 
-    A chat's request keeps only that it was one: its ``chat`` is read again from the body.
+    A chat's request keeps only that it was one: its ``chat`` is read again
+    from the body.  Its headers are kept but for those named in ``keep_out``
+    (lower-case: ``TokenStreams(keep_out_of_log=...)``); the principal is
+    the meta's own.
     """
+    headers = {name: value for name, value in request.headers.items() if name not in keep_out}
     return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),
-            "client": request.client, "chat": request.chat is not None}
+            "client": request.client, "chat": request.chat is not None, "headers": headers}
 
 
 def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest | None:
@@ -123,7 +128,10 @@ def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest 
         params = {str(k): str(v) for k, v in dict(kept["params"]).items()}
         body = base64.b64decode(kept["body"])
         chat = parse_chat(body) if kept.get("chat") else None
-        return StreamRequest(stream_id, params, body, str(kept["client"]), chat=chat)
+        headers = {str(k): str(v) for k, v in dict(kept.get("headers", {})).items()}
+        principal = meta.get(PRINCIPAL_KEY)
+        return StreamRequest(stream_id, params, body, str(kept["client"]), chat=chat, headers=headers,
+                             principal=None if principal is None else str(principal))
     except (KeyError, TypeError, ValueError, RequestError):
         return None
 

@@ -18,7 +18,9 @@ on live.  With ``startIndex=N`` (``WorkflowChatTransport``), or a
 ``Last-Event-ID`` (the last chunk read), it sends chunks N onward, also after
 the end; a negative N counts back from the last chunk so far, whose number
 the answer's ``x-workflow-stream-tail-index`` says.  Anyone who holds a chat
-id or a stream id may read it, as with ``/streams``.
+id or a stream id may read it, as with ``/streams``; with an ``authorize``
+hook, only the principal that made the stream (``Endpoints.stream_of``),
+and a chat id names a chat of the asking principal's own (``chat_name``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..core.stream import Stream
 from ..core.tokenlog import StreamState, UnknownStream
 from ..report.params import NAMES
 from . import rules
+from .access import chat_name
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
 from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
 from .registry import Busy, LiveStream, Registry
@@ -83,6 +86,7 @@ class Endpoints(Protocol):
     chats: Chats
 
     def chat_asked(self, chat: ChatRequest) -> Asked: ...
+    async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
 
 
@@ -135,7 +139,7 @@ async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> 
         raise rules.busy_error(Busy(registry.max_live))
     live = await endpoints.make(asked, request, body)
     if chat.chat_id is not None:
-        await endpoints.chats.remember(chat.chat_id, live.stream_id)
+        await endpoints.chats.remember(chat_name(request.principal, chat.chat_id), live.stream_id)
     return _opened(endpoints, live, -1, ChatFrames(0), _headers(live.stream_id))
 
 
@@ -151,9 +155,9 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
     """``GET /chat/<name>/stream``: a chat's or a stream's chunks (see the module)."""
     start = _start(request)
     registry = endpoints.registry
-    stream_id = await endpoints.chats.stream_of(name) or name
+    stream_id = await endpoints.chats.stream_of(chat_name(request.principal, name)) or name
     try:
-        live = await registry.get_async(stream_id)
+        live = await endpoints.stream_of(request, stream_id)
     except UnknownStream:
         if start is None:
             return Answer(204, rules.NO_CONTENT_HEADERS)      # a chat that never started, or was forgotten

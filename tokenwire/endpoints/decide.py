@@ -32,6 +32,7 @@ from typing import Protocol
 from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
 from . import rules
+from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
 from .chat import Chats, canned_query, open_chat, resume_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenStream
@@ -80,7 +81,7 @@ class CannedSource:
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         assert asked.spec is not None
-        return await self.registry.create_async(asked.spec, cut_after=asked.cut)
+        return await self.registry.create_async(asked.spec, cut_after=asked.cut, meta=owner_meta(request.principal))
 
 
 Handler = Callable[[LiveRequest, Found, Callable[[], Awaitable[bytes]]], Awaitable[Answer | OpenStream]]
@@ -94,14 +95,18 @@ class Endpoints:
     and an unknown method their 501; otherwise ``decide`` answers None for a
     path that is not theirs.  ``body_limits`` sets the routes' body limits
     by setting name (``{"max_body_bytes": 2048}``; ``RouteTable.with_limits``).
-    ``journal`` keeps the last finished connections (``ConnectionLog``) for
+    ``authorize``: the hook asked who makes each request (``access``; None:
+    nobody is asked, whoever holds an id reads it); ``challenge`` is what a
+    401 names in ``WWW-Authenticate``.  ``journal`` keeps the last finished connections (``ConnectionLog``) for
     tests and the demo.
     """
 
     def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
                  alone: bool = False, routes: RouteTable = LIVE_ROUTES,
-                 body_limits: Mapping[str, int] | None = None) -> None:
+                 body_limits: Mapping[str, int] | None = None, authorize: Authorize | None = None,
+                 challenge: str = DEFAULT_CHALLENGE) -> None:
         self.registry, self.config, self.alone = registry, config, alone
+        self.authorize, self.challenge = authorize, challenge
         self.routes = routes.with_limits(body_limits or {})
         self.source: StreamSource = source if source is not None else CannedSource(registry)
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
@@ -134,6 +139,9 @@ class Endpoints:
             return None
         route = found.route
         try:
+            if self.authorize is not None:        # who asks, before a body is read or a stream looked up
+                access = Access(route.action, header_map(request.headers), found.params.get("id"))
+                request = dataclasses.replace(request, principal=await ask(self.authorize, access, self.challenge))
             if route.takes_body:
                 check_body(request, route)
             return await self.handlers[route.kind](request, found, lambda: read_body(route.body_limit))
@@ -150,8 +158,19 @@ class Endpoints:
 
     async def _events(self, request: LiveRequest, found: Found,
                       read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
-        live = await self.registry.get_async(found.params["id"])
+        live = await self.stream_of(request, found.params["id"])
         return await self._open(request, live, created=False)
+
+    async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream:
+        """The stream ``request`` reads or stops; raises ``UnknownStream`` (404) for one it may not touch.
+
+        With an ``authorize`` hook, a stream made by another principal is
+        refused exactly as an id never made (``access.check_owner``), on any
+        process: the principal is read from the stream's meta in the log.
+        """
+        if self.authorize is not None:
+            check_owner(await self.registry.meta_async(stream_id), request.principal, stream_id)
+        return await self.registry.get_async(stream_id)
 
     async def _create_and_open(self, request: LiveRequest, found: Found,
                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:

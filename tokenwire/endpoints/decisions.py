@@ -31,7 +31,8 @@ class LiveRequest:
     path: the path under the mount point; query: the query string as UTF-8
     text (bad bytes as U+FFFD); headers: lower-case names with their values
     as Latin-1 text, in order; client: the peer's address ("-" if unknown);
-    root_path: where the routes are mounted ("" at the top).
+    root_path: where the routes are mounted ("" at the top); principal:
+    who the app's ``authorize`` hook said asks (None: the app has none).
     """
 
     method: str
@@ -40,6 +41,7 @@ class LiveRequest:
     headers: Headers
     client: str
     root_path: str = ""
+    principal: str | None = None
 
     def header_values(self, name: str) -> list[str]:
         """Every value of header ``name`` (lower-case)."""

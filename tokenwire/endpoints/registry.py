@@ -138,9 +138,13 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
         raise ValueError(f"the log's meta carries a bad stream spec: {exc}") from None
 
 
-def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
-    """Create a stream of ``spec`` in ``log``; returns it (with a per-token trace only if ``keep_trace``)."""
-    return spec.stream(Stream, stream_id, log, meta=spec_to_meta(spec), keep_trace=keep_trace)
+def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
+               meta: Mapping[str, Any] | None = None) -> Stream:
+    """Create a stream of ``spec`` in ``log``; returns it (with a per-token trace only if ``keep_trace``).
+
+    ``meta``: more for the log to keep with the stream's spec (its principal).
+    """
+    return spec.stream(Stream, stream_id, log, meta={**spec_to_meta(spec), **(meta or {})}, keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -217,14 +221,17 @@ class Registry:
         self._producers = 0
 
     # -- streams -----------------------------------------------------------
-    def create(self, spec: RunSpec, *, cut_after: int | None = None) -> LiveStream:
+    def create(self, spec: RunSpec, *, cut_after: int | None = None,
+               meta: Mapping[str, Any] | None = None) -> LiveStream:
         """Make a stream for ``spec`` under a new id; returns it.
 
         ``cut_after`` (0..tokens-1; 0 closes the connection after its open
-        frame) is validated here; raises ``ValueError``.
+        frame) is validated here; raises ``ValueError``.  ``meta``: more for
+        the log to keep with the stream (its principal).
         """
         _check_cut(spec, cut_after)
-        stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace)
+        stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace,
+                                  meta=meta)
         return self._remember(LiveStream(stream, spec, cut_after))
 
     def adopt(self, stream: Stream, spec: RunSpec, cut_after: int | None = None) -> LiveStream:
@@ -294,13 +301,14 @@ class Registry:
         return len(self._streams)
 
     # -- the same, for code on the event loop (a shared log's calls are awaited) ------------
-    async def create_async(self, spec: RunSpec, *, cut_after: int | None = None) -> LiveStream:
+    async def create_async(self, spec: RunSpec, *, cut_after: int | None = None,
+                           meta: Mapping[str, Any] | None = None) -> LiveStream:
         """``create``, with a shared log written by an awaited call; raises what ``create`` does."""
         if self._new_stream_async is None:
-            return self.create(spec, cut_after=cut_after)
+            return self.create(spec, cut_after=cut_after, **({"meta": meta} if meta else {}))
         _check_cut(spec, cut_after)
         stream = await self._new_stream_async(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log,
-                                              keep_trace=self.keep_trace)
+                                              keep_trace=self.keep_trace, meta=meta)
         return self._remember(LiveStream(stream, spec, cut_after))
 
     async def get_async(self, stream_id: str) -> LiveStream:
@@ -318,6 +326,13 @@ class Registry:
             self._forget(stream_id)
             raise
         return live
+
+    async def meta_async(self, stream_id: str) -> Mapping[str, Any]:
+        """The meta the log keeps with ``stream_id`` (one call on Redis); raises ``UnknownStream``,
+        ``LogUnavailable``."""
+        if self.aio is not None:
+            return await self.aio.meta(stream_id)
+        return self.log.meta(stream_id)
 
     async def progress_async(self, stream_id: str) -> tuple[int, StreamState]:
         """The tokens the log holds for ``stream_id`` and its state, read at one instant (one call on Redis)."""

@@ -11,6 +11,7 @@ server binds, prints where it listens, and serves until SIGTERM or SIGINT.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import resource
 import sys
@@ -129,13 +130,27 @@ def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
     return config, registry
 
 
+# What the banner says when the server listens beyond loopback: it asks nobody who they are.
+OPEN_WARNING = ("open to anyone who can reach it: tokenwire serve has no authorization (whoever holds a stream's "
+                "id reads it); put TokenStreams(authorize=...) in front of real users")
+
+
+def beyond_loopback(host: str) -> bool:
+    """True if a server bound to ``host`` is reachable from other machines (anything but 127/8, ::1)."""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host != "localhost"
+
+
 def _banner(server: LiveServer) -> str:
     log = server.registry.log
     where = getattr(log, "describe", lambda: "memory (this process only)")()
+    warning = f"\n{OPEN_WARNING}" if beyond_loopback(server.address[0]) else ""
     return (f"tokenwire serving on {server.url}/ ({loop_name()} loop); open in a browser:\n"
             f"  {server.url}/?format=html   the report\n"
             f"  {server.url}/live           a live stream you can watch\n"
-            f"token log: {where}; Ctrl-C stops (open streams get {server.config.grace_s:g} s to finish)")
+            f"token log: {where}; Ctrl-C stops (open streams get {server.config.grace_s:g} s to finish){warning}")
 
 
 def cli_main(argv: list[str]) -> int:

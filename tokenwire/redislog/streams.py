@@ -43,7 +43,7 @@ can rebuild a stream), and ``make_registry`` puts them together for
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..core.channel import BoundedChannel
@@ -268,11 +268,16 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     return RedisTokenLog(url, name=name)
 
 
-def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
-    """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it."""
+def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
+               meta: Mapping[str, Any] | None = None) -> Stream:
+    """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it.
+
+    ``meta``: more for the log to keep with the stream's spec (its principal).
+    """
     if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
-    return spec.stream(SharedStream, stream_id, log, meta=registry.spec_to_meta(spec), keep_trace=keep_trace)
+        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
+    return spec.stream(SharedStream, stream_id, log, meta={**registry.spec_to_meta(spec), **(meta or {})},
+                       keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -290,12 +295,13 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
     return spec.stream(SharedStream, stream_id, log, attach=True, keep_trace=False)
 
 
-async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False) -> Stream:
+async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
+                           meta: Mapping[str, Any] | None = None) -> Stream:
     """``new_stream`` for code on an event loop: a shared log is written with an awaited call."""
     if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace)
-    meta = {**registry.spec_to_meta(spec), "policy": spec.policy.value, "capacity": spec.capacity}
-    await aio_of(log).create(stream_id, meta, spec.tokens)
+        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
+    kept = {**registry.spec_to_meta(spec), **(meta or {}), "policy": spec.policy.value, "capacity": spec.capacity}
+    await aio_of(log).create(stream_id, kept, spec.tokens)
     return spec.stream(SharedStream, stream_id, log, attach="checked", keep_trace=keep_trace)
 
 

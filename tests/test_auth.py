@@ -1,0 +1,195 @@
+"""Authorization (issue 24, items 1 and 2): ``TokenStreams(model, authorize=...)`` on one uvicorn process (memory
+log) and across two uvicorn processes on one real redis-server, with a bearer-token hook (``auth_apps``).
+
+No credentials is a 401 with ``WWW-Authenticate``; Alice creates and reads her stream whole and her model saw her
+request's headers; Bob reading Alice's stream gets the very 404 of an id that does not exist, on either process;
+Alice reads hers from the other process; a continuation on the other process keeps the principal and the headers
+but those kept out of the log.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_helpers import Uvicorn, read_stream, uvicorn
+from redis_fixture import running_redis
+
+ALICE = {"Authorization": "Bearer alice-token", "X-Tenant": "acme", "Cookie": "session=alice-cookie"}
+BOB = {"Authorization": "Bearer bob-token"}
+TEXT = "".join(f" t{i}" for i in range(30))
+# Headers that differ between any two responses, whatever they answer.
+_PER_RESPONSE = {"date", "server"}
+
+
+@dataclass
+class Pair:
+    """Two ways in: ``a`` and ``b`` (the same process on the memory log, two processes on one Redis)."""
+
+    a: Uvicorn
+    b: Uvicorn
+    calls: Path
+
+    def made_calls(self, stream_id: str) -> list[dict[str, Any]]:
+        lines = self.calls.read_text().splitlines() if self.calls.exists() else []
+        return [call for call in map(json.loads, lines) if call["stream_id"] == stream_id]
+
+
+@pytest.fixture(scope="module", params=["one process", "two processes on Redis"])
+def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    calls = tmp_path_factory.mktemp("auth") / "calls.jsonl"
+    if request.param == "one process":
+        with uvicorn("auth_apps:app", env={"TOKENWIRE_TEST_CALLS": str(calls)}) as one:
+            yield Pair(one, one, calls)
+        return
+    with running_redis() as redis_server:
+        env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
+               "TOKENWIRE_TEST_CALLS": str(calls)}
+        with uvicorn("auth_apps:app", env=env) as one, uvicorn("auth_apps:app", env=env) as other:
+            yield Pair(one, other, calls)
+
+
+def create(server: Uvicorn, headers: dict[str, str], query: str | None = None, mount: str = "/model") -> str:
+    query = query or ("n=30&delay_ms=1" if mount == "/model" else "tokens=30&producer_ms=1")
+    made = httpx.post(f"{server.url}{mount}/streams?{query}", headers=headers)
+    assert made.status_code == 201, made.text
+    return str(made.json()["stream_id"])
+
+
+def answer(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes]:
+    """What a client learns from ``response``: status, headers (but date and server), body."""
+    headers = [(k.decode(), v.decode()) for k, v in response.headers.raw if k.decode().lower() not in _PER_RESPONSE]
+    return response.status_code, headers, response.content
+
+
+@pytest.mark.parametrize("mount", ["/model", "/canned"])
+def test_no_credentials_is_a_401_with_a_challenge_on_every_route(pair: Pair, mount: str) -> None:
+    stream_id = create(pair.a, ALICE, mount=mount)
+    for method, path, action in (("POST", "/streams", "create"), ("GET", "/stream", "create"),
+                                 ("GET", f"/streams/{stream_id}/events", "read")):
+        for headers in ({}, {"Authorization": "Bearer nobody-token"}, {"Authorization": "Basic YWxpY2U6"}):
+            for server in (pair.a, pair.b):
+                got = httpx.request(method, f"{server.url}{mount}{path}", headers=headers)
+                assert got.status_code == 401, (method, path, headers)
+                assert got.headers["www-authenticate"] == 'Bearer realm="tokenwire"'
+                assert got.json() == {"error": f"credentials needed to {action}: the request carries none this "
+                                               f"server accepts"}
+
+
+def test_a_permission_error_is_a_403_with_its_message(pair: Pair) -> None:
+    got = httpx.post(f"{pair.b.url}/model/streams", headers={"Authorization": "Bearer mallory-token"})
+    assert got.status_code == 403
+    assert got.json() == {"error": "not allowed to create: mallory may not use this service"}
+    assert "www-authenticate" not in got.headers
+
+
+def test_alice_reads_her_stream_whole_on_either_process_and_her_model_saw_her_headers(pair: Pair) -> None:
+    stream_id = create(pair.a, ALICE)
+    for server in (pair.b, pair.a):
+        read = read_stream(f"{server.url}/model/streams/{stream_id}/events", headers=ALICE)
+        assert read.ids == list(range(30)) and read.text == TEXT and read.last.event == "done"
+    [call] = pair.made_calls(stream_id)
+    assert call["principal"] == "alice" and call["start"] == 0
+    assert {k: call["headers"][k] for k in ("authorization", "x-tenant", "cookie")} == {
+        "authorization": "Bearer alice-token", "x-tenant": "acme", "cookie": "session=alice-cookie"}
+    assert call["headers"]["host"] == pair.a.url.removeprefix("http://")      # every header, names lower-case
+
+
+@pytest.mark.parametrize("mount", ["/model", "/canned"])
+def test_bob_gets_the_404_of_an_id_that_does_not_exist_on_either_process(pair: Pair, mount: str) -> None:
+    stream_id = create(pair.a, ALICE, mount=mount)
+    never = "x" * len(stream_id)                         # an id no stream has, of the same length
+    for server in (pair.a, pair.b):
+        bobs = httpx.get(f"{server.url}{mount}/streams/{stream_id}/events", headers=BOB)
+        unknown = httpx.get(f"{server.url}{mount}/streams/{never}/events", headers=BOB)
+        status, headers, body = answer(unknown)
+        assert status == 404
+        assert answer(bobs) == (status, headers, body.replace(never.encode(), stream_id.encode()))
+        assert bobs.json()["error"].startswith(f"unknown stream {stream_id!r}: never created here")
+    read = read_stream(f"{pair.b.url}{mount}/streams/{stream_id}/events", headers=ALICE)   # still Alice's
+    assert read.ids == list(range(30)) and read.last.event == "done"
+
+
+def test_a_stream_made_by_get_stream_is_its_creators(pair: Pair) -> None:
+    read = read_stream(f"{pair.a.url}/model/stream?n=3&delay_ms=1", headers=ALICE)
+    stream_id = json.loads(read.events[0].data)["stream_id"]
+    assert httpx.get(f"{pair.b.url}/model/streams/{stream_id}/events", headers=BOB).status_code == 404
+    again = read_stream(f"{pair.b.url}/model/streams/{stream_id}/events", headers=ALICE)
+    assert again.text == " t0 t1 t2"
+
+
+def test_a_continuation_keeps_the_principal_and_the_headers_but_those_kept_out_of_the_log(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
+               "TOKENWIRE_TEST_CALLS": str(calls)}
+        with uvicorn("auth_apps:app", env=env) as one, uvicorn("auth_apps:app", env=env) as other:
+            pair = Pair(one, other, calls)
+            stream_id = create(one, ALICE, "n=60&delay_ms=30")
+            url = f"/model/streams/{stream_id}/events"
+            first = read_stream(one.url + url, headers=ALICE, stop_after=5)
+            one.stop(signal.SIGKILL)                                  # the owner dies mid-answer
+            time.sleep(0.5)                                           # its lease (400 ms) runs out
+            assert httpx.get(other.url + url, headers=BOB).status_code == 404
+            rest = read_stream(other.url + url, headers={**ALICE, "Last-Event-ID": first.tokens[-1].id},
+                               timeout_s=20)
+            assert httpx.get(other.url + url, headers=BOB).status_code == 404      # still Alice's after it
+    assert first.text + rest.text == "".join(f" t{i}" for i in range(60))
+    made, continued = pair.made_calls(stream_id)
+    assert made["start"] == 0 and continued["start"] >= 5
+    assert made["principal"] == continued["principal"] == "alice"
+    assert {"authorization", "cookie"} <= set(made["headers"])
+    kept = {k: v for k, v in made["headers"].items() if k not in ("authorization", "cookie")}
+    assert continued["headers"] == kept and continued["headers"]["x-tenant"] == "acme"
+
+
+@pytest.mark.parametrize(("host", "open_"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_tokenwire_serve_says_it_is_open_when_bound_beyond_loopback(host: str, open_: bool) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--host", host, "--port", "0", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    try:
+        lines = [proc.stdout.readline() for _ in range(4)]          # the banner's own four lines
+        assert lines[0].startswith(f"tokenwire serving on http://{host}:") and lines[3].startswith("token log: ")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+    said = "".join(lines) + proc.stdout.read()
+    proc.stdout.close()
+    warning = ("open to anyone who can reach it: tokenwire serve has no authorization (whoever holds a stream's id "
+               "reads it); put TokenStreams(authorize=...) in front of real users")
+    assert (warning in said) is open_
+
+
+def test_a_chat_is_its_creators_and_a_chat_id_names_the_asking_principals_own(pair: Pair) -> None:
+    body = {"id": "chat-1", "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+            "trigger": "submit-message"}
+    assert httpx.post(f"{pair.a.url}/model/chat", json=body).status_code == 401
+    with httpx.Client(timeout=10) as client, client.stream("POST", f"{pair.a.url}/model/chat", json=body,
+                                                          headers=ALICE) as made:
+        assert made.status_code == 200
+        stream_id = made.headers["x-workflow-run-id"]
+        first = b"".join(made.iter_bytes())
+    assert b'"type":"finish"' in first.replace(b" ", b"")
+    never = "x" * len(stream_id)
+    bobs = httpx.get(f"{pair.b.url}/model/chat/{stream_id}/stream?startIndex=0", headers=BOB)
+    unknown = httpx.get(f"{pair.b.url}/model/chat/{never}/stream?startIndex=0", headers=BOB)
+    status, headers, text = answer(unknown)
+    assert status == 404 and answer(bobs) == (status, headers, text.replace(never.encode(), stream_id.encode()))
+    bobs_chat = httpx.get(f"{pair.b.url}/model/chat/chat-1/stream?startIndex=0", headers=BOB)
+    assert bobs_chat.status_code == 404                                   # Bob has no chat named chat-1
+    bobs_own = httpx.post(f"{pair.b.url}/model/chat", json=body, headers=BOB, timeout=10)   # his own chat-1
+    assert bobs_own.status_code == 200 and bobs_own.headers["x-workflow-run-id"] != stream_id
+    alices = httpx.get(f"{pair.b.url}/model/chat/chat-1/stream?startIndex=0", headers=ALICE)
+    assert alices.status_code == 200 and alices.content == first          # hers still
+    bobs_chat = httpx.get(f"{pair.a.url}/model/chat/chat-1/stream?startIndex=0", headers=BOB)
+    assert bobs_chat.headers["x-workflow-run-id"] == bobs_own.headers["x-workflow-run-id"]

@@ -1,0 +1,113 @@
+"""Who may: the ``authorize`` hook a ``TokenStreams`` app is given, asked once per request, and who owns a stream.
+
+How this works: ``Endpoints.decide`` finds the route, then (when the app has
+an ``authorize`` hook) calls ``ask`` with an ``Access``: the route's
+``action`` (``create``, ``read``, ``stop``), the request's headers (a
+read-only mapping, lower-case names) and the stream's id when the path names
+one.  The hook returns the principal (any ``str``: a user id, a tenant) or
+None; None is a 401 with a ``WWW-Authenticate`` challenge (RFC 9110 asks one
+of every 401), a ``PermissionError`` a 403 with the hook's message; anything
+else it raises is a 500 naming its type (the rest goes to the log only).
+The principal a stream was created by is kept in its meta in the token log
+(``PRINCIPAL_KEY``, memory or Redis), so every process, and a continuation,
+holds a read or a stop to it: anyone else gets ``UnknownStream``, the very
+404 of an id that does not exist, so nothing is learned by guessing.
+
+A server without a hook (``tokenwire serve``) asks nobody: whoever holds a
+stream's id reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..core.tokenlog import UnknownStream
+from .params import RequestError
+
+__all__ = ["DEFAULT_CHALLENGE", "PRINCIPAL_KEY", "Access", "Authorize", "ask", "chat_name", "check_owner", "header_map",
+           "owner_meta"]
+
+# The meta key a stream's principal (its creator's, as ``authorize`` named it) is kept under in the token log.
+PRINCIPAL_KEY = "principal"
+# What a 401 names in ``WWW-Authenticate`` unless the app says otherwise: a bearer token, the common API scheme.
+DEFAULT_CHALLENGE = 'Bearer realm="tokenwire"'
+
+logger = logging.getLogger("tokenwire")
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a request asks for, as the ``authorize`` hook sees it.
+
+    action: the route's (``create``, ``read``, ``stop``); headers: the
+    request's headers, lower-case names, a name sent twice as its values
+    joined by ``", "`` (``"; "`` for ``cookie``); stream_id: the stream the
+    path names (None for a route that creates one).
+    """
+
+    action: str
+    headers: Mapping[str, str]
+    stream_id: str | None = None
+
+
+Authorize = Callable[[Access], "str | None | Awaitable[str | None]"]
+
+
+def header_map(headers: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+    """``headers`` (lower-case name, value pairs) as a read-only mapping; a repeated name's values joined."""
+    joined: dict[str, str] = {}
+    for name, value in headers:
+        if name in joined:
+            joined[name] += ("; " if name == "cookie" else ", ") + value
+        else:
+            joined[name] = value
+    return MappingProxyType(joined)
+
+
+async def ask(authorize: Authorize, access: Access, challenge: str = DEFAULT_CHALLENGE) -> str:
+    """The principal ``authorize`` names for ``access`` (awaited if the hook is async).
+
+    Raises ``RequestError``: 401 (with ``WWW-Authenticate: challenge``) when
+    it returns None, 403 when it raises ``PermissionError``, 500 when it
+    raises anything else or returns something that is not a ``str``.
+    """
+    try:
+        made: Any = authorize(access)
+        principal = await made if inspect.isawaitable(made) else made
+    except PermissionError as exc:
+        reason = f": {exc}" if str(exc) else ""
+        raise RequestError(403, f"not allowed to {access.action}{reason}") from None
+    except Exception as exc:
+        logger.error("the authorize hook raised %s", type(exc).__name__, exc_info=exc)
+        raise RequestError(500, f"the authorize hook raised {type(exc).__name__}") from None
+    if principal is None:
+        raise RequestError(401, f"credentials needed to {access.action}: the request carries none this server "
+                                f"accepts", (("WWW-Authenticate", challenge),))
+    if not isinstance(principal, str):
+        logger.error("the authorize hook returned %r; it must return a str (the principal) or None", principal)
+        raise RequestError(500, f"the authorize hook returned a {type(principal).__name__}, not a str or None")
+    return principal
+
+
+def owner_meta(principal: str | None) -> dict[str, str]:
+    """What a new stream's meta keeps of who made it: ``{PRINCIPAL_KEY: principal}``, nothing without one."""
+    return {} if principal is None else {PRINCIPAL_KEY: principal}
+
+
+def chat_name(principal: str | None, chat_id: str) -> str:
+    """The name ``chat_id`` is remembered under: the principal's own (two users' chats may share an id)."""
+    if principal is None:
+        return chat_id
+    return f"{hashlib.sha256(principal.encode()).hexdigest()[:16]}.{chat_id}"
+
+
+def check_owner(meta: Mapping[str, Any], principal: str | None, stream_id: str) -> None:
+    """Raise ``UnknownStream`` (the 404 of an id never made) unless ``meta`` says ``principal`` made the stream."""
+    if meta.get(PRINCIPAL_KEY) != principal:
+        raise UnknownStream(stream_id)
