@@ -48,10 +48,11 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One ``redis-server`` process on ``127.0.0.1:port``; ``url`` is its ``redis://`` URL."""
+    """One ``redis-server`` process on ``127.0.0.1:port``; ``url`` is its ``redis://`` URL; ``args`` are more
+    of its options (``("--maxmemory", "4mb")``)."""
 
-    def __init__(self, binary: str, port: int | None = None) -> None:
-        self.binary, self.port = binary, port or free_port()
+    def __init__(self, binary: str, port: int | None = None, args: tuple[str, ...] = ()) -> None:
+        self.binary, self.port, self.args = binary, port or free_port(), args
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,7 +63,7 @@ class RedisServer:
         """Start the server and wait until it answers; raises ``RuntimeError`` if it does not."""
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--loglevel", "warning", "--logfile", ""],
+             "--daemonize", "no", "--loglevel", "warning", "--logfile", "", *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -104,9 +105,9 @@ class RedisServer:
 
 
 @contextlib.contextmanager
-def running_redis() -> Iterator[RedisServer]:
-    """A ``redis-server`` of its own on a free port, stopped on exit."""
-    server = RedisServer(require_redis())
+def running_redis(*args: str) -> Iterator[RedisServer]:
+    """A ``redis-server`` of its own on a free port (``args``: more of its options), stopped on exit."""
+    server = RedisServer(require_redis(), args=args)
     server.start()
     try:
         yield server

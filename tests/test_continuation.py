@@ -204,3 +204,29 @@ def test_take_over_takes_only_a_free_lease_of_a_stream_still_generating() -> Non
     assert seen == [("generating, held", False), ("generating, free", True), ("generating, state", True),
                     ("cancelled, held", False), ("cancelled, free", False), ("cancelled, state", True),
                     ("done, held", False), ("done, free", False), ("done, state", True)]
+
+
+def test_a_continuation_whose_prefix_the_log_trimmed_ends_the_stream_never_a_reconnect_loop(tmp_path: Path) -> None:
+    """``maxlen`` below the answer: the log keeps the last 20 tokens, so the prefix a continuation needs is not
+    whole.  The reader gets what the log still holds after its cursor, then the early-stop ``done`` ("prefix
+    trimmed"); the factory is not called again, and a reconnect gets that ending, not a 200 with nothing."""
+    calls = tmp_path / "calls.jsonl"
+    with running_redis() as redis_server:
+        env = {**_env(redis_server.url, calls), "TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50"
+                                                                      f"&maxlen=20"}
+        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            made = httpx.post(f"{one.url}/continued/streams?n=100&delay_ms=20").json()
+            first = read_stream(one.url + made["events_url"], stop_after=40)    # 0.8 s: renewals trimmed it
+            one.stop(signal.SIGKILL)
+            rest = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": first.tokens[-1].id},
+                               timeout_s=20)
+            again = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": rest.last.id or "39"},
+                                timeout_s=20)
+    assert first.ids == list(range(40))
+    ending = rest.last_json()
+    assert rest.last.event == "done" and ending["stopped_early"] is True and ending["reason"] == "prefix trimmed"
+    assert rest.ids == list(range(40, ending["tokens"])) and ending["tokens"] < 100
+    assert first.text + rest.text == "".join(f" t{i}" for i in range(ending["tokens"]))
+    assert again.status == 200 and not again.tokens and again.last.event == "done"
+    assert again.last_json()["stopped_early"] is True
+    assert [c["start"] for c in _calls(calls, made["stream_id"])] == [0]          # never called again

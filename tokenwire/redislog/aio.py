@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
+from . import policy
 from .presence import readers_key
 from .reader import LogReader
 from .scripts import Claim, claimed, create_args, created, tokens_read
@@ -57,6 +58,7 @@ class AsyncRedisLog:
                 if old.loop.is_closed():
                     del self._engines[key]          # its connections went with it
             engine = self._engines[id(loop)] = _Engine(self.log, loop)
+            policy.ask(engine.writer, self.log.where)      # Redis's eviction policy, said once (policy)
         return engine
 
     @property
