@@ -26,7 +26,8 @@ CASES = [
     (["serve", "--bogus", "1"], "tokenwire serve: unknown flag '--bogus'; allowed: --host, --port, --heartbeat-s, "
                                 "--write-timeout-s, --request-timeout-s, --max-live, --max-connections, "
                                 "--max-streams, --max-age-s, --create-burst, --create-rate, --grace-s, "
-                                "--max-duration-s, --max-body-bytes, --max-chat-body-bytes, --quiet, --log"),
+                                "--max-duration-s, --max-body-bytes, --max-chat-body-bytes, --quiet, --no-metrics, "
+                                "--log"),
     (["serve", "--max-body-bytes", "-1"], "tokenwire serve: --max-body-bytes must be a non-negative int; got '-1'"),
     (["serve", "--bogus=1"], None),
     (["serve", "--port", "abc"], "tokenwire serve: --port must be a whole number; got 'abc'"),

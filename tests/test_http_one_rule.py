@@ -12,6 +12,8 @@ import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
 from live_helpers import declared, raw, read_to_end, serving, split_response
 
+from tokenwire.endpoints.routes import LIVE_ROUTES
+
 # A declared length and the 413's message: 10 digits (past what was checked before), 19 (under 2**64),
 # 20 and 100 (past any parser's integer).
 DECLARED = {
@@ -104,5 +106,4 @@ def test_a_path_decoded_once_routes_alike_on_both_servers(loop_kind: str, asgi: 
             assert read.ids == [0, 1]
         a = client.get(f"{asgi.url}/streams/x%2541/events")
         assert (a.status_code, a.json()) == (404, {"error": "no such path '/streams/x%41/events': the routes here "
-                                                            "are POST /streams, GET /streams/<id>/events and GET "
-                                                            "/stream"})
+                                                            f"are {LIVE_ROUTES.described()}"})

@@ -119,7 +119,8 @@ def test_every_body_limit_is_settable_by_its_setting_name() -> None:
 def test_a_table_refuses_routes_it_could_not_serve() -> None:
     with pytest.raises(ValueError, match="each pattern is one route"):
         LIVE_ROUTES.add(Route("/streams", ("GET",), "events", "read"))
-    with pytest.raises(ValueError, match=r"^a route's action must be one of \('create', 'read', 'stop'\), got 'x'$"):
+    with pytest.raises(ValueError,
+                       match=r"^a route's action must be one of \('create', 'read', 'stop', 'scrape'\), got 'x'$"):
         Route("/x", ("GET",), "events", "x")  # type: ignore[arg-type]
     from tokenwire.endpoints.config import LiveConfig
     from tokenwire.endpoints.decide import Endpoints
@@ -142,5 +143,5 @@ def test_the_readmes_route_table_is_the_tables() -> None:
     rows = dict(re.findall(r"^\| `([A-Z/]+ /[^`?]*)(?:\?[^`]*)?` \| (.*) \|$", readme, re.M))
     for route in LIVE_ROUTES.routes:
         assert rows.get(route.described()) == route.summary, route.described()
-    live = {name for name in rows if name.split(" ")[1].startswith(("/stream", "/chat"))}
+    live = {name for name in rows if name.split(" ")[1].startswith(("/stream", "/chat", "/metrics"))}
     assert live == {route.described() for route in LIVE_ROUTES.routes}

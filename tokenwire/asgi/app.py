@@ -37,6 +37,8 @@ from ..endpoints.config import (
 )
 from ..endpoints.decide import Endpoints, process_error
 from ..endpoints.decisions import Answer, OpenStream
+from ..endpoints.exposition import require_prometheus
+from ..endpoints.metering import Meter
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..endpoints.rules import SSE_HEADERS
@@ -89,8 +91,12 @@ class TokenStreams:
     principal that made it (anyone else gets the 404 of an unknown id), on
     every process sharing the log.  ``keep_out_of_log``: the request headers
     a continuable stream does not keep in the log (``takeover="continue"``
-    keeps the others, so the continuation's factory gets them).  Raises
-    ``TypeError``/``ValueError`` naming a bad argument.
+    keeps the others, so the continuation's factory gets them).  ``metrics``: count
+    what ``GET /metrics`` (and ``metrics_app``, to mount where you like)
+    reports, this app's own figures in Prometheus's format (False: ``/metrics``
+    answers 404).  Raises ``TypeError``/``ValueError`` naming a bad
+    argument, ``ImportError`` naming the ``metrics`` extra for ``metrics=True``
+    without ``prometheus_client``.
     """
 
     def __init__(self, model: ModelFactory | None = None, *, log: str | None = None, policy: str = "block",
@@ -102,11 +108,13 @@ class TokenStreams:
                  grace_s: float = DEFAULT_GRACE_S, max_duration_s: float | None = None,
                  takeover: str = "end", name: str | None = None, routes: RouteTable = LIVE_ROUTES,
                  authorize: Authorize | None = None, challenge: str = DEFAULT_CHALLENGE,
-                 keep_out_of_log: Iterable[str] = KEEP_OUT_OF_LOG) -> None:
+                 keep_out_of_log: Iterable[str] = KEEP_OUT_OF_LOG, metrics: bool = False) -> None:
         if model is not None and not callable(model):
             raise TypeError(f"model must be a callable that returns an async iterator of str, got {model!r}")
         if authorize is not None and not callable(authorize):
             raise TypeError(f"authorize must be a callable that takes an Access, got {authorize!r}")
+        if metrics:
+            require_prometheus()
         routes = routes.with_limits({"max_body_bytes": max_body_bytes, "max_chat_body_bytes": max_chat_body_bytes})
         self.policy, self.buffer = parse_policy(policy), check_capacity(buffer)
         try:
@@ -124,7 +132,7 @@ class TokenStreams:
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
             takeover=takeover, name=name, keep_out_of_log=keep_out_of_log)
         self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes,
-                                   authorize=authorize, challenge=challenge)
+                                   authorize=authorize, challenge=challenge, meter=Meter() if metrics else None)
         self.driver: LoopDriver | None = None
         self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)
 
@@ -143,6 +151,13 @@ class TokenStreams:
         """A lifespan for the app this one is mounted in (``FastAPI(lifespan=streams.lifespan)``)."""
         async with self.lifecycle.context():
             yield
+
+    async def metrics_app(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        """An ASGI app answering ``GET`` with this app's ``/metrics`` at any path (``app.mount("/metrics", ...)``)."""
+        if scope["type"] != "http":
+            raise ValueError(f"metrics_app serves http, not a {scope['type']!r} scope")
+        answer = await self.endpoints.scrape(asgi.live_request(scope))
+        await asgi.answer(send, answer.status, answer.headers, answer.body, head=scope["method"] == "HEAD")
 
     def close(self) -> None:
         """Stop every model still generating (their readers get the early ``done``) and close unread ones."""

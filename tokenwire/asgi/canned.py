@@ -7,7 +7,9 @@ callable that builds its ``TokenStreams`` when the server first calls it:
 under uvicorn, the lifespan's start-up.  A bad setting is then
 ``lifespan.startup.failed`` with one line naming it, which uvicorn logs
 before it exits; a server that runs no lifespan answers each request with
-that line as a 503.
+that line as a 503.  It serves ``GET /metrics`` when ``prometheus_client`` is
+installed (``pip install 'tokenwire[metrics]'``); without it ``/metrics``
+answers 404 naming the extra.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..endpoints.decide import refusal
+from ..endpoints.exposition import metrics_installed
 from ..endpoints.params import RequestError
 from . import scope as asgi
 from .app import TokenStreams
@@ -32,7 +35,7 @@ class CannedApp:
     def streams(self) -> TokenStreams:
         """The ``TokenStreams`` behind this app, built on the first call; raises ``ValueError`` for a bad setting."""
         if self._streams is None:
-            self._streams = TokenStreams()
+            self._streams = TokenStreams(metrics=metrics_installed())
         return self._streams
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:

@@ -159,7 +159,7 @@ class MemoryTokenLog:
 
     ``now`` is a clock function in ns (a clock's ``now``); ``lock`` a
     ``SingleThread`` for single-threaded use (default: a real lock); ``evictions`` counts
-    streams dropped for count or age, ``trimmed`` tokens dropped for size.
+    streams dropped for count or age, ``trimmed`` tokens dropped for size, ``appended`` tokens logged.
     """
 
     def __init__(
@@ -182,6 +182,7 @@ class MemoryTokenLog:
         self._lock: threading.Lock | SingleThread = threading.Lock() if lock is None else lock
         self.evictions = 0
         self.trimmed = 0
+        self.appended = 0                # tokens logged, ever (``/metrics``)
 
     def __contains__(self, stream_id: object) -> bool:
         return stream_id in self._streams
@@ -266,6 +267,7 @@ class MemoryTokenLog:
                 raise IndexConflict(stream_id, index, expected)
             entry.tokens.append(token)
             entry.written_ns = now
+            self.appended += 1
             self._streams.move_to_end(stream_id)
             if len(entry.tokens) > self.max_tokens:
                 drop = len(entry.tokens) - self.max_tokens

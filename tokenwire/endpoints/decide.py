@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
@@ -36,6 +37,8 @@ from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, head
 from .chat import Chats, canned_query, open_chat, resume_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenStream
+from .exposition import Exposition, exposition
+from .metering import Meter
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, ErrorFormat, Found, Route, RouteTable
@@ -98,15 +101,17 @@ class Endpoints:
     ``authorize``: the hook asked who makes each request (``access``; None:
     nobody is asked, whoever holds an id reads it); ``challenge`` is what a
     401 names in ``WWW-Authenticate``.  ``journal`` keeps the last finished connections (``ConnectionLog``) for
-    tests and the demo.
+    tests and the demo.  ``meter``: what ``GET /metrics`` reports (None: it
+    answers 404; ``metering``, ``exposition``).
     """
 
     def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
                  alone: bool = False, routes: RouteTable = LIVE_ROUTES,
                  body_limits: Mapping[str, int] | None = None, authorize: Authorize | None = None,
-                 challenge: str = DEFAULT_CHALLENGE) -> None:
-        self.registry, self.config, self.alone = registry, config, alone
+                 challenge: str = DEFAULT_CHALLENGE, meter: Meter | None = None) -> None:
+        self.registry, self.config, self.alone, self.meter = registry, config, alone, meter
         self.authorize, self.challenge = authorize, challenge
+        self._exposition: Exposition | None = None
         self.routes = routes.with_limits(body_limits or {})
         self.source: StreamSource = source if source is not None else CannedSource(registry)
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
@@ -116,7 +121,7 @@ class Endpoints:
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
                                              "create_and_open": self._create_and_open, "chat": self._chat,
-                                             "chat_stream": self._chat_stream}
+                                             "chat_stream": self._chat_stream, "metrics": self._metrics}
         unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
         if unknown:
             raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
@@ -131,6 +136,17 @@ class Endpoints:
 
         ``read_body(limit)`` reads the request's body, refusing it past ``limit`` bytes (413).
         """
+        if self.meter is None:
+            return await self._decide(request, read_body)
+        arrived = time.perf_counter_ns()           # the request's start, for TTFT (``metering``)
+        decision = await self._decide(request, read_body)
+        if isinstance(decision, OpenStream):
+            return dataclasses.replace(decision, arrived_ns=arrived)
+        if decision is not None and decision.status >= 400:
+            self.meter.refused[decision.status] += 1
+        return decision
+
+    async def _decide(self, request: LiveRequest, read_body: ReadBody) -> Answer | OpenStream | None:
         try:
             found = self.routes.find(request.path, request.method, alone=self.alone)
         except RequestError as exc:
@@ -188,6 +204,20 @@ class Endpoints:
                            read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
         return await resume_chat(self, request, found.params["id"])
 
+    async def _metrics(self, request: LiveRequest, found: Found,
+                       read_body: Callable[[], Awaitable[bytes]]) -> Answer:
+        if self._exposition is None:
+            self._exposition = exposition(self.meter, self.registry, lambda: len(self.writing))
+        return self._exposition.answer()
+
+    async def scrape(self, request: LiveRequest) -> Answer:
+        """``request`` answered as ``/metrics`` wherever it was sent (``TokenStreams.metrics_app``): the scrape,
+        the ``authorize`` hook's refusal, or 405 for a method other than GET."""
+        decision = await self.decide(dataclasses.replace(request, path="/metrics"), _no_body)
+        if not isinstance(decision, Answer):        # a route table without /metrics
+            return refusal(RequestError(404, "these routes have no GET /metrics"))
+        return decision
+
     def chat_asked(self, chat: ChatRequest) -> Asked:
         """What a ``POST /chat`` body asks the source for; raises ``RequestError`` (400)."""
         return self.source.parse_chat(chat)
@@ -198,7 +228,10 @@ class Endpoints:
             self.registry.admit_creation(request.client)
         except OverQuota as exc:
             raise rules.quota_error(exc) from None
-        return await self.source.make(asked, request, body)
+        live = await self.source.make(asked, request, body)
+        if self.meter is not None:
+            self.meter.created += 1
+        return live
 
     async def _open(self, request: LiveRequest, live: LiveStream, *, created: bool) -> OpenStream | Answer:
         registry, stream_id = self.registry, live.stream_id
@@ -217,6 +250,9 @@ class Endpoints:
     # -- writing ---------------------------------------------------------------------
     def write(self, decision: OpenStream, wire: EventWire) -> Writing:
         """Start writing ``decision``'s stream to ``wire``; its slot goes back when the writer ends."""
+        if self.meter is not None:
+            decision = dataclasses.replace(decision, rendering=self.meter.rendering(
+                decision.rendering, decision.arrived_ns, decision.cursor))
         try:
             writing = write_events(decision, wire, self.registry, self.config, self.journal.append,
                                    self.writing.discard)
@@ -240,6 +276,10 @@ class Endpoints:
         for one in writing:
             one.close()
         return len(writing)
+
+
+async def _no_body(limit: int) -> bytes:
+    return b""
 
 
 def refusal(exc: RequestError, errors: ErrorFormat = "tokenwire") -> Answer:

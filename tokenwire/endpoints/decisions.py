@@ -94,7 +94,9 @@ class OpenStream:
     any); header / query_id: the ``Last-Event-ID`` header and
     ``?last_event_id=`` as sent; rendering: how the connection puts the
     stream on the wire (tokenwire's frames, or the AI SDK's chunks);
-    headers: what the ``200`` adds to the event-stream headers.  One open-stream slot is held for it: the
+    headers: what the ``200`` adds to the event-stream headers; arrived_ns:
+    when the request reached the endpoints (``perf_counter_ns``; 0: not
+    metered).  One open-stream slot is held for it: the
     adapter passes it to ``Endpoints.write`` or gives it back with
     ``Endpoints.release``, exactly once.
     """
@@ -106,3 +108,4 @@ class OpenStream:
     query_id: str | None
     rendering: Rendering = FRAMES
     headers: Headers = ()
+    arrived_ns: int = 0

@@ -3,7 +3,7 @@
 How this works: a ``Route`` is a path pattern (``/streams/<id>/events``: a
 ``<name>`` segment is an id, ``[A-Za-z0-9_-]{1,64}``), the methods it takes,
 its ``kind`` (which ``Endpoints`` handler answers it), the ``action`` it
-asks for (``create``, ``read``, ``stop``: what an authorization rule checks),
+asks for (``create``, ``read``, ``stop``, ``scrape``: what an authorization rule checks),
 its body (the setting that names its limit and the limit; a route without
 one takes no body and ignores what is sent), and the format of its errors
 (``tokenwire``: ``{"error": message}``; ``openai``: ``{"error": {"message",
@@ -35,10 +35,10 @@ from .rules import KNOWN_METHODS, method_error, no_route_error, not_implemented_
 __all__ = ["ERROR_FORMATS", "ID_SEGMENT", "LIVE_ROUTES", "Action", "ErrorFormat", "Found", "Route",
            "RouteTable", "routed_path"]
 
-Action = Literal["create", "read", "stop"]
+Action = Literal["create", "read", "stop", "scrape"]
 ErrorFormat = Literal["tokenwire", "openai"]
 ERROR_FORMATS: tuple[ErrorFormat, ...] = ("tokenwire", "openai")
-_ACTIONS: tuple[Action, ...] = ("create", "read", "stop")
+_ACTIONS: tuple[Action, ...] = ("create", "read", "stop", "scrape")
 # What a ``<name>`` segment matches: a stream id (``secrets.token_urlsafe(16)`` is 22 of these) and room to spare.
 ID_SEGMENT = "[A-Za-z0-9_-]{1,64}"
 _PARAM = re.compile(r"<([a-z_]+)>")
@@ -76,7 +76,7 @@ class Route:
 
     pattern: the path, ``<name>`` for an id segment; methods: what it takes;
     kind: the ``Endpoints`` handler that answers it; action: what it asks
-    for (``create``, ``read``, ``stop``); body_setting: the setting that
+    for (``create``, ``read``, ``stop``, ``scrape``); body_setting: the setting that
     limits its body (None: it takes no body); body_limit: that limit in
     bytes; errors: the format of its refusals; summary: its README line.
     """
@@ -227,5 +227,8 @@ LIVE_ROUTES = RouteTable((
     Route("/chat/<id>/stream", ("GET",), "chat_stream", "read",
           summary="a chat's stream (`204` unless it is generating; then from `start`), or with `?startIndex=N` "
                   "a chat's or a stream's chunks from N on, also after the end"),
+    Route("/metrics", ("GET",), "metrics", "scrape",
+          summary="this process's figures in Prometheus's text format (see Metrics); `404` from an app made "
+                  "without metrics"),
 ))
 """The routes of ``tokenwire serve`` and ``TokenStreams``."""

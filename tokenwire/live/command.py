@@ -110,6 +110,9 @@ def _parser() -> FlagParser:
         help=f"the most a POST /chat body (the whole conversation) may carry; more gets 413 "
              f"(default {MAX_CHAT_BODY_BYTES})")
     add("--quiet", action="store_true", help="no access log on stderr")
+    add("--no-metrics", action="store_true",
+        help="count nothing for GET /metrics, which then answers 404 (default: counted; the scrape needs "
+             "pip install 'tokenwire[metrics]')")
     add("--log", default=None, metavar="URL",
         help="token log: 'memory' or redis://host:port/db to share streams between instances "
              "(default $TOKENWIRE_LOG_URL, else memory)")
@@ -168,7 +171,8 @@ def cli_main(argv: list[str]) -> int:
     configure_logging(args.quiet)
     raise_fd_limit()
     try:
-        server = make_server(args.host, args.port, registry=registry, config=config, routes=routes)
+        server = make_server(args.host, args.port, registry=registry, config=config, routes=routes,
+                             metrics=not args.no_metrics)
     except OSError as exc:
         print(f"tokenwire serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -56,6 +56,7 @@ from ..endpoints.config import (
     LiveConfig,
 )
 from ..endpoints.decide import Endpoints, logger, process_error
+from ..endpoints.metering import Meter
 from ..endpoints.registry import Registry
 from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..realtime import LoopDriver, new_loop
@@ -91,10 +92,10 @@ class LiveServer:
     """The live server: a bound socket, the shared state, and the loop that serves them (``serve_forever``)."""
 
     def __init__(self, address: tuple[str, int], *, registry: Registry | None = None,
-                 config: LiveConfig | None = None, routes: RouteTable = LIVE_ROUTES) -> None:
+                 config: LiveConfig | None = None, routes: RouteTable = LIVE_ROUTES, metrics: bool = True) -> None:
         self.registry = registry if registry is not None else Registry()   # an empty Registry is falsy
         self.config = config if config is not None else LiveConfig()
-        self.endpoints = Endpoints(self.registry, self.config, routes=routes)
+        self.endpoints = Endpoints(self.registry, self.config, routes=routes, meter=Meter() if metrics else None)
         self.route_table = self.endpoints.routes     # what the HTTP layer's early checks read
         self.wires: dict[str, TransportWire] = {}     # latest wire per stream, kept only when sampling
         self.clock = self.registry.clock
@@ -328,6 +329,9 @@ def _settle(stop: asyncio.Future[float], grace_s: float) -> None:
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, registry: Registry | None = None,
-                config: LiveConfig | None = None, routes: RouteTable = LIVE_ROUTES) -> LiveServer:
-    """Bind a ``LiveServer`` serving ``routes`` (port 0 picks a free one); raises ``OSError`` if it cannot bind."""
-    return LiveServer((host, port), registry=registry, config=config, routes=routes)
+                config: LiveConfig | None = None, routes: RouteTable = LIVE_ROUTES, metrics: bool = True) -> LiveServer:
+    """Bind a ``LiveServer`` serving ``routes`` (port 0 picks a free one); raises ``OSError`` if it cannot bind.
+
+    ``metrics``: count what ``GET /metrics`` reports (False: it answers 404).
+    """
+    return LiveServer((host, port), registry=registry, config=config, routes=routes, metrics=metrics)

@@ -24,10 +24,12 @@ import json
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
+from ..core.buckets import Buckets
 from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
 from . import policy
 from .presence import readers_key
 from .reader import LogReader
+from .rounds import LOG_ROUND_BUCKETS
 from .scripts import Claim, claimed, create_args, created, tokens_read
 from .writer import OP_TIMEOUT_S, LogWriter, Settings
 
@@ -49,6 +51,8 @@ class AsyncRedisLog:
     def __init__(self, log: Settings) -> None:
         self.log = log
         self._engines: dict[int, _Engine] = {}
+        self.takeovers = 0      # leases won on a stream with tokens logged, not held here (``/metrics``)
+        self._gone = (0, Buckets(LOG_ROUND_BUCKETS))     # what the writers of closed loops had counted
 
     def _here(self) -> _Engine:
         loop = asyncio.get_running_loop()
@@ -57,6 +61,7 @@ class AsyncRedisLog:
             for key, old in list(self._engines.items()):
                 if old.loop.is_closed():
                     del self._engines[key]          # its connections went with it
+                    self._gone = self._tally([old.writer])
             engine = self._engines[id(loop)] = _Engine(self.log, loop)
             policy.ask(engine.writer, self.log.where)      # Redis's eviction policy, said once (policy)
         return engine
@@ -185,12 +190,24 @@ class AsyncRedisLog:
     async def _lease(self, script: str, stream_id: str, hold_ms: int | None) -> Claim:
         """Run the lease ``script`` (claim, take_over); a lease taken is renewed on the writer's timer."""
         writer = self._here().writer
+        held = stream_id in writer.owned
         claim: Claim = await writer.script(script, self.log._keys(stream_id),
                                            [self.log.owner_id, hold_ms or self.log.lease_ms],
                                            parse=lambda reply: claimed(stream_id, reply))
         if claim.owned:
             writer.own(stream_id, claim.epoch)
+            if claim.length and not held:
+                self.takeovers += 1         # generation goes on here from where another producer left it
         return claim
+
+    def figures(self) -> tuple[int, Buckets]:
+        """What this process's writers counted: tokens Redis took, and each round's time (``/metrics``)."""
+        return self._tally([engine.writer for engine in self._engines.values()])
+
+    def _tally(self, writers: list[LogWriter]) -> tuple[int, Buckets]:
+        appended, rounds = self._gone
+        return (appended + sum(w.figures.appended for w in writers),
+                Buckets.merged([rounds, *(w.figures.times for w in writers)], LOG_ROUND_BUCKETS))
 
     async def release(self, stream_id: str) -> bool:
         writer = self._here().writer

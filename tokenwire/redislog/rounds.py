@@ -6,7 +6,9 @@ nothing).  ``Appends`` turns a round's appends into what goes on the wire:
 a plain ``XADD`` for each append of a stream this instance owns, fenced by
 the epoch of its claim, with the replies expected if all of them land, and a
 checked ``APPEND_ONE`` call for each append of a stream it holds no claim
-for (``scripts`` says what each does).
+for (``scripts`` says what each does).  ``RoundFigures`` is what the
+writer's rounds add up to for ``/metrics``: each round's time, and the
+appends Redis took.
 """
 
 from __future__ import annotations
@@ -15,10 +17,17 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from ..core.buckets import Buckets
 from .resp import pack_xadd, xadd_reply
 from .scripts import entry_id
 
-__all__ = ["Append", "Appends", "Command", "Parse", "settle"]
+__all__ = ["LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "settle"]
+
+# The buckets of a round's time (``tokenwire_log_round_seconds``), in seconds: one pipelined round trip is
+# well under a millisecond on a LAN when all is well, and is held back by a loaded Redis or process up to
+# the writer's stall timeout (10 s): 100 us to 10 s.
+LOG_ROUND_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                     2.5, 5.0, 10.0)
 
 Parse = Callable[[Any], Any]
 
@@ -67,3 +76,19 @@ def settle(future: asyncio.Future[Any], value: Any = None, error: BaseException 
         future.set_result(value)
     else:
         future.set_exception(error)
+
+
+class RoundFigures:
+    """What a writer's rounds add up to: each round's time (``times``) and the appends Redis took (``appended``)."""
+
+    __slots__ = ("appended", "times")
+
+    def __init__(self) -> None:
+        self.appended = 0
+        self.times = Buckets(LOG_ROUND_BUCKETS)
+
+    def count(self, appends: list[Append], seconds: float) -> None:
+        """Count one round of ``seconds`` that carried ``appends`` (those settled without an error landed)."""
+        self.times.observe_ns(round(seconds * 1e9))
+        self.appended += sum(1 for a in appends if a.future.done() and not a.future.cancelled()
+                             and a.future.exception() is None)

@@ -47,7 +47,7 @@ from ..core.tokenlog import LogError, LogUnavailable
 from .presence import ignored, readers_key
 from .redact import scrub
 from .resp import Replies, pack
-from .rounds import Append, Appends, Command, Parse, settle
+from .rounds import Append, Appends, Command, Parse, RoundFigures, settle
 from .scripts import REFUSED, SCRIPTS, appended
 
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
@@ -133,6 +133,7 @@ class LogWriter:
         self._replies: Replies | None = None  # what reads the replies on it
         self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self.rounds = 0                       # rounds sent (for tests and the bench)
+        self.figures = RoundFigures()         # each round's time, the appends Redis took (``/metrics``)
         self.owned: dict[str, int] = {}       # streams whose lease this instance renews -> their epoch
         self.present: set[str] = set()        # streams with a reader here: their presence is renewed too
         self._renewal: asyncio.TimerHandle | None = None
@@ -178,7 +179,9 @@ class LogWriter:
                     self._last_appends = len(appends)
                 commands = self._commands[:MAX_COMMANDS_PER_ROUND]
                 del self._commands[:MAX_COMMANDS_PER_ROUND]
+                started = self.loop.time()
                 await self._round(appends, commands)
+                self.figures.count(appends, self.loop.time() - started)
         finally:
             self._flushing = False
 

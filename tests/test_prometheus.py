@@ -1,0 +1,219 @@
+"""``GET /metrics`` (issue 24 item 4): a real scrape of both servers passes ``promtool check metrics``, and after
+N streams and k resumes its figures say N and k; refusals by status; on Redis, takeovers and log rounds."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from asgi_helpers import Uvicorn, read_stream, uvicorn
+from conftest import require_binary
+from fastapi import FastAPI
+from live_helpers import serving
+from prometheus_client.parser import text_string_to_metric_families
+from test_redis_instances import Instance, create, owners, request, runs
+
+from tokenwire.asgi import TokenStreams
+from tokenwire.core.buckets import Buckets
+from tokenwire.endpoints.config import LiveConfig
+from tokenwire.endpoints.decide import Endpoints
+from tokenwire.endpoints.decisions import LiveRequest
+from tokenwire.endpoints.exposition import EXTRA_HINT, METRICS
+from tokenwire.endpoints.metering import ITL_BUCKETS, TTFT_BUCKETS, Meter
+from tokenwire.endpoints.registry import Registry
+
+TOKENS = 5
+CONTENT_TYPE = "text/plain; version=1.0.0; charset=utf-8"      # prometheus_client's CONTENT_TYPE_LATEST
+
+
+@pytest.fixture(scope="module")
+def asgi() -> Iterator[Uvicorn]:
+    with uvicorn("tokenwire.asgi:app") as server:
+        yield server
+
+
+def scrape(base: str) -> tuple[str, dict[str, float]]:
+    """The scrape's text, and each sample by its name and labels (``name{label="v"}``)."""
+    answer = httpx.get(f"{base}/metrics", timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == CONTENT_TYPE
+    samples = {}
+    for family in text_string_to_metric_families(answer.text):
+        for s in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+            samples[f"{s.name}{{{labels}}}" if labels else s.name] = s.value
+    return answer.text, samples
+
+
+def promtool_check(text: str) -> None:
+    done = subprocess.run([require_binary("promtool"), "check", "metrics"], input=text, capture_output=True,
+                          text=True, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), text
+
+
+def run_streams(base: str, n: int, k: int) -> None:
+    """N streams read whole, then k of them resumed after their third token (Last-Event-ID: 2)."""
+    ids = []
+    for _ in range(n):
+        made = httpx.post(f"{base}/streams?tokens={TOKENS}&producer_ms=0.5", timeout=10)
+        assert made.status_code == 201
+        ids.append(made.json()["stream_id"])
+        assert read_stream(f"{base}{made.json()['events_url']}").ids == list(range(TOKENS))
+    for stream_id in ids[:k]:
+        resumed = read_stream(f"{base}/streams/{stream_id}/events", headers={"Last-Event-ID": "2"})
+        assert resumed.ids == list(range(3, TOKENS))
+
+
+@pytest.mark.parametrize("server", ["serve", "uvicorn"])
+def test_after_n_streams_and_k_resumes_the_scrape_says_n_and_k_and_passes_promtool(server: str,
+                                                                                   asgi: Uvicorn) -> None:
+    n, k = 4, 3
+    with serving() as live:
+        base = live.url if server == "serve" else asgi.url
+        _, before = scrape(base)
+        run_streams(base, n, k)
+        text, after = scrape(base)
+    promtool_check(text)
+    for name, kind, _ in METRICS:
+        if name != "tokenwire_log_round_seconds":       # a Redis log's only
+            assert f"# TYPE {name} {kind}" in text, name
+    grew = {name: after[name] - before.get(name, 0) for name in after}
+    assert grew["tokenwire_streams_created_total"] == n
+    assert grew["tokenwire_resumes_total"] == k
+    assert grew["tokenwire_tokens_logged_total"] == n * TOKENS
+    assert grew["tokenwire_tokens_sent_total"] == n * TOKENS + k * (TOKENS - 3)
+    assert grew["tokenwire_time_to_first_token_seconds_count"] == n      # the connections from the first token
+    assert 0 < grew["tokenwire_inter_token_latency_seconds_count"] <= n * (TOKENS - 1) + k * (TOKENS - 4)
+    assert after["tokenwire_streams_open"] == 0
+
+
+@pytest.mark.parametrize("server", ["serve", "uvicorn"])
+def test_refusals_are_counted_by_status(server: str, asgi: Uvicorn) -> None:
+    with serving() as live:
+        base = live.url if server == "serve" else asgi.url
+        _, before = scrape(base)
+        asked = [httpx.get(f"{base}/streams/nosuchstream/events"), httpx.get(f"{base}/streams/nosuchstream/events"),
+                 httpx.post(f"{base}/streams?tokens=0"), httpx.delete(f"{base}/streams"),
+                 httpx.post(f"{base}/metrics")]
+        assert [a.status_code for a in asked] == [404, 404, 400, 405, 405]
+        _, after = scrape(base)
+    grew = {status: after.get(f'tokenwire_refusals_total{{status="{status}"}}', 0)
+            - before.get(f'tokenwire_refusals_total{{status="{status}"}}', 0) for status in (400, 404, 405, 410)}
+    assert grew == {400: 1, 404: 2, 405: 2, 410: 0}
+
+
+def test_two_apps_in_one_process_count_apart_and_metrics_app_mounts() -> None:
+    one, two = TokenStreams(metrics=True), TokenStreams(metrics=True)
+    app = FastAPI()
+    app.mount("/metrics", one.metrics_app)
+    app.mount("/", one)
+
+    async def ask() -> tuple[str, str, int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://x") as client, \
+                httpx.AsyncClient(transport=httpx.ASGITransport(two), base_url="http://x") as other:
+            assert (await client.post("/streams?tokens=3")).status_code == 201
+            mounted, theirs = await client.get("/metrics/"), await other.get("/metrics")
+            posted = await client.post("/metrics/")
+            assert mounted.headers["content-type"] == theirs.headers["content-type"] == CONTENT_TYPE
+            return mounted.text, theirs.text, posted.status_code
+
+    mounted, theirs, posted = asyncio.run(ask())
+    assert "tokenwire_streams_created_total 1.0" in mounted
+    assert "tokenwire_streams_created_total 0.0" in theirs
+    assert posted == 405
+
+
+def test_an_app_without_metrics_answers_404_naming_how() -> None:
+    async def ask() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(TokenStreams()), base_url="http://x") as client:
+            return await client.get("/metrics")
+
+    answer = asyncio.run(ask())
+    assert (answer.status_code, answer.json()) == (404, {"error": "this app serves no metrics: make it with "
+                                                                  "TokenStreams(metrics=True) (pip install "
+                                                                  "'tokenwire[metrics]')"})
+
+
+def test_without_prometheus_client_asking_for_metrics_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)      # import prometheus_client: ImportError
+    with pytest.raises(ImportError, match=r"^metrics need prometheus_client: pip install 'tokenwire\[metrics\]'$"):
+        TokenStreams(metrics=True)
+    scrape = LiveRequest("GET", "/metrics", "", (), "-")
+    answer = asyncio.run(Endpoints(Registry(), LiveConfig(), meter=Meter()).scrape(scrape))  # tokenwire serve's
+    assert (answer.status, answer.body) == (501, f'{{"error": "{EXTRA_HINT}, then restart the server"}}'.encode())
+
+
+def test_serve_without_metrics_counts_nothing_and_answers_404() -> None:
+    with serving() as live:
+        live.endpoints.meter = None
+        answer = httpx.get(f"{live.url}/metrics")
+    assert answer.status_code == 404
+
+
+def test_buckets_count_at_or_below_each_bound() -> None:
+    b = Buckets((0.001, 0.01))
+    for ns in (1_000_000, 1_000_001, 10_000_000, 10_000_001, 0):
+        b.observe_ns(ns)
+    assert b.cumulative() == [("0.001", 2), ("0.01", 4), ("+Inf", 5)]
+    assert b.sum_ns == 22_000_002 and b.count == 5
+    with pytest.raises(ValueError, match=r"^bounds must be positive and increasing, got \[0.01, 0.001\]$"):
+        Buckets((0.01, 0.001))
+    assert list(TTFT_BUCKETS) == sorted(TTFT_BUCKETS) and list(ITL_BUCKETS) == sorted(ITL_BUCKETS)
+
+
+def test_on_redis_a_takeover_and_the_log_rounds_are_counted(redis_server) -> None:
+    """A is SIGKILLed mid-stream; B resumes the reader and takes over: B's scrape says 1 takeover, the tokens it
+    logged (read back from the Redis stream's owners), 1 resume, and its Redis rounds."""
+    a, b = Instance(redis_server.url, "A"), Instance(redis_server.url, "B")
+    try:
+        n = 40
+        events = create(a, f"tokens={n}&producer_ms=20&scenario=block")
+        first = request(a.port, "GET", events, stop_after=10)
+        a.kill()
+        second = request(b.port, "GET", events, last_event_id=first.ids[-1])
+        assert second.done and first.ids + second.ids == list(range(n))
+        made = runs(owners(redis_server.url, events.split("/")[2], a, b))
+        assert [name for name, _ in made] == ["A", "B"]
+        deadline = time.monotonic() + 10
+        while True:                                     # the writer's last round is counted once it is back
+            text, samples = scrape(f"http://127.0.0.1:{b.port}")
+            if samples["tokenwire_tokens_logged_total"] == made[1][1] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    finally:
+        a.kill()
+        b.kill()
+    promtool_check(text)
+    assert samples["tokenwire_takeovers_total"] == 1
+    assert samples["tokenwire_tokens_logged_total"] == made[1][1]
+    assert samples["tokenwire_resumes_total"] == 1
+    assert samples["tokenwire_streams_created_total"] == 0
+    assert samples["tokenwire_log_round_seconds_count"] >= 1
+    assert "# TYPE tokenwire_log_round_seconds histogram" in text
+
+
+def test_the_authorize_hook_is_asked_for_a_scrape_with_action_scrape() -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def authorize(access) -> str | None:
+        asked.append((access.action, access.headers.get("authorization")))
+        return "ops" if access.headers.get("authorization") == "Bearer ops" else None
+
+    streams = TokenStreams(metrics=True, authorize=authorize)
+    app = FastAPI()
+    app.mount("/metrics", streams.metrics_app)
+
+    async def ask() -> list[int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://x") as client:
+            return [(await client.get("/metrics/")).status_code,
+                    (await client.get("/metrics/", headers={"Authorization": "Bearer ops"})).status_code,
+                    (await httpx.AsyncClient(transport=httpx.ASGITransport(streams), base_url="http://x")
+                     .get("/metrics", headers={"Authorization": "Bearer ops"})).status_code]
+
+    assert asyncio.run(ask()) == [401, 200, 200]
+    assert asked == [("scrape", None), ("scrape", "Bearer ops"), ("scrape", "Bearer ops")]
