@@ -185,7 +185,9 @@ class Endpoints:
         process: the principal is read from the stream's meta in the log.
         """
         if self.authorize is not None:
-            check_owner(await self.registry.meta_async(stream_id), request.principal, stream_id)
+            aio = self.registry.aio          # the meta in one call on Redis
+            meta = await aio.meta(stream_id) if aio is not None else self.registry.log.meta(stream_id)
+            check_owner(meta, request.principal, stream_id)
         return await self.registry.get_async(stream_id)
 
     async def _create_and_open(self, request: LiveRequest, found: Found,

@@ -140,10 +140,7 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
 
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
                meta: Mapping[str, Any] | None = None) -> Stream:
-    """Create a stream of ``spec`` in ``log``; returns it (with a per-token trace only if ``keep_trace``).
-
-    ``meta``: more for the log to keep with the stream's spec (its principal).
-    """
+    """Create a stream of ``spec`` (and ``meta``, its principal) in ``log``; returns it (traced if ``keep_trace``)."""
     return spec.stream(Stream, stream_id, log, meta={**spec_to_meta(spec), **(meta or {})}, keep_trace=keep_trace)
 
 
@@ -326,13 +323,6 @@ class Registry:
             self._forget(stream_id)
             raise
         return live
-
-    async def meta_async(self, stream_id: str) -> Mapping[str, Any]:
-        """The meta the log keeps with ``stream_id`` (one call on Redis); raises ``UnknownStream``,
-        ``LogUnavailable``."""
-        if self.aio is not None:
-            return await self.aio.meta(stream_id)
-        return self.log.meta(stream_id)
 
     async def progress_async(self, stream_id: str) -> tuple[int, StreamState]:
         """The tokens the log holds for ``stream_id`` and its state, read at one instant (one call on Redis)."""

@@ -1,0 +1,66 @@
+"""The deployment example (issue 24, item 5), run as a deployment runs it: ``uvicorn deploy:app --app-dir examples``,
+two processes on one real redis-server named by ``TOKENWIRE_LOG_URL``, users from ``API_TOKENS`` and the front end's
+origin from ``FRONT_END_ORIGIN``.  No credentials is a 401; Alice's bearer token creates a stream on one process and
+her session cookie reads it whole on the other; Bob gets the 404 of an unknown id; the front end's preflight is
+answered; the model answers the user by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from asgi_helpers import ROOT, Uvicorn, read_stream, uvicorn
+from redis_fixture import running_redis
+
+FRONT = "https://chat.example.com"
+
+
+@pytest.fixture(scope="module")
+def deployed() -> Iterator[tuple[Uvicorn, Uvicorn]]:
+    with running_redis() as redis_server:
+        env = {"TOKENWIRE_LOG_URL": redis_server.url, "FRONT_END_ORIGIN": FRONT,
+               "API_TOKENS": "alice-token:alice,bob-token:bob", "WORD_DELAY_S": "0.01"}
+        with (uvicorn("deploy:app", env=env, app_dir=ROOT / "examples") as one,
+              uvicorn("deploy:app", env=env, app_dir=ROOT / "examples") as other):
+            yield one, other
+
+
+def test_no_credentials_is_a_401(deployed: tuple[Uvicorn, Uvicorn]) -> None:
+    one, _ = deployed
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "session=wrong"}):
+        got = httpx.post(f"{one.url}/tokens/streams?prompt=hi", headers=headers)
+        assert got.status_code == 401 and got.headers["www-authenticate"] == 'Bearer realm="tokenwire"'
+
+
+def test_alice_creates_on_one_process_and_reads_on_the_other_bob_gets_a_404(deployed: tuple[Uvicorn, Uvicorn]) -> None:
+    one, other = deployed
+    made = httpx.post(f"{one.url}/tokens/streams?prompt=resumable+streams", headers={
+        "Authorization": "Bearer alice-token", "Origin": FRONT})
+    assert made.status_code == 201 and made.headers["access-control-allow-origin"] == FRONT
+    events_url = made.json()["events_url"]
+    read = read_stream(other.url + events_url, headers={"Cookie": "session=alice-token"})
+    assert read.text == "alice, you asked: resumable streams" and read.last.event == "done"
+    resumed = read_stream(one.url + events_url, headers={"Authorization": "Bearer alice-token", "Last-Event-ID": "2"})
+    assert resumed.ids == [3, 4] and resumed.text == " resumable streams"
+    for server in (one, other):
+        bobs = httpx.get(server.url + events_url, headers={"Authorization": "Bearer bob-token"})
+        assert bobs.status_code == 404 and bobs.json()["error"].startswith("unknown stream ")
+
+
+def test_a_chat_reaches_the_model_and_the_front_ends_preflight_is_answered(deployed: tuple[Uvicorn, Uvicorn]) -> None:
+    one, other = deployed
+    preflight = httpx.options(f"{other.url}/tokens/chat", headers={
+        "Origin": FRONT, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == FRONT
+    body = {"id": "c1", "trigger": "submit-message",
+            "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "who am I"}]}]}
+    chat = httpx.post(f"{one.url}/tokens/chat", json=body, timeout=10,
+                      headers={"Authorization": "Bearer bob-token", "Origin": FRONT})
+    assert chat.status_code == 200
+    assert "x-workflow-run-id" in chat.headers["access-control-expose-headers"]
+    deltas = [json.loads(line[6:]) for line in chat.text.splitlines() if line.startswith("data: {")]
+    assert "".join(d["delta"] for d in deltas if d["type"] == "text-delta") == "bob, you asked: who am I"
