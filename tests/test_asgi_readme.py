@@ -1,5 +1,6 @@
 """The README's FastAPI example, run as written: its code block is the app uvicorn serves, and its curl lines
-(made with httpx-sse here) create a stream, read it, and resume it with Last-Event-ID to the exact text."""
+(made with httpx-sse here) create a stream, read it, and resume it with Last-Event-ID to the exact text; its
+check of the request is a 400 with its message, though the model is an async generator."""
 
 from __future__ import annotations
 
@@ -35,4 +36,6 @@ def test_the_readme_example_serves_and_resumes_as_written(tmp_path: Path) -> Non
         assert first.ids + rest.ids == list(range(12))
         assert first.text + rest.text == " ".join(["hello", "resumable", "world"] * 4)
         assert rest.last.event == "done" and rest.last_json()["tokens"] == 12
+        too_long = httpx.post(f"{server.url}/tokens/streams", params={"prompt": "word " * 51})
+        assert (too_long.status_code, too_long.json()) == (400, {"error": "prompt must be at most 50 words, got 51"})
         assert "Traceback" not in server.stderr()

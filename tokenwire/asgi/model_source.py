@@ -42,7 +42,8 @@ from ..endpoints.decisions import Asked, ChatRequest, LiveRequest
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import aio_of, attach_stream_async
-from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest, open_source
+from .model_start import open_source
+from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest
 from .shared_model import (
     META,
     NAME_KEY,

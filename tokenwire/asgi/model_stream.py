@@ -32,9 +32,8 @@ for nobody.  Whatever the ending, the iterator is closed once.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +45,7 @@ from ..core.stream import LOST, OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, TokenLog
 from ..endpoints.decisions import ChatRequest
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "open_source", "token_problem"]
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "token_problem"]
 
 # The most tokens one model stream may yield: what a stream's token log keeps
 # (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
@@ -94,22 +93,9 @@ class StreamRequest:
             raise ValueError(f"start must be len(prefix) ({len(self.prefix)}), got {self.start!r}")
 
 
-ModelFactory = Callable[[StreamRequest], "AsyncIterable[str] | Awaitable[AsyncIterable[str]]"]
-
-
-async def open_source(factory: ModelFactory, request: StreamRequest) -> AsyncIterator[str]:
-    """Call ``factory`` (awaiting it if it is async); returns the async iterator of tokens.
-
-    Raises what the factory raises, and ``TypeError`` when it returns
-    something that is not an async iterable.
-    """
-    made: Any = factory(request)
-    if inspect.isawaitable(made):
-        made = await made
-    if not hasattr(made, "__aiter__"):
-        raise TypeError(f"the model factory must return an async iterator of str, got {_quote(made)}")
-    source: AsyncIterator[str] = made.__aiter__()
-    return source
+# A factory returns the tokens, sync or async, or an awaitable of them (``model_start`` calls it).
+Tokens = AsyncIterable[str] | Iterable[str]
+ModelFactory = Callable[[StreamRequest], Tokens | Awaitable[Tokens]]
 
 
 def token_problem(token: object, index: int) -> str | None:

@@ -67,6 +67,7 @@ from ..endpoints.chat import parse_chat
 from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
+from .model_start import open_source
 from .model_stream import (
     CANCELLED,
     LOST_TOKENS,
@@ -76,7 +77,6 @@ from .model_stream import (
     ModelStream,
     StreamRequest,
     logger,
-    open_source,
 )
 
 __all__ = ["META", "NAME_KEY", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta",
