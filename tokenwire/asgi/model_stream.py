@@ -41,8 +41,8 @@ from ..core.channel import BoundedChannel, Policy
 from ..core.effects import Await, Effect, Process, Put, TokenItem
 from ..core.frames import DEFAULT_RETRY_MS, failed_frame
 from ..core.model import Model, Steps, TimingModel
-from ..core.stream import LOST, OnDisconnect, Stream
-from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, TokenLog
+from ..core.stream import LOST, STOPPED_REASON, OnDisconnect, Stream
+from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped, TokenLog
 from ..endpoints.decisions import ChatRequest
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "token_problem"]
@@ -135,6 +135,16 @@ OWNER_LOST = EarlyEnd("owner lost")
 # A shared log lost the stream's tokens (Redis evicted them): the model is never asked again.
 LOST_TOKENS = EarlyEnd(LOST.reason)
 
+# Asked to stop (``POST /streams/<id>/stop``, on any process), or stopped for a reason another process cannot know.
+STOPPED = EarlyEnd(STOPPED_REASON)
+
+
+def ending_state(ending: EarlyEnd | None) -> StreamState:
+    """The log's state for a model that ended so: done, stopped (asked to), or cancelled (any other early end)."""
+    if ending is None:
+        return StreamState.DONE
+    return StreamState.STOPPED if ending is STOPPED else StreamState.CANCELLED
+
 
 class _OpenLength(Model):
     """The core's model slot for a model whose length is not known: only its length cap is read."""
@@ -217,6 +227,7 @@ class ModelStream(Stream):
         self.ending: EarlyEnd | None = None
         self._pending: asyncio.Future[object] | None = None
         self.released = False                # the iterator was closed before any producer ran it
+        self.stop_reason = CANCELLED         # how a stop ends it: cancelled (a reader left, a shutdown) or stopped
 
     # -- stopping ------------------------------------------------------------
     def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
@@ -225,17 +236,26 @@ class ModelStream(Stream):
         if self.cancelled and self._pending is not None:
             self._pending.cancel()
 
-    def stop(self) -> None:
-        """Stop the model now (the server is shutting down): readers get the early ``done``.
+    def stop(self, reason: EarlyEnd = CANCELLED) -> None:
+        """Stop the model now (the server is shutting down; ``STOPPED``: asked to): readers get the early ``done``.
 
         Right for every model stream, whatever its state: a running producer
         stops within one token and closes the iterator; an iterator no producer
         has started is closed here (``release``); a finished one is left alone.
         """
+        if not self.cancelled or reason is STOPPED:
+            self.stop_reason = reason
         self.cancelled = True
         if self._pending is not None:
             self._pending.cancel()
         self.release()
+
+    def stop_generating(self) -> None:
+        """Stop for good (``POST /streams/<id>/stop``): ``stop`` with the reason ``stopped``, in the log too."""
+        self.stopping = True
+        if self.ending is None and (self.producer_running or self.source is not None):
+            self.log.set_state(self.stream_id, StreamState.STOPPED)      # still running, or never run
+        self.stop(STOPPED)
 
     def release(self) -> None:
         """Close the iterator now if no producer holds it (never read, or forgotten unread); at most once.
@@ -256,20 +276,20 @@ class ModelStream(Stream):
         """Pull tokens from the source from ``start`` on, logging each before it is sent; see the module."""
         source = self.source
         if source is None or start != self.position:      # a model cannot resume at `start`
-            yield from self._ending(start, OWNER_LOST if source is None and not self.released else CANCELLED)
+            yield from self._ending(start, OWNER_LOST if source is None and not self.released else self.stop_reason)
             yield from self._close_source()
             return
         index = start
         try:
             while True:
                 if self.cancelled:
-                    yield from self._ending(index, CANCELLED)
+                    yield from self._ending(index, self.stop_reason)
                     break
                 self._pending = task = asyncio.ensure_future(_next_token(source))
                 try:
                     token = yield Await(task)
                 except asyncio.CancelledError:
-                    yield from self._ending(index, CANCELLED)
+                    yield from self._ending(index, self.stop_reason)
                     break
                 except Exception as exc:  # noqa: BLE001 - the model's own error, reported to the reader by name
                     yield from self._failing(index, f"the model raised {type(exc).__name__}", exc)
@@ -287,7 +307,12 @@ class ModelStream(Stream):
                     yield from self._failing(index, f"the model yielded more than {self.total} tokens, the most a "
                                                     f"stream keeps")
                     break
-                item = yield from self._logged(index, str(token))
+                try:
+                    item = yield from self._logged(index, str(token))
+                except StreamStopped:              # stopped on another process: the log refused the token
+                    self.stop_reason = STOPPED
+                    yield from self._ending(index, STOPPED)
+                    break
                 yield Put(self, item)
                 index += 1
         except StreamLost:                   # the log lost what readers hold: never continued, said so
@@ -310,7 +335,7 @@ class ModelStream(Stream):
 
     def _ending(self, total: int, ending: EarlyEnd | None) -> Process:
         """Record how the model ended in the log, then close every reader's channel."""
-        self.log.set_state(self.stream_id, StreamState.DONE if ending is None else StreamState.CANCELLED)
+        self.log.set_state(self.stream_id, ending_state(ending))
         self._close(total, ending)
         return
         yield  # unreachable, as in _logged

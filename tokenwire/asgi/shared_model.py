@@ -72,10 +72,12 @@ from .model_stream import (
     CANCELLED,
     LOST_TOKENS,
     OWNER_LOST,
+    STOPPED,
     EarlyEnd,
     ModelFactory,
     ModelStream,
     StreamRequest,
+    ending_state,
     logger,
 )
 
@@ -84,8 +86,6 @@ __all__ = ["META", "NAME_KEY", "Continuation", "SharedModelStream", "attach_mode
 
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
-# A stream stopped early for a reason another process cannot know (the model raised, a cancel there).
-STOPPED = EarlyEnd("stopped")
 # A continuation that cannot be made: the log no longer holds the whole prefix (trimmed to its maxlen).
 PREFIX_TRIMMED = EarlyEnd("prefix trimmed")
 
@@ -218,15 +218,21 @@ class SharedModelStream(AwaitedReads, ModelStream):
                 watch.add_done_callback(self._deserted)
         return self._made(index, token)
 
-    def stop(self) -> None:
-        """As ``ModelStream.stop``; a model another process may continue is handed off instead.
+    def stop(self, reason: EarlyEnd = CANCELLED) -> None:
+        """As ``ModelStream.stop``; at a shutdown, a model another process may continue is handed off instead.
 
         Its lease is let go without marking the stream stopped, and its readers'
         connections end without ``done``: they reconnect elsewhere, where a
         follower takes the free lease at once and continues the model.
         """
-        self.handing_off = self.continuation is not None and self.producer_running and self.ending is None
-        super().stop()
+        self.handing_off = (reason is CANCELLED and self.continuation is not None and self.producer_running
+                            and self.ending is None)
+        super().stop(reason)
+
+    def stop_generating(self) -> None:
+        """Stop for good, here: the log says so already (``AsyncRedisLog.stop``), and the owner may be elsewhere."""
+        self.stopping = True
+        self.stop(STOPPED)
 
     def _ending(self, total: int, ending: EarlyEnd | None) -> Process:
         if self.handing_off and ending is CANCELLED:
@@ -237,7 +243,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
             finally:
                 self._lost()
             return
-        state = StreamState.DONE if ending is None else StreamState.CANCELLED
+        state = ending_state(ending)
         try:
             yield Await(self.aio.set_state(self.stream_id, state))      # stops the lease's renewal too
         finally:
@@ -249,7 +255,11 @@ class SharedModelStream(AwaitedReads, ModelStream):
             return
         try:
             if start == self.position:
-                yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
+                claim = yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
+                if claim.stopped:
+                    self.stop(STOPPED)            # stopped before it began: the producer ends at once
+                else:
+                    self.aio.watch_stop(self.stream_id, lambda: self.stop(STOPPED))
         except StreamLost:
             yield from self._close_source()
             yield from self._ending(start, LOST_TOKENS)
@@ -299,7 +309,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
         state = yield Await(self.aio.state(self.stream_id, patient=True))
         if state is StreamState.DONE:
             return None
-        if state is StreamState.CANCELLED:
+        if state in (StreamState.CANCELLED, StreamState.STOPPED):
             return STOPPED
         if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
             claim = yield Await(self.aio.take_over(self.stream_id))
@@ -333,6 +343,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
                 self.offered = index
                 yield Put(self, self._made(index, prefix[index]))
             self.position, self.continued_at = start, start
+            self.aio.watch_stop(self.stream_id, lambda: self.stop(STOPPED))
             try:
                 self.source = yield Await(open_source(factory, dataclasses.replace(request, prefix=prefix,
                                                                                    start=start)))

@@ -60,7 +60,11 @@ from .rendering import FRAMES, EarlyEnding, Rendering
 from .sync import SingleThread
 from .tokenlog import LogError, StreamLost, StreamState, TokenLog
 
-__all__ = ["LOST", "CursorOutOfRange", "Ending", "Lost", "OnDisconnect", "Stream", "StreamError", "TraceEntry"]
+__all__ = ["LOST", "STOPPED_ENDING", "STOPPED_REASON", "CursorOutOfRange", "Ending", "Lost", "OnDisconnect",
+           "Stopped", "Stream", "StreamError", "TraceEntry"]
+
+# Why an answer stopped early when someone asked it to (``POST /streams/<id>/stop``).
+STOPPED_REASON = "stopped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,17 @@ class Lost:
 
 
 LOST = Lost()
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """The ending of a stream asked to stop (an ``EarlyEnding``): ``reason`` ``stopped``, no error."""
+
+    reason: str = STOPPED_REASON
+    error: str | None = None
+
+
+STOPPED_ENDING = Stopped()
 
 
 class StreamError(Exception):
@@ -146,6 +161,7 @@ class Stream:
         self.live_from = 0
         self.producer_running = False
         self.cancelled = False
+        self.stopping = False           # asked to stop for good (``stop``): never generated further
         self.trace: list[TraceEntry] = []
         self.keep_trace = keep_trace    # a live server keeps none: only the report's detail table reads it
         self.ending: EarlyEnding | None = None    # set when the answer ended early (stopped, failed)
@@ -177,6 +193,8 @@ class Stream:
         # Every log call that can fail comes first, so a failure leaves the stream as it was.
         live_from = self.log.length(self.stream_id)
         tokens = self.log.read_after(self.stream_id, cursor, max(0, live_from - cursor - 1))
+        if not self.stopping and self.log.state(self.stream_id) is StreamState.STOPPED:
+            self._readers_stopped(live_from)                   # stopped before this object knew it
         return self.join(cursor, channel, live_from, tokens)
 
     def join(self, cursor: int, channel: BoundedChannel[TokenItem], live_from: int, tokens: list[str], *,
@@ -222,6 +240,32 @@ class Stream:
     def is_follower(self, channel: BoundedChannel[TokenItem]) -> bool:
         """True if ``channel`` follows the log (another reader was attached when it connected)."""
         return any(f is channel for f in self.followers)
+
+    def stop_generating(self) -> None:
+        """Stop generating for good (``POST /streams/<id>/stop``); harmless twice, and on a finished stream.
+
+        A running producer stops before its next token; every reader gets
+        what was logged, then the early-stop ``done`` (``"stopped_early":
+        true``), and so does any later reader.  The log's state becomes
+        ``stopped`` (a finished stream stays ``done``).  The log's calls here are
+        a memory log's; a stream on a shared log overrides this.
+        """
+        self.stopping = True
+        if self.producer_running:
+            self.log.set_state(self.stream_id, StreamState.STOPPED)     # a reconnect meanwhile gets the ending
+            self.cancelled = True             # the producer ends within one token (``_stop_if_cancelled``)
+            self.cond.notify_all()
+        elif self.log.state(self.stream_id) is not StreamState.DONE:
+            self._stopped_at(self.log.length(self.stream_id))
+
+    def _stopped_at(self, total: int) -> None:
+        """The stream stopped after ``total`` tokens: the log says so, every reader drains and ends."""
+        self.log.set_state(self.stream_id, StreamState.STOPPED)
+        self._readers_stopped(total)
+
+    def _readers_stopped(self, total: int) -> None:
+        self.total, self.stopping, self.ending = total, True, STOPPED_ENDING
+        self._finished()
 
     def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
         """The reader of ``channel`` left; cancels the producer if ``on_disconnect`` says so and nobody else reads.
@@ -275,7 +319,7 @@ class Stream:
         cost, generate, append, sid = self.model.cost_ns, self.model.generate, self.log.append, self.stream_id
         try:
             for index in range(start, self.total):
-                if self.cancelled and self._stop_if_cancelled():
+                if self.cancelled and self._stop_if_cancelled(index):
                     return
                 yield Sleep(cost(index))
                 token = generate(index)
@@ -313,6 +357,9 @@ class Stream:
         self._finished()
 
     def _finish(self) -> None:
+        if self.stopping:                     # asked to stop as the last token was made
+            self._stopped_at(self.total)
+            return
         self.log.set_state(self.stream_id, StreamState.DONE)
         self._finished()
 
@@ -324,9 +371,12 @@ class Stream:
                 channel.close()
         self.cond.notify_all()
 
-    def _stop_if_cancelled(self) -> bool:
+    def _stop_if_cancelled(self, index: int) -> bool:
         if not self.cancelled:
             return False
+        if self.stopping:
+            self._stopped_at(index)
+            return True
         self.producer_running = False
         self.log.set_state(self.stream_id, StreamState.CANCELLED)
         self.cond.notify_all()

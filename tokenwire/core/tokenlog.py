@@ -46,6 +46,7 @@ __all__ = [
     "MemoryTokenLog",
     "StreamLost",
     "StreamState",
+    "StreamStopped",
     "TokenLog",
     "UnknownStream",
 ]
@@ -123,10 +124,20 @@ class IndexConflict(LogError):
         self.stream_id, self.index, self.expected = stream_id, index, expected
 
 
+class StreamStopped(LogError):
+    """A shared log refused an append: the stream was stopped (``POST /streams/<id>/stop``, on any instance)."""
+
+    def __init__(self, stream_id: str) -> None:
+        super().__init__(f"stream {stream_id!r} was stopped")
+        self.stream_id = stream_id
+
+
 class StreamState(StrEnum):
     GENERATING = "generating"
     DONE = "done"
     CANCELLED = "cancelled"
+    STOPPED = "stopped"         # asked to stop: final, as done is; its readers get the early-stop ending
+
 
 
 class TokenLog(Protocol):
@@ -304,4 +315,6 @@ class MemoryTokenLog:
 
     def set_state(self, stream_id: str, state: StreamState) -> None:
         with self._lock:
-            self._entry(stream_id).state = StreamState(state)
+            entry = self._entry(stream_id)
+            if entry.state is not StreamState.STOPPED:      # stopped is final, as on Redis
+                entry.state = StreamState(state)

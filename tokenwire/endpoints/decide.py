@@ -121,7 +121,8 @@ class Endpoints:
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
                                              "create_and_open": self._create_and_open, "chat": self._chat,
-                                             "chat_stream": self._chat_stream, "metrics": self._metrics}
+                                             "chat_stream": self._chat_stream, "metrics": self._metrics,
+                                             "stop": self._stop}
         unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
         if unknown:
             raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
@@ -189,6 +190,11 @@ class Endpoints:
             meta = await aio.meta(stream_id) if aio is not None else self.registry.log.meta(stream_id)
             check_owner(meta, request.principal, stream_id)
         return await self.registry.get_async(stream_id)
+
+    async def _stop(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
+        await self.stream_of(request, found.params["id"])       # 404 for one it may not stop, as for reading
+        state = await self.registry.stop_async(found.params["id"])
+        return Answer(200, *rules.stopped(found.params["id"], state))
 
     async def _create_and_open(self, request: LiveRequest, found: Found,
                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:

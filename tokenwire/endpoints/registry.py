@@ -324,6 +324,21 @@ class Registry:
             raise
         return live
 
+    async def stop_async(self, stream_id: str) -> StreamState:
+        """Stop ``stream_id`` for good, wherever it is generated; returns its state now (a finished one stays done).
+
+        On a shared log the log says so first (any instance's owner sees it
+        within one step); the stream here, if this instance has it, stops at
+        once.  Harmless twice.  Raises ``UnknownStream``, ``LogUnavailable``.
+        """
+        live = await self.get_async(stream_id)
+        if self.aio is not None:
+            state = await self.aio.stop(stream_id)
+            live.stream.stop_generating()
+            return state
+        live.stream.stop_generating()
+        return self.log.state(stream_id)
+
     async def progress_async(self, stream_id: str) -> tuple[int, StreamState]:
         """The tokens the log holds for ``stream_id`` and its state, read at one instant (one call on Redis)."""
         if self.aio is not None:

@@ -230,5 +230,10 @@ LIVE_ROUTES = RouteTable((
     Route("/metrics", ("GET",), "metrics", "scrape",
           summary="this process's figures in Prometheus's text format (see Metrics); `404` from an app made "
                   "without metrics"),
+    Route("/streams/<id>/stop", ("POST",), "stop", "stop",
+          summary='stops generation for good, on whichever instance runs it (the model\'s iterator is closed); '
+                  'every reader gets what was logged, then `done` with `"stopped_early": true, "reason": '
+                  '"stopped"`, and so does a reconnect. `200` `{"stream_id", "state"}` (`stopped`, or `done` '
+                  'for an answer that had finished), again on a second stop; `404` for an unknown id'),
 ))
 """The routes of ``tokenwire serve`` and ``TokenStreams``."""

@@ -38,7 +38,8 @@ from .registry import Busy, OverQuota
 __all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error",
            "check_declared_body", "chunked_error", "created", "error_body", "events_request", "last_event_id",
-           "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error"]
+           "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error",
+           "stopped"]
 
 # Methods some route answers (with 405 where a path does not take one); any
 # other method is 501, as RFC 9110 asks of a method a server does not implement.
@@ -188,6 +189,11 @@ def created(stream_id: str, root_path: str = "") -> tuple[tuple[tuple[str, str],
     url = f"{root_path}/streams/{stream_id}/events"
     body = json.dumps({"stream_id": stream_id, "events_url": url}).encode()
     return (("Content-Type", "application/json"), *SECURITY_HEADERS, ("Location", url), *NO_STORE), body
+
+
+def stopped(stream_id: str, state: StreamState) -> tuple[tuple[tuple[str, str], ...], bytes]:
+    """The headers and body of a stop's 200: the stream and its state now (``stopped``, or ``done``)."""
+    return JSON_HEADERS, json.dumps({"stream_id": stream_id, "state": state.value}).encode()
 
 
 def busy_error(exc: Busy) -> RequestError:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from ..core.buckets import Buckets
@@ -213,6 +213,20 @@ class AsyncRedisLog:
         writer = self._here().writer
         writer.disown(stream_id)
         return bool(await writer.script("release", [self.log._keys(stream_id)[2]], [self.log.owner_id]))
+
+    async def stop(self, stream_id: str) -> StreamState:
+        """Stop ``stream_id`` for good, whoever generates it (``STOP``); returns its state now (``done`` stays).
+
+        Raises ``UnknownStream``, ``LogUnavailable``.
+        """
+        state = await self._here().writer.script("stop", self.log._keys(stream_id), [])
+        if not state:
+            raise UnknownStream(stream_id)
+        return StreamState(state)
+
+    def watch_stop(self, stream_id: str, stopped: Callable[[], None]) -> None:
+        """Call ``stopped`` when the lease renewal finds the stream this instance generates stopped."""
+        self._here().writer.watch_stop(stream_id, stopped)
 
     def disown(self, stream_id: str) -> None:
         """Stop renewing ``stream_id``'s lease here (fenced off, or its producer ended); needs no running loop."""

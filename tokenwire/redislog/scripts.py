@@ -27,23 +27,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, StreamLost, UnknownStream
+from ..core.tokenlog import IndexConflict, LeaseLost, LogGap, StreamLost, StreamStopped, UnknownStream
 from .presence import PRESENCE_SCRIPTS
 
 __all__ = ["APPEND_ONE", "CLAIM", "CREATE", "IDS_AT", "INFO", "READ", "REFUSED", "RELEASE", "RENEW_MANY",
-           "SCRIPTS", "SET_STATE", "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created",
+           "SCRIPTS", "SET_STATE", "STOP", "TAKE_OVER", "Claim", "appended", "claimed", "create_args", "created",
            "entry_id", "entry_index", "tokens_read"]
 
 
 @dataclass(frozen=True, slots=True)
 class Claim:
     """The answer to a lease claim: ``owned`` (this instance may generate), the log's ``length``, the ``owner``,
-    and, when owned, the ``epoch`` its appends are fenced by."""
+    when owned, the ``epoch`` its appends are fenced by, and whether the stream was ``stopped`` for good."""
 
     owned: bool
     length: int
     owner: str
     epoch: int = 0
+    stopped: bool = False
 
 
 # A stream's length (the next index) is its last entry's sequence number, ``e-<length>``: no counter is
@@ -124,8 +125,9 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 
-# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1, -1 unknown or -2 lost, length, owner, epoch}.
-# Taking a free lease marks the stream generating (it may have been cancelled by the last owner).
+# KEYS meta, tokens, lease; ARGV owner, hold_ms -> {owned 0/1, -1 unknown, -2 lost or -3 stopped, length, owner,
+# epoch}.  Taking a free lease marks the stream generating (it may have been cancelled by the last owner); a
+# stopped stream is never generated again.
 CLAIM = _LENGTH + _LOST + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, '', 0} end
 local len = length(KEYS[2])
@@ -136,7 +138,9 @@ if o == ARGV[1] then
   return {1, len, o, fence(KEYS[1], KEYS[2], o, len)}
 end
 if o then return {0, len, o, 0} end
-if redis.call('HGET', KEYS[1], 'state') == 'done' then return {0, len, '', 0} end
+local state = redis.call('HGET', KEYS[1], 'state')
+if state == 'stopped' then return {-3, len, '', 0} end
+if state == 'done' then return {0, len, '', 0} end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'state', 'generating')
 return {1, len, ARGV[1], fence(KEYS[1], KEYS[2], ARGV[1], len)}
@@ -171,9 +175,9 @@ return {m[1], m[2], len, m[3]}
 # having claimed the stream; NOMKSTREAM: a stream that expired is not made again).  Sent with EVAL, only for
 # a round with a refusal.  KEYS the refused appends' tokens keys; ARGV entry id, token per append
 # -> flat: position (from 0), status, value for each append really refused, where status, value is 'lease',
-# the epoch's owner now | 'conflict', length | 'unknown', 0; a retried round's append that had landed (the
-# same token at that id) is not in it; 'lost', 0 for a stream whose tokens key is gone.  The meta key is
-# the tokens key's sibling in the same hash slot.
+# the epoch's owner now | 'conflict', length | 'unknown', 0 | 'stopped', 0; a retried round's append that
+# had landed (the same token at that id) is not in it; 'lost', 0 for a stream whose tokens key is gone.  The
+# meta key is the tokens key's sibling in the same hash slot.
 REFUSED = _LENGTH + _LOST + """
 local function refused(tokens, id, token)
   local meta = string.sub(tokens, 1, -7) .. 'meta'
@@ -182,7 +186,8 @@ local function refused(tokens, id, token)
   if redis.call('EXISTS', tokens) == 0 then return {'unknown', 0} end
   local e = redis.call('XRANGE', tokens, id, id)
   if #e == 1 and e[1][2][2] == token then return 0 end
-  local m = redis.call('HMGET', meta, 'epoch', 'eowner')
+  local m = redis.call('HMGET', meta, 'epoch', 'eowner', 'state')
+  if m[3] == 'stopped' then return {'stopped', 0} end
   if m[1] ~= string.match(id, '^%d+') then return {'lease', m[2] or ''} end
   return {'conflict', length(tokens)}
 end
@@ -208,6 +213,7 @@ APPEND_ONE = _LENGTH + _LOST + _EPOCHS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown', 0} end
 local len, index = length(KEYS[2]), tonumber(ARGV[2])
 if lost(KEYS[1], KEYS[2], len) then return {'lost', 0} end
+if redis.call('HGET', KEYS[1], 'state') == 'stopped' then return {'stopped', 0} end
 local o = redis.call('GET', KEYS[3])
 if o and o ~= ARGV[1] then return {'lease', o} end
 if index == len and index < tonumber(redis.call('HGET', KEYS[1], 'total')) then
@@ -225,7 +231,8 @@ return {'conflict', len}
 
 # The owner's leases, renewed together on a timer; each stream's keys get their TTL back too, and its
 # tokens are trimmed to MAXLEN (the appends do not trim).
-# KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms, maxlen -> 1 (held) or 0 (lost) per stream.
+# KEYS meta, tokens, lease per stream; ARGV owner, lease_ms, ttl_ms, maxlen -> 1 (held), 0 (lost) or 2 (the
+# stream was stopped: its owner stops the model at once, however long its step) per stream.
 # A lease that ran out while nobody took it (Redis stalled past it) is taken again while the stream generates
 # and its epoch is still this owner's (nobody claimed it in between: its appends would be refused).  A stream
 # whose meta is gone (evicted) is not held: unknown now, its next append says so.
@@ -245,6 +252,8 @@ for i = 0, #KEYS / 3 - 1 do
     if m[1] == 'generating' and m[2] == ARGV[1] then
       redis.call('SET', lease, ARGV[1], 'PX', ARGV[2])
       held = 1
+    elseif m[1] == 'stopped' then
+      held = 2
     end
   end
   if held == 1 then
@@ -287,12 +296,12 @@ return out
 """
 
 # KEYS meta, tokens, lease; ARGV owner, state, ttl_ms -> the state now stored ('' if unknown).
-# done is final; cancelled is ignored while another instance holds the lease
+# done and stopped are final; cancelled is ignored while another instance holds the lease
 # (the stream is still generating there); done/cancelled release our lease.
 SET_STATE = """
 local cur = redis.call('HGET', KEYS[1], 'state')
 if not cur then return '' end
-if cur == 'done' then return cur end
+if cur == 'done' or cur == 'stopped' then return cur end
 local o = redis.call('GET', KEYS[3])
 if ARGV[2] == 'cancelled' and o and o ~= ARGV[1] then return cur end
 redis.call('HSET', KEYS[1], 'state', ARGV[2])
@@ -300,6 +309,20 @@ if ARGV[2] ~= 'generating' and o == ARGV[1] then redis.call('DEL', KEYS[3]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return ARGV[2]
+"""
+
+# Stop a stream for good, from any instance (``POST /streams/<id>/stop``).  KEYS meta, tokens, lease
+# -> the state now ('' if unknown; 'done' stays done).  The state becomes stopped (no claim or continuation
+# generates it again), the lease is dropped, and a new epoch with no owner fences the tokens: the owner's next
+# append is refused (REFUSED: 'stopped'), so it stops within one step; its renewal says so between steps.
+STOP = _LENGTH + _EPOCHS + """
+local cur = redis.call('HGET', KEYS[1], 'state')
+if not cur then return '' end
+if cur == 'done' or cur == 'stopped' then return cur end
+redis.call('HSET', KEYS[1], 'state', 'stopped')
+redis.call('DEL', KEYS[3])
+fence(KEYS[1], KEYS[2], '', length(KEYS[2]))
+return 'stopped'
 """
 
 RELEASE = """
@@ -311,7 +334,7 @@ return 0
 # Every script by name: the log loads them once per connection and calls them by their SHA1.
 SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_one": APPEND_ONE,
            "set_state": SET_STATE, "release": RELEASE, "renew_many": RENEW_MANY, "read": READ,
-           "take_over": TAKE_OVER, "ids_at": IDS_AT, **PRESENCE_SCRIPTS}
+           "take_over": TAKE_OVER, "ids_at": IDS_AT, "stop": STOP, **PRESENCE_SCRIPTS}
 
 
 def create_args(meta: Mapping[str, Any], total: int, ttl_ms: int, owner_id: str) -> list[Any]:
@@ -335,6 +358,8 @@ def appended(stream_id: str, index: int, status: str, value: Any) -> None:
         raise IndexConflict(stream_id, index, int(value))
     if status == "lost":
         raise StreamLost(stream_id)
+    if status == "stopped":
+        raise StreamStopped(stream_id)
     raise UnknownStream(stream_id)
 
 
@@ -362,7 +387,7 @@ def claimed(stream_id: str, reply: Any) -> Claim:
         raise UnknownStream(stream_id)
     if owned == -2:
         raise StreamLost(stream_id)
-    return Claim(owned == 1, int(length), str(owner), int(epoch))
+    return Claim(owned == 1, int(length), str(owner), int(epoch), stopped=owned == -3)
 
 
 def entry_index(entry_id: str) -> int:

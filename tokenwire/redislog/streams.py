@@ -60,6 +60,7 @@ from ..core.tokenlog import (
     MemoryTokenLog,
     StreamLost,
     StreamState,
+    StreamStopped,
     TokenLog,
     UnknownStream,
 )
@@ -169,6 +170,9 @@ class SharedStream(AwaitedReads, Stream):
         cursor, owned, check = start - 1, False, True
         try:
             while cursor < self.total - 1:
+                if self.cancelled and self.stopping:
+                    self._readers_stopped(cursor + 1)    # the log says stopped already (``AsyncRedisLog.stop``)
+                    return
                 if self.cancelled:
                     yield from self._cancel()
                     return
@@ -181,6 +185,9 @@ class SharedStream(AwaitedReads, Stream):
                     if claim.length > cursor + 1:
                         cursor = yield from self._pass_on(cursor, claim.length)
                         continue
+                    if claim.stopped:                    # stopped on some instance: never generated again
+                        self._readers_stopped(claim.length)
+                        return
                     if claim.owned:
                         owned = True
                         continue
@@ -188,10 +195,21 @@ class SharedStream(AwaitedReads, Stream):
                 cursor = yield from self._follow(cursor)
                 check = cursor == before           # nothing new within block_ms: is the owner still there?
             yield Await(self.aio.set_state(self.stream_id, StreamState.DONE))
+        except StreamStopped:       # stopped on another instance: the log refused the next token
+            self.aio.disown(self.stream_id)
+            self._readers_stopped(cursor + 1)
+            return
         except LogError as exc:     # unavailable, evicted, trimmed: end the connection, keep the process
             yield from self._fail(exc)
             return
         self._finished()
+
+    def stop_generating(self) -> None:
+        """Stop for good, here: the log says so already (``AsyncRedisLog.stop``); the producer ends at its next step."""
+        self.stopping = True
+        if self.producer_running:
+            self.cancelled = True
+            self.cond.notify_all()
 
     def _cancel(self) -> Process:
         self.producer_running = False

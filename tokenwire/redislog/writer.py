@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import redis
@@ -136,6 +136,7 @@ class LogWriter:
         self.figures = RoundFigures()         # each round's time, the appends Redis took (``/metrics``)
         self.owned: dict[str, int] = {}       # streams whose lease this instance renews -> their epoch
         self.present: set[str] = set()        # streams with a reader here: their presence is renewed too
+        self.on_stop: dict[str, Callable[[], None]] = {}   # owned streams' owners, told when one is stopped
         self._renewal: asyncio.TimerHandle | None = None
 
     # -- queueing ----------------------------------------------------------------------------------
@@ -353,6 +354,11 @@ class LogWriter:
 
     def disown(self, stream_id: str) -> None:
         self.owned.pop(stream_id, None)
+        self.on_stop.pop(stream_id, None)
+
+    def watch_stop(self, stream_id: str, stopped: Callable[[], None]) -> None:
+        """Call ``stopped`` when a renewal finds ``stream_id`` stopped (on any instance), until it is disowned."""
+        self.on_stop[stream_id] = stopped
 
     def attend(self, stream_id: str) -> None:
         """Renew this process's reader presence on ``stream_id`` on the timer (``presence``), until ``unattend``."""
@@ -387,8 +393,11 @@ class LogWriter:
         if done.cancelled() or done.exception() is not None:
             return                          # Redis is away: the appends say so; the next period tries again
         for sid, kept in zip(ids, done.result(), strict=True):
-            if not kept:
+            if kept != 1:
                 self.owned.pop(sid, None)   # taken over: its appends are checked (and refused) from now on
+            stopped = self.on_stop.pop(sid, None) if kept == 2 else None
+            if stopped is not None:
+                stopped()                   # stopped elsewhere: the model stops now, not at its next token
 
     async def close(self) -> None:
         if self._renewal is not None:
