@@ -1,10 +1,10 @@
-"""tokenwire deployed: your model behind a bearer token, a front end on another origin, a shared Redis log.
+"""tokenwire deployed: your model behind a bearer token, a front end on another origin, metrics, a shared Redis log.
 
-Run it (``pip install 'tokenwire[asgi,redis]'``), as many processes as you like on one Redis:
+Run it (``pip install 'tokenwire[asgi,redis,metrics]'``), as many processes as you like on one Redis:
 
     TOKENWIRE_LOG_URL=redis://127.0.0.1:6379/0 \\
     FRONT_END_ORIGIN=https://chat.example.com \\
-    API_TOKENS=alice-token:alice,bob-token:bob \\
+    API_TOKENS=alice-token:alice,bob-token:bob METRICS_TOKEN=scraper-token \\
     uvicorn deploy:app --app-dir examples --host 0.0.0.0 --port 8000
 
 - ``authorize`` takes a bearer token (``Authorization: Bearer alice-token``,
@@ -24,6 +24,10 @@ Run it (``pip install 'tokenwire[asgi,redis]'``), as many processes as you like 
   ``takeover="continue"`` one continues your model when the process that ran
   it dies; the request's headers are kept in Redis for that, but
   ``authorization`` and ``cookie``.
+- ``/tokens/metrics``: this process's figures for Prometheus (scrape each process),
+  asked of ``authorize`` too (``action == "scrape"``): the scraper sends
+  ``Authorization: Bearer <METRICS_TOKEN>`` (Prometheus's
+  ``authorization: {credentials: ...}``).
 """
 
 from __future__ import annotations
@@ -42,13 +46,17 @@ from tokenwire.asgi import Access, StreamRequest, TokenStreams
 FRONT_END_ORIGIN = os.environ.get("FRONT_END_ORIGIN", "http://localhost:3000")
 # token -> user: a stand-in for your session store or API keys ("alice-token:alice,bob-token:bob").
 USERS = dict(pair.split(":", 1) for pair in os.environ.get("API_TOKENS", "").split(",") if ":" in pair)
+# The token Prometheus scrapes /metrics with (unset: nobody may).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # How long the example model thinks per word.
 WORD_DELAY_S = float(os.environ.get("WORD_DELAY_S", "0.02"))
 
 
 def authorize(access: Access) -> str | None:
-    """The user a bearer token or a ``session`` cookie names; None (401) for neither."""
+    """The user a bearer token or a ``session`` cookie names (the scraper, for ``/metrics``); None (401) for neither."""
     scheme, _, token = access.headers.get("authorization", "").partition(" ")
+    if access.action == "scrape":
+        return "prometheus" if METRICS_TOKEN and scheme.lower() == "bearer" and token == METRICS_TOKEN else None
     if scheme.lower() != "bearer":
         try:
             session = SimpleCookie(access.headers.get("cookie", "")).get("session")
@@ -76,10 +84,9 @@ async def model(request: StreamRequest) -> AsyncIterator[str]:
         yield words[index] if index == 0 else " " + words[index]
 
 
-streams = TokenStreams(model, authorize=authorize, takeover="continue")
+streams = TokenStreams(model, authorize=authorize, takeover="continue", metrics=True)
 app = FastAPI(lifespan=streams.lifespan)          # shutdown stops (or hands off) the models still running
-app.mount("/tokens", streams)
-# Prometheus's /metrics goes here, beside /tokens, for a scraper on your own network.
+app.mount("/tokens", streams)                     # with metrics=True, Prometheus scrapes /tokens/metrics
 # cors-config
 app.add_middleware(
     CORSMiddleware,

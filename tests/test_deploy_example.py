@@ -2,17 +2,21 @@
 two processes on one real redis-server named by ``TOKENWIRE_LOG_URL``, users from ``API_TOKENS`` and the front end's
 origin from ``FRONT_END_ORIGIN``.  No credentials is a 401; Alice's bearer token creates a stream on one process and
 her session cookie reads it whole on the other; Bob gets the 404 of an unknown id; the front end's preflight is
-answered; the model answers the user by name.
+answered; the model answers the user by name; ``/tokens/metrics`` answers the scraper's token only, passes
+``promtool check metrics`` and counts what its process did.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from asgi_helpers import ROOT, Uvicorn, read_stream, uvicorn
+from conftest import require_binary
 from redis_fixture import running_redis
 
 FRONT = "https://chat.example.com"
@@ -22,7 +26,8 @@ FRONT = "https://chat.example.com"
 def deployed() -> Iterator[tuple[Uvicorn, Uvicorn]]:
     with running_redis() as redis_server:
         env = {"TOKENWIRE_LOG_URL": redis_server.url, "FRONT_END_ORIGIN": FRONT,
-               "API_TOKENS": "alice-token:alice,bob-token:bob", "WORD_DELAY_S": "0.01"}
+               "API_TOKENS": "alice-token:alice,bob-token:bob", "WORD_DELAY_S": "0.01",
+               "METRICS_TOKEN": "scraper-token"}
         with (uvicorn("deploy:app", env=env, app_dir=ROOT / "examples") as one,
               uvicorn("deploy:app", env=env, app_dir=ROOT / "examples") as other):
             yield one, other
@@ -64,3 +69,26 @@ def test_a_chat_reaches_the_model_and_the_front_ends_preflight_is_answered(deplo
     assert "x-workflow-run-id" in chat.headers["access-control-expose-headers"]
     deltas = [json.loads(line[6:]) for line in chat.text.splitlines() if line.startswith("data: {")]
     assert "".join(d["delta"] for d in deltas if d["type"] == "text-delta") == "bob, you asked: who am I"
+
+
+def test_metrics_answer_the_scrapers_token_only_pass_promtool_and_count_this_processs_streams(
+        deployed: tuple[Uvicorn, Uvicorn]) -> None:
+    _, other = deployed
+    scraper = {"Authorization": "Bearer scraper-token"}
+    for headers in ({}, {"Authorization": "Bearer alice-token"}, {"Cookie": "session=alice-token"}):
+        assert httpx.get(other.url + "/tokens/metrics", headers=headers).status_code == 401, headers
+
+    def created() -> float:
+        text = httpx.get(other.url + "/tokens/metrics", headers=scraper).text
+        found = re.search(r"^tokenwire_streams_created_total (\S+)$", text, re.M)
+        assert found is not None, text
+        return float(found.group(1))
+
+    before = created()
+    for _ in range(3):
+        assert httpx.post(f"{other.url}/tokens/streams?prompt=x", headers={"Cookie": "session=bob-token"}).is_success
+    scrape = httpx.get(other.url + "/tokens/metrics", headers=scraper)
+    assert scrape.status_code == 200 and created() == before + 3
+    checked = subprocess.run([require_binary("promtool"), "check", "metrics"], input=scrape.text,
+                             capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

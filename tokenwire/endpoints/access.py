@@ -2,7 +2,7 @@
 
 How this works: ``Endpoints.decide`` finds the route, then (when the app has
 an ``authorize`` hook) calls ``ask`` with an ``Access``: the route's
-``action`` (``create``, ``read``, ``stop``), the request's headers (a
+``action`` (``create``, ``read``, ``stop``, ``scrape``), the request's headers (a
 read-only mapping, lower-case names) and the stream's id when the path names
 one.  The hook returns the principal (any ``str``: a user id, a tenant) or
 None; None is a 401 with a ``WWW-Authenticate`` challenge (RFC 9110 asks one
@@ -45,7 +45,7 @@ logger = logging.getLogger("tokenwire")
 class Access:
     """What a request asks for, as the ``authorize`` hook sees it.
 
-    action: the route's (``create``, ``read``, ``stop``); headers: the
+    action: the route's (``create``, ``read``, ``stop``, ``scrape``); headers: the
     request's headers, lower-case names, a name sent twice as its values
     joined by ``", "`` (``"; "`` for ``cookie``); stream_id: the stream the
     path names (None for a route that creates one).
