@@ -2,9 +2,9 @@
 log) and across two uvicorn processes on one real redis-server, with a bearer-token hook (``auth_apps``).
 
 No credentials is a 401 with ``WWW-Authenticate``; Alice creates and reads her stream whole and her model saw her
-request's headers; Bob reading Alice's stream gets the very 404 of an id that does not exist, on either process;
-Alice reads hers from the other process; a continuation on the other process keeps the principal and the headers
-but those kept out of the log.
+request's headers; Bob reading or stopping Alice's stream gets the very 404 of an id that does not exist, on either
+process; Alice reads and stops hers from the other process; a continuation on the other process keeps the principal
+and the headers but those kept out of the log.
 """
 
 from __future__ import annotations
@@ -193,3 +193,23 @@ def test_a_chat_is_its_creators_and_a_chat_id_names_the_asking_principals_own(pa
     assert alices.status_code == 200 and alices.content == first          # hers still
     bobs_chat = httpx.get(f"{pair.a.url}/model/chat/chat-1/stream?startIndex=0", headers=BOB)
     assert bobs_chat.headers["x-workflow-run-id"] == bobs_own.headers["x-workflow-run-id"]
+
+
+def test_bob_stopping_alices_stream_gets_the_404_of_an_unknown_id_and_alice_stops_it_from_the_other_process(
+        pair: Pair) -> None:
+    stream_id = create(pair.a, ALICE, "n=400&delay_ms=20")             # thinks for 8 s: still going when stopped
+    never = "x" * len(stream_id)
+    for server in (pair.a, pair.b):
+        bobs = httpx.post(f"{server.url}/model/streams/{stream_id}/stop", headers=BOB)
+        unknown = httpx.post(f"{server.url}/model/streams/{never}/stop", headers=BOB)
+        status, headers, body = answer(unknown)
+        assert status == 404
+        assert answer(bobs) == (status, headers, body.replace(never.encode(), stream_id.encode()))
+    assert httpx.post(f"{pair.b.url}/model/streams/{stream_id}/stop").status_code == 401
+    first = read_stream(f"{pair.a.url}/model/streams/{stream_id}/events", headers=ALICE, stop_after=3)
+    assert first.ids == [0, 1, 2]                                      # Bob's stops stopped nothing
+    stopped = httpx.post(f"{pair.b.url}/model/streams/{stream_id}/stop", headers=ALICE)
+    assert stopped.status_code == 200 and stopped.json() == {"stream_id": stream_id, "state": "stopped"}
+    rest = read_stream(f"{pair.a.url}/model/streams/{stream_id}/events", headers={**ALICE, "Last-Event-ID": "2"})
+    assert rest.last.event == "done" and rest.last_json()["stopped_early"] is True
+    assert rest.last_json()["reason"] == "stopped" and rest.last_json()["tokens"] < 400
