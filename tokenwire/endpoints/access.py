@@ -47,8 +47,9 @@ class Access:
 
     action: the route's (``create``, ``read``, ``stop``, ``scrape``); headers: the
     request's headers, lower-case names, a name sent twice as its values
-    joined by ``", "`` (``"; "`` for ``cookie``); stream_id: the stream the
-    path names (None for a route that creates one).
+    joined by ``", "`` (``"; "`` for ``cookie``); stream_id: the id the path
+    names, as sent (a stream's, or on ``/chat/<id>/stream`` a chat's; None
+    for a route that creates a stream).
     """
 
     action: str
@@ -91,7 +92,7 @@ async def ask(authorize: Authorize, access: Access, challenge: str = DEFAULT_CHA
                                 f"accepts", (("WWW-Authenticate", challenge),))
     if not isinstance(principal, str):
         logger.error("the authorize hook returned %r; it must return a str (the principal) or None", principal)
-        raise RequestError(500, f"the authorize hook returned a {type(principal).__name__}, not a str or None")
+        raise RequestError(500, f"the authorize hook returned {type(principal).__name__}, not a str or None")
     return principal
 
 

@@ -1,0 +1,101 @@
+"""The ``authorize`` hook's answers (``tokenwire.endpoints.access``), sans-IO: a principal, 401 with a challenge, 403
+with the hook's message, 500 for a hook that fails or answers something else; the headers it is shown; the settings
+``TokenStreams`` refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tokenwire.asgi import Access, TokenStreams
+from tokenwire.core.tokenlog import UnknownStream
+from tokenwire.endpoints.access import ask, chat_name, check_owner, header_map
+from tokenwire.endpoints.params import RequestError
+
+ACCESS = Access("read", header_map((("authorization", "Bearer t"),)), "some-stream")
+
+
+def refused(hook: object, access: Access = ACCESS) -> RequestError:
+    with pytest.raises(RequestError) as caught:
+        asyncio.run(ask(hook, access))  # type: ignore[arg-type]
+    return caught.value
+
+
+async def async_alice(access: Access) -> str:
+    return "alice"
+
+
+def test_a_hook_sync_or_async_names_the_principal_and_sees_what_the_request_asks() -> None:
+    seen: list[Access] = []
+
+    def hook(access: Access) -> str:
+        seen.append(access)
+        return ""                                        # any str is a principal, the empty one too
+    assert asyncio.run(ask(hook, ACCESS)) == ""
+    assert asyncio.run(ask(async_alice, ACCESS)) == "alice"
+    assert seen == [ACCESS] and seen[0].headers["authorization"] == "Bearer t"
+
+
+def test_none_is_a_401_with_a_challenge() -> None:
+    error = refused(lambda access: None)
+    assert (error.status, error.message) == (401, "credentials needed to read: the request carries none this "
+                                                  "server accepts")
+    assert error.headers == (("WWW-Authenticate", 'Bearer realm="tokenwire"'),)
+    with pytest.raises(RequestError) as caught:
+        asyncio.run(ask(lambda access: None, ACCESS, 'Basic realm="x"'))
+    assert caught.value.headers == (("WWW-Authenticate", 'Basic realm="x"'),)
+
+
+def test_a_permission_error_is_a_403_with_its_message_if_it_has_one() -> None:
+    def no(access: Access) -> str:
+        raise PermissionError("read-only key")
+
+    def bare(access: Access) -> str:
+        raise PermissionError
+
+    assert (refused(no).status, refused(no).message) == (403, "not allowed to read: read-only key")
+    assert (refused(bare).status, refused(bare).message, refused(bare).headers) == (403, "not allowed to read", ())
+
+
+def test_a_hook_that_fails_or_answers_something_else_is_a_500_and_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(access: Access) -> str:
+        raise RuntimeError("db password is hunter2")
+
+    with caplog.at_level(logging.ERROR, logger="tokenwire"):
+        error = refused(broken)
+    assert (error.status, error.message) == (500, "the authorize hook raised RuntimeError")   # never its message
+    assert "the authorize hook raised RuntimeError" in caplog.text
+    error = refused(lambda access: 42)
+    assert (error.status, error.message) == (500, "the authorize hook returned int, not a str or None")
+
+
+def test_the_headers_are_a_read_only_mapping_a_repeated_name_joined() -> None:
+    headers = header_map((("accept", "a"), ("cookie", "x=1"), ("accept", "b"), ("cookie", "y=2")))
+    assert dict(headers) == {"accept": "a, b", "cookie": "x=1; y=2"}
+    with pytest.raises(TypeError):
+        headers["accept"] = "c"  # type: ignore[index]
+
+
+def test_a_stream_is_its_creators_and_a_chat_name_its_principals_own() -> None:
+    check_owner({"principal": "alice"}, "alice", "s")
+    for meta, principal in (({"principal": "alice"}, "bob"), ({}, "bob"), ({"principal": "alice"}, None)):
+        with pytest.raises(UnknownStream) as caught:
+            check_owner(meta, principal, "s")
+        assert caught.value.stream_id == "s"
+    assert chat_name(None, "c1") == "c1"
+    assert chat_name("alice", "c1") != chat_name("bob", "c1") and chat_name("alice", "c1").endswith(".c1")
+
+
+def test_tokenstreams_refuses_a_bad_hook_or_keep_out_of_log() -> None:
+    with pytest.raises(TypeError, match=r"^authorize must be a callable that takes an Access, got 'yes'$"):
+        TokenStreams(authorize="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^keep_out_of_log must be a tuple of header names, got the str "
+                                        r"'authorization'; write \('authorization',\)$"):
+        TokenStreams(keep_out_of_log="authorization")
+    with pytest.raises(TypeError, match=r"^keep_out_of_log must hold header names \(str\), got 3$"):
+        TokenStreams(keep_out_of_log=("cookie", 3))  # type: ignore[arg-type]
+    streams = TokenStreams(async_alice, keep_out_of_log=("X-Api-Key",))   # any callable will do: it is not called
+    assert streams.models is not None and streams.models.keep_out_of_log == ("x-api-key",)
+    assert streams.endpoints.authorize is None
