@@ -4,22 +4,18 @@ check of the request is a 400 with its message, though the model is an async gen
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import httpx
-from asgi_helpers import ROOT, read_stream, uvicorn
+from asgi_helpers import read_stream, uvicorn
+from doc_text import code_block, section
 
-HEADING = "## Your own model: `tokenwire.asgi`"
+HEADING = "Your own model: `tokenwire.asgi`"
 
 
 def example() -> str:
     """The first python block of the README's section on your own model."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index(HEADING):]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None, "the section has no python block"
-    return match.group(1)
+    return code_block(section(HEADING), "python")
 
 
 def test_the_readme_example_serves_and_resumes_as_written(tmp_path: Path) -> None:

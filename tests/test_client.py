@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from doc_text import section
 
 from tokenwire.cli import main
 from tokenwire.client import (
@@ -439,8 +440,7 @@ def test_the_reconnect_state_imports_no_io() -> None:
 def test_the_client_extra_is_httpx_and_the_readme_names_it() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras["client"] == ["httpx>=0.27"]
-    section = (ROOT / "README.md").read_text().split("## Reading a stream from Python", 1)[1].split("\n## ", 1)[0]
-    assert "pip install -e '.[client]'" in section
+    assert "pip install -e '.[client]'" in section("Reading a stream from Python")
 
 
 READ_USAGE = [

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from asgi_helpers import uvicorn
 from cutting_proxy import CuttingProxy
+from doc_text import code_block, section
 from live_helpers import serving
 
 from tokenwire.client import AttemptsExhausted, Backoff, Event, StreamRefused, aevents, events
@@ -167,8 +168,7 @@ def test_a_failed_model_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str
 
 
 def test_the_readmes_example_prints_the_text(capsys: pytest.CaptureFixture[str]) -> None:
-    section = (ROOT / "README.md").read_text().split("## Reading a stream from Python", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code_block(section("Reading a stream from Python"), "python")
     with serving() as live:
         base = f"http://{live.address[0]}:{live.address[1]}"
         reference = tokens_of(list(events(f"{base}/stream?tokens=40")))[1]

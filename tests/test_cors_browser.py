@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from asgi_helpers import ROOT, Uvicorn, uvicorn
+from doc_text import marked_block
 from test_pages_cdp import Page, browser_page
 
 FRONT_PAGE = b"<!doctype html><html lang=en><title>front end</title><p>a front end on its own origin</p>"
@@ -175,9 +176,8 @@ def test_preflights_are_the_middlewares_and_tokenwires_405_answers_only_a_plain_
 
 
 def test_the_readme_shows_the_middleware_configuration_the_example_and_this_test_run() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    shown = re.search(r"<!-- cors-config -->\n```python\n(.*?)```", readme, re.S)
+    shown = marked_block("cors-config", "python")
     example = (ROOT / "examples" / "deploy.py").read_text(encoding="utf-8")
     ran = re.search(r"# cors-config\n(.*?)# end cors-config\n", example, re.S)
-    assert shown is not None and ran is not None
-    assert shown.group(1) == ran.group(1)
+    assert ran is not None
+    assert shown == ran.group(1)

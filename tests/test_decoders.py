@@ -33,6 +33,7 @@ import pytest
 import sseclient
 from asgi_helpers import ROOT, uvicorn
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
+from doc_text import marked_block
 from httpx_sse import connect_sse
 from openai._streaming import SSEDecoder
 from test_live_processes import serve
@@ -436,10 +437,7 @@ def test_chromium_eventsource_sees_a_failing_model_end_with_failed(asgi: Server,
 
 
 def readme_example() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- browser-example -->\n```js\n(.*?)```", readme, re.S)
-    assert block is not None, "the README's browser example (marked <!-- browser-example -->) is missing"
-    return block.group(1)
+    return marked_block("browser-example", "js")
 
 
 def run_readme_example(page: Page, server: Server, create: str) -> tuple[list[str], str]:

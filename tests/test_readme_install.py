@@ -4,8 +4,7 @@ import pathlib
 import re
 import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+from doc_text import ROOT, all_text, section
 
 
 def _extras() -> dict[str, list[str]]:
@@ -22,8 +21,7 @@ def test_asgi_extra_names_fastapi_and_uvicorn() -> None:
 
 
 def test_readme_names_the_asgi_extra_in_your_own_model() -> None:
-    section = README.split("## Your own model", 1)[1].split("\n## ", 1)[0]
-    assert "pip install -e '.[asgi]'" in section
+    assert "pip install -e '.[asgi]'" in section("Your own model: `tokenwire.asgi`")
 
 
 # A skip message's install command: npm install, the .ci/node prefix, then one or more name@major.
@@ -38,5 +36,5 @@ def test_readme_npm_step_names_every_package_the_skips_name() -> None:
         for match in NPM.finditer(path.read_text()):
             wanted.update(match.group(1).split())
     assert {"axe-core@4", "eventsource@2"} <= wanted       # the skip messages still say how to install them
-    commands = [set(m.group(1).split()) for m in NPM.finditer(README)]
+    commands = [set(m.group(1).split()) for m in NPM.finditer(all_text())]
     assert any(wanted <= named for named in commands), (wanted, commands)

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
+from doc_text import all_text
 from live_helpers import declared, raw, read_to_end, request, serving, split_response
 from route_apps import EXTENDED
 
@@ -139,8 +140,7 @@ def test_the_404_lists_the_tables_routes() -> None:
 
 def test_the_readmes_route_table_is_the_tables() -> None:
     """Each route of the table is a row of the README's endpoint table, with its summary; no other live row."""
-    readme = (ROOT / "README.md").read_text()
-    rows = dict(re.findall(r"^\| `([A-Z/]+ /[^`?]*)(?:\?[^`]*)?` \| (.*) \|$", readme, re.M))
+    rows = dict(re.findall(r"^\| `([A-Z/]+ /[^`?]*)(?:\?[^`]*)?` \| (.*) \|$", all_text(), re.M))
     for route in LIVE_ROUTES.routes:
         assert rows.get(route.described()) == route.summary, route.described()
     live = {name for name in rows if name.split(" ")[1].startswith(("/stream", "/chat", "/metrics"))}
