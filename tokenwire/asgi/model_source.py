@@ -29,7 +29,7 @@ import functools
 import logging
 import secrets
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -38,7 +38,8 @@ from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
 from ..endpoints.access import header_map, owner_meta
-from ..endpoints.decisions import Asked, ChatRequest, LiveRequest
+from ..endpoints.decisions import Asked, ChatRequest, LiveRequest, OpenAIRequest
+from ..endpoints.openai import RESPONSES
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import aio_of, attach_stream_async
@@ -105,6 +106,20 @@ def check_keep_out(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(name.lower() for name in kept)
 
 
+def _body_cut(body: Mapping[str, Any]) -> int | None:
+    """A JSON body's ``cut_after`` (None: not given); raises ``RequestError`` 400 for a bad one."""
+    value = body.get("cut_after")
+    if value is None:
+        return None
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(text, str):
+        raise RequestError(400, f"cut_after must be a number or a string, got {value!r}")
+    cut = parse_count("cut_after", text)
+    if not 0 <= cut < MAX_MODEL_TOKENS:
+        raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, text))
+    return cut
+
+
 class ModelSource:
     """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``.
 
@@ -137,21 +152,18 @@ class ModelSource:
         return Asked(None, params, cut)
 
     def parse_chat(self, chat: ChatRequest) -> Asked:
-        value = chat.body.get("cut_after")
-        if value is None:
-            return Asked(None, {}, None, chat)
-        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-        if not isinstance(text, str):
-            raise RequestError(400, f"cut_after must be a number or a string, got {value!r}")
-        cut = parse_count("cut_after", text)
-        if not 0 <= cut < MAX_MODEL_TOKENS:
-            raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, text))
-        return Asked(None, {}, cut, chat)
+        return Asked(None, {}, _body_cut(chat.body), chat)
+
+    def parse_openai(self, request: OpenAIRequest) -> Asked:
+        return Asked(None, {}, _body_cut(request.body), openai=request)
+
+    def model_ids(self) -> list[str]:
+        return [self.name]
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
         made = StreamRequest(stream_id, asked.params, body, request.client, chat=asked.chat,
-                             headers=header_map(request.headers), principal=request.principal)
+                             headers=header_map(request.headers), principal=request.principal, openai=asked.openai)
         try:
             source = await open_source(self.factory, made)
         except ValueError as exc:
@@ -161,6 +173,8 @@ class ModelSource:
             raise RequestError(500, f"the model factory raised {type(exc).__name__}") from None
         stream: ModelStream
         policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
+        if asked.openai is not None and asked.openai.api == RESPONSES:
+            on_disconnect = OnDisconnect.DETACH      # a response goes on without its reader: it is retrieved later
         owner = owner_meta(request.principal)
         if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
             meta: dict[str, Any] = {**META, NAME_KEY: self.name, **owner, "policy": policy.value,
@@ -175,7 +189,7 @@ class ModelSource:
             stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name, **owner},
                                  policy=policy, capacity=capacity, on_disconnect=on_disconnect)
         self.streams.add(stream)
-        spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=self.on_disconnect)
+        spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=on_disconnect)
         return self.registry.adopt(stream, spec, asked.cut)
 
     def logged(self, request: StreamRequest) -> StreamRequest:

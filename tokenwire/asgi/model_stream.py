@@ -43,7 +43,7 @@ from ..core.frames import DEFAULT_RETRY_MS, failed_frame
 from ..core.model import Model, Steps, TimingModel
 from ..core.stream import LOST, STOPPED_REASON, OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped, TokenLog
-from ..endpoints.decisions import ChatRequest
+from ..endpoints.decisions import ChatRequest, OpenAIRequest
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "token_problem"]
 
@@ -76,6 +76,9 @@ class StreamRequest:
     twice: its values joined by ``", "``); on a continuation, those the log
     kept (all but ``keep_out_of_log``'s).  principal: who made the stream,
     as the app's ``authorize`` hook named them (None: the app has no hook).
+    openai: for ``POST /v1/chat/completions`` and ``POST /v1/responses``,
+    the body read (``api``, ``model``, the ``messages`` or the ``input``,
+    the whole JSON object; ``params`` is then empty); None for the others.
     """
 
     stream_id: str
@@ -87,6 +90,7 @@ class StreamRequest:
     chat: ChatRequest | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     principal: str | None = None
+    openai: OpenAIRequest | None = None
 
     def __post_init__(self) -> None:
         if self.start != len(self.prefix):

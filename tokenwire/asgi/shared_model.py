@@ -64,6 +64,7 @@ from ..core.stream import Attached, OnDisconnect
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
 from ..endpoints.access import PRINCIPAL_KEY
 from ..endpoints.chat import parse_chat
+from ..endpoints.openai import parse_openai
 from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
@@ -116,7 +117,8 @@ def request_to_meta(request: StreamRequest, keep_out: Collection[str] = ()) -> d
     """
     headers = {name: value for name, value in request.headers.items() if name not in keep_out}
     return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),
-            "client": request.client, "chat": request.chat is not None, "headers": headers}
+            "client": request.client, "chat": request.chat is not None, "headers": headers,
+            "openai": None if request.openai is None else request.openai.api}
 
 
 def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest | None:
@@ -128,10 +130,12 @@ def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest 
         params = {str(k): str(v) for k, v in dict(kept["params"]).items()}
         body = base64.b64decode(kept["body"])
         chat = parse_chat(body) if kept.get("chat") else None
+        api = kept.get("openai")
+        openai = parse_openai(body, str(api)) if api else None
         headers = {str(k): str(v) for k, v in dict(kept.get("headers", {})).items()}
         principal = meta.get(PRINCIPAL_KEY)
         return StreamRequest(stream_id, params, body, str(kept["client"]), chat=chat, headers=headers,
-                             principal=None if principal is None else str(principal))
+                             principal=None if principal is None else str(principal), openai=openai)
     except (KeyError, TypeError, ValueError, RequestError):
         return None
 

@@ -38,7 +38,7 @@ from ..report.params import NAMES
 from . import rules
 from .access import chat_name
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
-from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
+from .params import MAX_ID_DIGITS, RequestError, echo, json_object, parse_count
 from .registry import Busy, LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
@@ -92,15 +92,8 @@ class Endpoints(Protocol):
 
 def parse_chat(body: bytes) -> ChatRequest:
     """Read a chat body; raises ``RequestError`` 400 naming what is wrong."""
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RequestError(400, f"a chat body must be JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RequestError(400, f"a chat body must be a JSON object, got {type(data).__name__}")
-    messages = data.get("messages")
-    if not isinstance(messages, list):
-        raise RequestError(400, f"a chat body needs \"messages\", a list, got {echo(json.dumps(messages))}")
+    data = json_object(body, "a chat body", "messages", list, "a list")
+    messages = data["messages"]
     chat_id, trigger, message_id = (_text(data, name) for name in ("id", "trigger", "messageId"))
     if chat_id is not None and not _CHAT_ID.fullmatch(chat_id):
         raise RequestError(400, f"a chat id is 1 to 64 letters, digits, '-' or '_', got {echo(chat_id)}")
@@ -114,10 +107,10 @@ def _text(data: Mapping[str, Any], name: str) -> str | None:
     raise RequestError(400, f"a chat body's {name!r} must be a string, got {echo(json.dumps(value))}")
 
 
-def canned_query(chat: ChatRequest) -> str:
-    """The canned answer's create query: the report's parameters (and ``cut_after``) among the body's fields."""
+def canned_query(body: Mapping[str, Any]) -> str:
+    """The canned answer's create query: the report's parameters (and ``cut_after``) among a JSON body's fields."""
     pairs = []
-    for name, value in chat.body.items():
+    for name, value in body.items():
         if name not in _CANNED_FIELDS:
             continue
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):

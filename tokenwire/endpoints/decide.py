@@ -36,9 +36,10 @@ from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
 from .chat import Chats, canned_query, open_chat, resume_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
-from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenStream
+from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream
 from .exposition import Exposition, exposition
 from .metering import Meter
+from .openai import RESPONSES, Records, chat_completions, create_response, models_answer, retrieve_response
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, ErrorFormat, Found, Route, RouteTable
@@ -63,6 +64,12 @@ class StreamSource(Protocol):
     def parse_chat(self, chat: ChatRequest) -> Asked:
         """Read a ``POST /chat`` body; raises ``RequestError`` (400)."""
 
+    def parse_openai(self, request: OpenAIRequest) -> Asked:
+        """Read a ``POST /v1/chat/completions`` or ``/v1/responses`` body; raises ``RequestError`` (400)."""
+
+    def model_ids(self) -> list[str]:
+        """The models ``GET /v1/models`` lists."""
+
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         """Make the stream ``asked`` describes (admitted already); raises ``RequestError``, ``LogError``."""
 
@@ -79,13 +86,26 @@ class CannedSource:
 
     def parse_chat(self, chat: ChatRequest) -> Asked:
         # A chat's answer goes on when its reader leaves: the SDK's resume comes back for it.
-        spec, cut = spec_from_query(canned_query(chat))
+        spec, cut = spec_from_query(canned_query(chat.body))
         return Asked(dataclasses.replace(spec, on_disconnect=OnDisconnect.DETACH), {}, cut, chat)
+
+    def parse_openai(self, request: OpenAIRequest) -> Asked:
+        # A response goes on when its reader leaves: it is retrieved later; a chat completion is not.
+        spec, cut = spec_from_query(canned_query(request.body))
+        if request.api == RESPONSES:
+            spec = dataclasses.replace(spec, on_disconnect=OnDisconnect.DETACH)
+        return Asked(spec, {}, cut, openai=request)
+
+    def model_ids(self) -> list[str]:
+        return [CANNED_MODEL]
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         assert asked.spec is not None
         return await self.registry.create_async(asked.spec, cut_after=asked.cut, meta=owner_meta(request.principal))
 
+
+# What ``GET /v1/models`` lists for the canned answer (any model a request names is answered, and echoed).
+CANNED_MODEL = "tokenwire-canned"
 
 Handler = Callable[[LiveRequest, Found, Callable[[], Awaitable[bytes]]], Awaitable[Answer | OpenStream]]
 
@@ -118,11 +138,15 @@ class Endpoints:
         self.writing: set[Writing] = set()      # the streams being written now
         self.closing = False                    # a shutdown has closed the streams (close_streams)
         self.chats = Chats(registry)            # each chat's latest stream
+        self.records = Records(registry)        # each OpenAI response's record
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
                                              "create_and_open": self._create_and_open, "chat": self._chat,
                                              "chat_stream": self._chat_stream, "metrics": self._metrics,
-                                             "stop": self._stop}
+                                             "stop": self._stop,
+                                             "chat_completions": self._chat_completions,
+                                             "responses": self._responses, "response": self._response,
+                                             "models": self._models}
         unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
         if unknown:
             raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
@@ -151,7 +175,7 @@ class Endpoints:
         try:
             found = self.routes.find(request.path, request.method, alone=self.alone)
         except RequestError as exc:
-            return refusal(exc)
+            return refusal(exc, self.routes.errors_of(request.path))     # a 405 in its route's format
         if found is None:
             return None
         route = found.route
@@ -225,6 +249,25 @@ class Endpoints:
         if not isinstance(decision, Answer):        # a route table without /metrics
             return refusal(RequestError(404, "these routes have no GET /metrics"))
         return decision
+
+    async def _chat_completions(self, request: LiveRequest, found: Found,
+                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
+        return await chat_completions(self, request, await read_body())
+
+    async def _responses(self, request: LiveRequest, found: Found,
+                         read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
+        return await create_response(self, request, await read_body())
+
+    async def _response(self, request: LiveRequest, found: Found,
+                        read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
+        return await retrieve_response(self, request, found.params["id"])
+
+    async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
+        return models_answer(self.source.model_ids())
+
+    def openai_asked(self, request: OpenAIRequest) -> Asked:
+        """What an OpenAI body asks the source for; raises ``RequestError`` (400)."""
+        return self.source.parse_openai(request)
 
     def chat_asked(self, chat: ChatRequest) -> Asked:
         """What a ``POST /chat`` body asks the source for; raises ``RequestError`` (400)."""

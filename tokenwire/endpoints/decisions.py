@@ -19,7 +19,7 @@ from ..core.pipeline import RunSpec
 from ..core.rendering import FRAMES, Rendering
 from .registry import LiveStream
 
-__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenStream"]
+__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenAIRequest", "OpenStream"]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -68,13 +68,37 @@ class ChatRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenAIRequest:
+    """A ``POST /v1/chat/completions`` or ``POST /v1/responses`` body, read.
+
+    api: ``"chat.completions"`` or ``"responses"``; model: the ``model``
+    asked for; messages: a chat completion's messages as sent (empty for a
+    response); input: a response's ``input`` as sent (a string or a list of
+    items; None for a chat completion); stream, background: what was asked;
+    body: the whole JSON object, every other field included.
+    """
+
+    api: str
+    model: str
+    messages: tuple[Any, ...]
+    input: Any
+    stream: bool
+    background: bool
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Asked:
-    """A create request, read: the canned answer's ``spec`` or a model's ``params``, its ``cut_after``, its chat."""
+    """A create request, read: the canned answer's ``spec`` or a model's ``params``, its ``cut_after``, its chat.
+
+    openai: the OpenAI request it came in as (None: another route).
+    """
 
     spec: RunSpec | None
     params: Mapping[str, str]
     cut: int | None
     chat: ChatRequest | None = None
+    openai: OpenAIRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,9 @@ stream is read as an index of this one and never reaches the other stream.
 from __future__ import annotations
 
 import functools
+import json
 import re
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from ..core.channel import Policy
@@ -83,6 +85,22 @@ def echo(value: str) -> str:
     if len(value) <= MAX_ECHO_CHARS:
         return repr(value)
     return f"{value[:MAX_ECHO_CHARS]!r}... ({len(value)} characters)"
+
+
+def json_object(body: bytes, what: str, needs: str, kind: type | tuple[type, ...], kind_name: str) -> dict[str, Any]:
+    """``body`` read as a JSON object with a field ``needs`` of ``kind``; raises ``RequestError`` 400 naming the fault.
+
+    ``what`` names the body in the messages (``"a chat body"``), ``kind_name`` the kind (``"a list"``).
+    """
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RequestError(400, f"{what} must be JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise RequestError(400, f"{what} must be a JSON object, got {type(data).__name__}")
+    if not isinstance(data.get(needs), kind):
+        raise RequestError(400, f"{what} needs \"{needs}\", {kind_name}, got {echo(json.dumps(data.get(needs)))}")
+    return data
 
 
 def split_query(query: str) -> tuple[str, dict[str, str]]:

@@ -147,6 +147,14 @@ class RouteTable:
                 return route, match.groupdict()
         return None
 
+    def errors_of(self, path: str) -> ErrorFormat:
+        """The error format of the route at ``path`` (as sent): its own, or tokenwire's where none matches."""
+        try:
+            found = self.route_of(routed_path(path))
+        except RequestError:
+            return "tokenwire"
+        return "tokenwire" if found is None else found[0].errors
+
     def claims(self, path: str) -> bool:
         """Whether these routes answer ``path`` as sent: one of theirs, or one refused for its spelling."""
         try:
@@ -235,5 +243,17 @@ LIVE_ROUTES = RouteTable((
                   'every reader gets what was logged, then `done` with `"stopped_early": true, "reason": '
                   '"stopped"`, and so does a reconnect. `200` `{"stream_id", "state"}` (`stopped`, or `done` '
                   'for an answer that had finished), again on a second stop; `404` for an unknown id'),
+    Route("/v1/chat/completions", ("POST",), "chat_completions", "create", body_setting="max_chat_body_bytes",
+          body_limit=MAX_CHAT_BODY_BYTES, errors="openai",
+          summary="OpenAI's chat completions: `chat.completion.chunk`s then `data: [DONE]` with `\"stream\": true`, "
+                  "else one `chat.completion`"),
+    Route("/v1/responses", ("POST",), "responses", "create", body_setting="max_chat_body_bytes",
+          body_limit=MAX_CHAT_BODY_BYTES, errors="openai",
+          summary="OpenAI's Responses: the events (each with its `sequence_number`) with `stream`, the `response` "
+                  "at once with `background`, else the whole `response`"),
+    Route("/v1/responses/<id>", ("GET",), "response", "read", errors="openai",
+          summary="the `response`; with `?stream=true&starting_after=N` its events after N, live or after the end"),
+    Route("/v1/models", ("GET",), "models", "read", errors="openai",
+          summary="the models this server answers as"),
 ))
 """The routes of ``tokenwire serve`` and ``TokenStreams``."""

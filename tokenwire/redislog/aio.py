@@ -264,12 +264,20 @@ class AsyncRedisLog:
 
     async def chat_stream(self, chat_id: str) -> str | None:
         """The stream a chat id was last given (``set_chat_stream``), None if none; raises ``LogUnavailable``."""
-        value = await self._ask(self._command("GET", self.log.chat_key(chat_id)), False)
-        return None if value is None else str(value)
+        return await self.kept("chat", chat_id)
 
     async def set_chat_stream(self, chat_id: str, stream_id: str) -> None:
         """Make ``stream_id`` the chat's stream, for as long as a stream is kept; raises ``LogUnavailable``."""
-        await self._ask(self._command("SET", self.log.chat_key(chat_id), stream_id, "PX", self.log.ttl_ms), False)
+        await self.keep("chat", chat_id, stream_id)
+
+    async def kept(self, kind: str, key: str) -> str | None:
+        """The value ``keep`` last gave ``kind``'s ``key`` (a chat's stream, a response's record), None if none."""
+        value = await self._ask(self._command("GET", self.log.kept_key(kind, key)), False)
+        return None if value is None else str(value)
+
+    async def keep(self, kind: str, key: str, value: str) -> None:
+        """Keep ``value`` under ``kind``'s ``key``, for as long as a stream is kept; raises ``LogUnavailable``."""
+        await self._ask(self._command("SET", self.log.kept_key(kind, key), value, "PX", self.log.ttl_ms), False)
 
     async def ping(self) -> bool:
         """True if Redis answers within the op timeout; never raises."""

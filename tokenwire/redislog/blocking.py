@@ -187,9 +187,9 @@ class RedisTokenLog:
         base = f"{self.prefix}:{{{stream_id}}}"
         return f"{base}:meta", f"{base}:tokens", f"{base}:lease"
 
-    def chat_key(self, chat_id: str) -> str:
-        """The key holding a chat's latest stream id (``AsyncRedisLog.chat_stream``)."""
-        return f"{self.prefix}:chat:{{{chat_id}}}"
+    def kept_key(self, kind: str, key: str) -> str:
+        """The key holding what is kept of ``kind``'s ``key`` (``AsyncRedisLog.keep``): ``chat``, ``response``."""
+        return f"{self.prefix}:{kind}:{{{key}}}"
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coro)

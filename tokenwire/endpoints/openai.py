@@ -1,0 +1,290 @@
+"""OpenAI's routes: ``/v1/chat/completions``, ``/v1/responses`` (and its retrieve and cancel), ``/v1/models``.
+
+How this works: ``parse_openai`` reads the JSON body the ``openai`` SDK
+sends into an ``OpenAIRequest``; the source reads it (the canned answer takes
+the report's parameters from the body's fields, a model gets the request as
+``StreamRequest.openai``) and a stream is made as ``POST /streams`` makes
+one (the same quota, the same log).  What goes on the wire is a rendering of
+that stream (``openai_wire``): chat chunks, or Responses events numbered by
+``sequence_number``.
+
+An answer that is not streamed (no ``stream``) is gathered by a reader
+inside the server, a connection like any other whose rendering keeps the
+text (``Gathered``), and sent whole.  A background response without a
+stream is gathered the same way without waiting for it, so it runs to the
+end with nobody connected; a response's stream is made to go on when its
+reader leaves (``detach``), so ``GET /v1/responses/{id}?stream=true&
+starting_after=N`` gets the events after N, live while it generates and
+whole after it ends, from any instance on a shared log.  A response's id is
+``resp_`` and its stream's id; its model, creation time and background flag
+are kept beside it (``Records``: in memory, or in the shared log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+from urllib.parse import parse_qsl
+
+from ..core.rendering import EarlyEnding
+from ..core.tokenlog import StreamState, UnknownStream
+from . import rules
+from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream
+from .openai_wire import (
+    Answered,
+    ChatChunks,
+    Gathered,
+    ResponseEvents,
+    chat_completion,
+    cursor_of,
+    event_count,
+    response_object,
+    response_status,
+)
+from .params import RequestError, echo, json_object, parse_count
+from .registry import Busy, LiveStream, Registry
+from .writing import Writing
+
+__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "Records", "chat_completions", "create_response",
+           "models_answer", "parse_openai", "retrieve_response"]
+
+CHAT_COMPLETIONS, RESPONSES = "chat.completions", "responses"
+_RESPONSE_PREFIX = "resp_"
+# What a retrieve's query may carry: the SDK sends include (and include_obfuscation), which change nothing here.
+_RETRIEVE_PARAMS = ("stream", "starting_after", "include", "include[]", "include_obfuscation")
+
+
+class Endpoints(Protocol):
+    """What the OpenAI routes use of the endpoints (``decide.Endpoints``)."""
+
+    registry: Registry
+    records: Records
+    closing: bool
+
+    def openai_asked(self, request: OpenAIRequest) -> Asked: ...
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
+    def write(self, decision: OpenStream, wire: Any) -> Writing: ...
+    async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
+
+
+class Records:
+    """Each response's record (model, creation time, background): in memory (``max_streams`` of them) or shared."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._memory: OrderedDict[str, str] = OrderedDict()
+
+    async def get(self, response_id: str) -> Mapping[str, Any] | None:
+        """The record of ``response_id`` (None: none kept); raises ``LogUnavailable``."""
+        if self.registry.aio is not None:
+            kept = await self.registry.aio.kept("response", response_id)
+        else:
+            kept = self._memory.get(response_id)
+        return None if kept is None else dict(json.loads(kept))
+
+    async def put(self, response_id: str, record: Mapping[str, Any]) -> None:
+        """Keep ``record`` for ``response_id``; raises ``LogUnavailable``."""
+        value = json.dumps(record)
+        if self.registry.aio is not None:
+            await self.registry.aio.keep("response", response_id, value)
+            return
+        self._memory[response_id] = value
+        while len(self._memory) > self.registry.max_streams:
+            self._memory.popitem(last=False)
+
+
+def _flag(data: Mapping[str, Any], name: str) -> bool:
+    value = data.get(name)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise RequestError(400, f"{name!r} must be true or false, got {echo(json.dumps(value))}")
+
+
+def parse_openai(body: bytes, api: str) -> OpenAIRequest:
+    """Read a chat completion's or a response's JSON body; raises ``RequestError`` 400 naming what is wrong."""
+    data = json_object(body, "the body", "model", str, "a string")
+    model = data["model"]
+    messages: tuple[Any, ...] = ()
+    if api == CHAT_COMPLETIONS:
+        messages = tuple(json_object(body, "the body", "messages", list, "a list")["messages"])
+        options = data.get("stream_options")
+        if options is not None and not isinstance(options, dict):
+            raise RequestError(400, f"'stream_options' must be an object, got {echo(json.dumps(options))}")
+        _flag(options or {}, "include_usage")
+    else:
+        json_object(body, "the body", "input", (str, list), "a string or a list")
+    background = _flag(data, "background") if api == RESPONSES else False
+    return OpenAIRequest(api, model, messages, data.get("input"), _flag(data, "stream"), background, data)
+
+
+def _include_usage(request: OpenAIRequest) -> bool:
+    return bool((request.body.get("stream_options") or {}).get("include_usage"))
+
+
+async def _made(endpoints: Endpoints, request: LiveRequest, body: bytes, api: str) -> tuple[OpenAIRequest, LiveStream]:
+    parsed = parse_openai(body, api)
+    asked = endpoints.openai_asked(parsed)
+    registry = endpoints.registry
+    if registry.live >= registry.max_live:                # no stream is made for a 503
+        raise rules.busy_error(Busy(registry.max_live))
+    return parsed, await endpoints.make(asked, request, body)
+
+
+def _slot(registry: Registry) -> None:
+    try:
+        registry.open_slot()
+    except Busy as exc:
+        raise rules.busy_error(exc) from None
+
+
+class _Inside:
+    """The ``EventWire`` of a reader inside the server: it takes every frame and says when the connection ended."""
+
+    def __init__(self) -> None:
+        self.failure: str | None = None
+        self.bytes_sent = 0
+        self.ended = asyncio.get_running_loop().create_future()
+
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool:
+        return True
+
+    def snapshot(self) -> tuple[int, int]:
+        return 0, 0
+
+    def end(self) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+
+async def _gather(endpoints: Endpoints, live: LiveStream, gathered: Gathered) -> Gathered:
+    """Read ``live`` to its end inside the server (again from where it stopped, if a connection was closed)."""
+    while not gathered.ended:
+        if endpoints.closing:
+            raise RequestError(503, "the server is shutting down; retrieve the answer from another instance")
+        _slot(endpoints.registry)
+        wire = _Inside()
+        cursor = len(gathered.tokens) - 1
+        endpoints.write(OpenStream(live, cursor, None, None, None, gathered), wire)
+        await wire.ended
+    return gathered
+
+
+def _json_answer(body: Mapping[str, Any], status: int = 200) -> Answer:
+    return Answer(status, rules.JSON_HEADERS, json.dumps(body).encode())
+
+
+def _answered(prefix: str, live: LiveStream, model: str) -> Answered:
+    return Answered(prefix + live.stream_id, model, int(time.time()))
+
+
+async def chat_completions(endpoints: Endpoints, request: LiveRequest, body: bytes) -> OpenStream | Answer:
+    """``POST /v1/chat/completions``: the chunks of a new stream, or its whole ``chat.completion``."""
+    parsed, live = await _made(endpoints, request, body, CHAT_COMPLETIONS)
+    answered = _answered("chatcmpl-", live, parsed.model)
+    if parsed.stream:
+        _slot(endpoints.registry)
+        return OpenStream(live, -1, None, None, None, ChatChunks(answered, _include_usage(parsed)))
+    gathered = await _gather(endpoints, live, Gathered())
+    ending = gathered.ending
+    if ending is not None and ending.error is not None:
+        raise RequestError(500, f"the model failed: {ending.error}")
+    return _json_answer(chat_completion(answered, "".join(gathered.tokens), len(gathered.tokens), ending))
+
+
+async def create_response(endpoints: Endpoints, request: LiveRequest, body: bytes) -> OpenStream | Answer:
+    """``POST /v1/responses``: its events (``stream``), its record at once (``background``), or it whole."""
+    parsed, live = await _made(endpoints, request, body, RESPONSES)
+    answered = _answered(_RESPONSE_PREFIX, live, parsed.model)
+    await endpoints.records.put(answered.id, {"model": answered.model, "created": answered.created,
+                                              "background": parsed.background})
+    if parsed.stream:
+        _slot(endpoints.registry)
+        return OpenStream(live, -1, None, None, None, ResponseEvents(answered, parsed.background))
+    if parsed.background:
+        asyncio.ensure_future(_gather(endpoints, live, Gathered()))    # it runs to the end, read by nobody
+        return _json_answer(response_object(answered, "queued", None, 0, background=True))
+    gathered = await _gather(endpoints, live, Gathered())
+    return _whole(answered, gathered.tokens, response_status(gathered.ending, True), gathered.ending,
+                  parsed.background)
+
+
+def _whole(answered: Answered, tokens: list[str], status: str, ending: EarlyEnding | None,
+           background: bool) -> Answer:
+    error = ending.error if ending is not None else None
+    return _json_answer(response_object(answered, status, "".join(tokens), len(tokens), background=background,
+                                        error=error))
+
+
+def _status(state: StreamState, ending: EarlyEnding | None) -> str:
+    """A response's status as the log says it: a stream ended early with no ending known here was stopped."""
+    if state is StreamState.CANCELLED and ending is None:
+        return "cancelled"
+    return response_status(ending, state is not StreamState.GENERATING)
+
+
+async def _found(endpoints: Endpoints, request: LiveRequest, response_id: str) -> tuple[Answered, bool, LiveStream]:
+    """The response ``response_id`` names: who answered, whether in the background, its stream (404: none)."""
+    record = await endpoints.records.get(response_id) if response_id.startswith(_RESPONSE_PREFIX) else None
+    if record is None:
+        raise RequestError(404, f"no response {echo(response_id)} here (unknown, or forgotten)")
+    try:
+        live = await endpoints.stream_of(request, response_id.removeprefix(_RESPONSE_PREFIX))
+    except UnknownStream:
+        raise RequestError(404, f"no response {echo(response_id)} here (unknown, or forgotten)") from None
+    return Answered(response_id, str(record["model"]), int(record["created"])), bool(record["background"]), live
+
+
+async def _logged(registry: Registry, stream_id: str, count: int) -> list[str]:
+    """The first ``count`` tokens of ``stream_id`` in the log."""
+    if count <= 0:
+        return []
+    if registry.aio is not None:
+        return await registry.aio.read_after(stream_id, -1, count)
+    return registry.log.read_after(stream_id, -1, count)
+
+
+def _retrieve_query(query: str) -> tuple[bool, int]:
+    """A retrieve's ``stream`` and ``starting_after`` (-1: from the start); raises ``RequestError`` 400."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    for name, value in pairs:
+        if name not in _RETRIEVE_PARAMS:
+            raise RequestError(400, f"unknown parameter {echo(name)} (given {echo(value)}); allowed: "
+                                    f"{', '.join(_RETRIEVE_PARAMS[:3])}")
+    given = dict(pairs)
+    stream = given.get("stream", "false")
+    if stream not in ("true", "false"):
+        raise RequestError(400, f"stream must be true or false, got {echo(stream)}")
+    after = given.get("starting_after")
+    return stream == "true", -1 if after is None else parse_count("starting_after", after)
+
+
+async def retrieve_response(endpoints: Endpoints, request: LiveRequest, response_id: str) -> OpenStream | Answer:
+    """``GET /v1/responses/{id}``: the response object, or with ``stream=true`` its events after ``starting_after``."""
+    streamed, after = _retrieve_query(request.query)
+    answered, background, live = await _found(endpoints, request, response_id)
+    registry, stream_id = endpoints.registry, live.stream_id
+    generated, state = await registry.progress_async(stream_id)
+    ended = state is not StreamState.GENERATING
+    if not streamed:
+        ending = live.stream.ending
+        return _whole(answered, await _logged(registry, stream_id, generated), _status(state, ending), ending,
+                      background)
+    count = event_count(generated, ended)
+    if after >= count:
+        raise RequestError(400, f"starting_after {after} is past the end: this response has events 0..{count - 1} "
+                                f"so far")
+    cursor = min(cursor_of(after), generated - 1)
+    await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
+    prefix = await _logged(registry, stream_id, cursor + 1)
+    _slot(registry)
+    return OpenStream(live, cursor, None, None, None, ResponseEvents(answered, background, after, prefix))
+
+
+def models_answer(model_ids: list[str]) -> Answer:
+    """``GET /v1/models``: the models this server answers as."""
+    return _json_answer({"object": "list", "data": [{"id": name, "object": "model", "created": 0,
+                                                      "owned_by": "tokenwire"} for name in model_ids]})
