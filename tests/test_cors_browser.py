@@ -2,8 +2,9 @@
 tokenwire on another (127.0.0.1:B, uvicorn serving the deployment example behind Starlette's ``CORSMiddleware`` as
 the README configures it): a ``POST`` with a bearer token (preflighted), ``EventSource`` with credentials (the
 session cookie) and without (an open mount), a ``fetch`` resume with ``Last-Event-ID`` (preflighted), and the AI
-SDK's ``x-workflow-run-id`` and ``x-workflow-stream-tail-index`` read from JavaScript.  A page on an origin the
-configuration does not name reads nothing.  The preflights are the middleware's: tokenwire's own 405 for OPTIONS
+SDK's ``x-workflow-run-id`` and ``x-workflow-stream-tail-index`` read from JavaScript, by hand and by the AI SDK's own
+transports (``ai@6``, ``@workflow/ai@6`` from npm, loaded in the page through an import map).  A page on an origin
+the configuration does not name reads nothing.  The preflights are the middleware's: tokenwire's own 405 for OPTIONS
 answers only an OPTIONS that is not one.
 """
 
@@ -14,6 +15,7 @@ import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,16 +24,74 @@ from asgi_helpers import ROOT, Uvicorn, uvicorn
 from doc_text import marked_block
 from test_pages_cdp import Page, browser_page
 
-FRONT_PAGE = b"<!doctype html><html lang=en><title>front end</title><p>a front end on its own origin</p>"
+NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
+# The export conditions a browser's bundler picks, in order (never "require": CommonJS does not load as a module).
+_CONDITIONS = ("browser", "import", "module", "default")
+
+
+def _target(entry: Any) -> str | None:
+    """The file an ``exports`` entry names for a browser (None: none, or only for CommonJS or types)."""
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, dict):
+        for condition in _CONDITIONS:
+            if condition in entry:
+                found = _target(entry[condition])
+                if found is not None:
+                    return found
+    return None
+
+
+def import_map(root: Path = NODE_MODULES, base: str = "/nm/") -> dict[str, str]:
+    """Bare specifier -> URL for every package under ``root`` (its ``exports``, else ``module`` or ``main``)."""
+    imports: dict[str, str] = {}
+    for manifest in [*root.glob("*/package.json"), *root.glob("@*/*/package.json")]:
+        name = manifest.parent.relative_to(root).as_posix()
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        exports = data.get("exports")
+        if not isinstance(exports, dict) or not any(key.startswith(".") for key in exports):
+            exports = {".": exports or data.get("module") or data.get("main") or "index.js"}
+        for subpath, entry in exports.items():
+            target = _target(entry)
+            if target is not None and "*" not in subpath and subpath != "./package.json":
+                specifier = name if subpath == "." else f"{name}/{subpath.removeprefix('./')}"
+                imports[specifier] = f"{base}{name}/{target.removeprefix('./')}"
+    return imports
+
+
+# @vercel/oidc (the AI Gateway provider's, which no transport calls) ships CommonJS only, which a bundler converts
+# and a browser cannot load as a module: the page gets a module with the two names the gateway imports.
+OIDC_SHIM = (b"export const getContext = () => ({});\n"
+             b"export const getVercelOidcToken = async () => { throw new Error('no OIDC token in a browser'); };\n")
+
+
+def front_page() -> bytes:
+    """A page with an import map of the installed npm packages, so the AI SDK loads as a front end loads it."""
+    imports = {**import_map(), "@vercel/oidc": "/shim/vercel-oidc.js"}
+    script = json.dumps({"imports": imports}).replace("</", "<\\/")
+    return (f"<!doctype html><html lang=en><title>front end</title>"
+            f"<script type=importmap>{script}</script><p>a front end on its own origin</p>").encode()
 
 
 class _Front(BaseHTTPRequestHandler):
+    """The front end's origin: the page, and the npm packages under ``/nm/`` as JavaScript modules."""
+
     def do_GET(self) -> None:  # noqa: N802 - the handler's name is http.server's
+        if self.path.startswith("/nm/"):
+            file = (NODE_MODULES / self.path[4:].split("?")[0]).resolve()
+            if not file.is_relative_to(NODE_MODULES.resolve()) or not file.is_file():
+                self.send_error(404)
+                return
+            body, kind = file.read_bytes(), "text/javascript; charset=utf-8"
+        elif self.path == "/shim/vercel-oidc.js":
+            body, kind = OIDC_SHIM, "text/javascript; charset=utf-8"
+        else:
+            body, kind = front_page(), "text/html; charset=utf-8"
         self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(FRONT_PAGE)))
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(FRONT_PAGE)
+        self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         pass
@@ -179,5 +239,56 @@ def test_the_readme_shows_the_middleware_configuration_the_example_and_this_test
     shown = marked_block("cors-config", "python")
     example = (ROOT / "examples" / "deploy.py").read_text(encoding="utf-8")
     ran = re.search(r"# cors-config\n(.*?)# end cors-config\n", example, re.S)
-    assert ran is not None
-    assert shown == ran.group(1)
+    assert shown is not None and ran is not None
+    assert shown.group(1) == ran.group(1)
+
+
+# The AI SDK's own transports, loaded from npm (ai@6, @workflow/ai@6) on the front end's origin, talking to tokenwire
+# on the other: WorkflowChatTransport's POST (cut by the server after 3 tokens, so it must resume with startIndex from
+# x-workflow-run-id), its tail read (a negative startIndex and x-workflow-stream-tail-index), and
+# DefaultChatTransport's send and reconnect.
+SDK_SCRIPT = r"""
+(async () => {
+  const api = %(api)s + "/tokens/chat", out = {};
+  const { WorkflowChatTransport } = await import("/nm/@workflow/ai/dist/workflow-chat-transport.js");
+  const { DefaultChatTransport } = await import("ai");
+  const drain = async (stream) => {
+    const chunks = [], reader = stream.getReader();
+    for (;;) { const { done, value } = await reader.read(); if (done) return chunks; chunks.push(value); }
+  };
+  const text = (chunks) => chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join("");
+  const messages = [{id: "m1", role: "user", parts: [{type: "text", text: "resume me across origins"}]}];
+  const auth = {"authorization": "Bearer alice-token", "content-type": "application/json"};
+  const urls = [];
+  const workflow = new WorkflowChatTransport({
+    api,
+    fetch: (url, init) => { urls.push(String(url)); return fetch(url, init); },
+    prepareSendMessagesRequest: ({messages}) => ({body: {messages, cut_after: 3}, headers: auth}),
+    prepareReconnectToStreamRequest: ({api}) => ({api, credentials: "include"}),
+    onChatSendMessage: (res) => { out.runId = res.headers.get("x-workflow-run-id"); },
+  });
+  const sent = await drain(await workflow.sendMessages({chatId: "w1", messages, trigger: "submit-message"}));
+  out.workflow = {types: sent.map((c) => c.type), text: text(sent), urls: urls.map((u) => u.slice(api.length))};
+  const tail = await drain(await workflow.reconnectToStream({chatId: out.runId, startIndex: -2}));
+  out.tail = tail.map((c) => c.type);
+  const plain = new DefaultChatTransport({api, credentials: "include"});
+  const answered = await drain(await plain.sendMessages({chatId: "d1", messages, trigger: "submit-message"}));
+  out.plain = {text: text(answered), reconnect: await plain.reconnectToStream({chatId: "d1"})};
+  return out;
+})()
+"""
+
+
+def test_the_ai_sdks_transports_in_the_page_resume_across_origins(api: Uvicorn, front: int, page: Page) -> None:
+    if not (NODE_MODULES / "@workflow" / "ai" / "package.json").exists():
+        pytest.fail("the npm packages ai@6 and @workflow/ai@6 are not installed (.ci/run installs them)")
+    page.send("Network.setCookie", {"name": "session", "value": "alice-token", "url": api.url + "/"})
+    page.open(f"http://127.0.0.1:{front}/", width=800)
+    out = dict(page.eval(SDK_SCRIPT % {"api": json.dumps(api.url)}))
+    run_id, workflow = out["runId"], out["workflow"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", run_id)
+    assert workflow["text"] == "alice, you asked: resume me across origins"
+    assert workflow["types"][:3] == ["start", "start-step", "text-start"] and workflow["types"][-1] == "finish"
+    assert workflow["urls"] == ["", f"/{run_id}/stream?startIndex=6"]      # the POST cut after chunk 5, one resume
+    assert out["tail"] == ["finish-step", "finish"]
+    assert out["plain"] == {"text": "alice, you asked: resume me across origins", "reconnect": None}
