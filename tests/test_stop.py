@@ -194,3 +194,48 @@ def test_a_canned_stream_generated_on_one_process_is_stopped_from_the_other() ->
     assert 3 <= len(read.ids) < 200 and read.text == "".join(ANSWER[:len(read.ids)])
     assert resumed.ids == [] and resumed.last_json()["stopped_early"] is True      # B never generates it again
     assert fresh.ids == read.ids and fresh.last_json()["tokens"] == len(read.ids)
+
+
+# -- the core, on the virtual clock: within one token, every reader, and a reader that comes later ---------------
+def test_a_stop_ends_generation_within_one_token_and_every_reader_with_the_early_done() -> None:
+    from tokenwire.core.clock import VirtualClock
+    from tokenwire.core.effects import Process, Sleep
+    from tokenwire.core.model import Model, TimingModel
+    from tokenwire.core.reader import MemoryReader
+    from tokenwire.core.simulate import Simulation
+    from tokenwire.core.stream import Ending, Stream
+    from tokenwire.core.tokenlog import MemoryTokenLog, StreamState
+
+    clock = VirtualClock()
+    log = MemoryTokenLog(clock.now)
+    stream = Stream("s", Model(ANSWER[:100], TimingModel(step_ns=1_000_000, ttft_ns=1_000_000, jitter=0.0)), log)
+    first, second, later = MemoryReader(), MemoryReader(), MemoryReader()
+    endings: dict[str, Ending] = {}
+
+    def read(name: str, reader: MemoryReader, after_ns: int) -> Process:
+        yield Sleep(after_ns)
+        reader.begin_connection()
+        endings[name] = yield from stream.serve(-1, stream.new_channel())
+
+    def stop(after_ns: int) -> Process:
+        yield Sleep(after_ns)
+        stream.stop_generating()
+        stream.stop_generating()                                     # twice: harmless
+
+    sim = Simulation(clock)
+    sim.spawn(read("first", first, 0), first)
+    sim.spawn(read("second", second, 3_500_000), second)           # a follower of the log
+    sim.spawn(stop(10_500_000))                                      # during token 10's step
+    sim.spawn(read("later", later, 50_000_000), later)             # after the stop
+    sim.run()
+    logged = log.length("s")
+    assert logged == 11                                              # token 10 was being made: none after it
+    assert endings == {"first": Ending.DONE, "second": Ending.DONE, "later": Ending.DONE}
+    for reader in (first, second, later):
+        assert reader.ids == list(range(logged))
+        done = json.loads(reader.events[-1].data)
+        assert (reader.events[-1].event, reader.events[-1].id) == ("done", str(logged - 1))
+        assert done["stopped_early"] is True and done["reason"] == "stopped" and done["tokens"] == logged
+    assert log.state("s") is StreamState.STOPPED and not stream.producer_running
+    log.set_state("s", StreamState.DONE)                             # stopped is final
+    assert log.state("s") is StreamState.STOPPED
