@@ -92,6 +92,9 @@ def test_the_added_routes_answer_as_the_table_says(serve: LiveServer) -> None:
     assert json.loads(body) == {"error": "'/v2/streams' does not take GET; it takes POST, PUT"}
     status, _, body = _ask_serve(serve, "POST", "/v2/streams?tokens=3", {}, b"x" * 17)
     assert (status, json.loads(body)) == (413, {"error": "request body of 17 bytes; at most 16 are read"})
+    status, _, body = _ask_serve(serve, "POST", "/v2/streams?tokens=3", {"Transfer-Encoding": "chunked"}, None)
+    assert (status, json.loads(body)) == (411, {"error": "send the body with its Content-Length; chunked bodies "
+                                                         "are refused"})     # its parameters are not the query's
     status, _, body = _ask_serve(serve, "GET", "/v2/streams/unknownstream/events", {}, None)
     assert status == 404 and json.loads(body)["error"]["type"] == "not_found_error"
     assert set(json.loads(body)["error"]) == {"message", "type", "code"}

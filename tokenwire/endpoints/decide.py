@@ -42,7 +42,7 @@ from .metering import Meter
 from .openai import RESPONSES, Records, chat_completions, create_response, models_answer, retrieve_response
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
-from .routes import LIVE_ROUTES, ErrorFormat, Found, Route, RouteTable
+from .routes import LIVE_ROUTES, QUERY_BODY, ErrorFormat, Found, Route, RouteTable
 from .writing import EventWire, Writing, write_events
 
 __all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "check_body", "logger", "refusal"]
@@ -341,7 +341,7 @@ def refusal(exc: RequestError, errors: ErrorFormat = "tokenwire") -> Answer:
 def check_body(request: LiveRequest, route: Route) -> None:
     """Refuse, before anything is read, a chunked body (411) or one ``Content-Length`` puts past the limit (413)."""
     if request.header_values("transfer-encoding"):
-        raise rules.chunked_error()
+        raise rules.chunked_error(query=route.body_setting == QUERY_BODY)
     rules.check_declared_body(request.header_values("content-length"), route.body_limit)
 
 

@@ -32,7 +32,7 @@ from .config import MAX_BODY_BYTES, MAX_CHAT_BODY_BYTES
 from .params import RequestError, echo
 from .rules import KNOWN_METHODS, method_error, no_route_error, not_implemented_error
 
-__all__ = ["ERROR_FORMATS", "ID_SEGMENT", "LIVE_ROUTES", "Action", "ErrorFormat", "Found", "Route",
+__all__ = ["ERROR_FORMATS", "ID_SEGMENT", "LIVE_ROUTES", "QUERY_BODY", "Action", "ErrorFormat", "Found", "Route",
            "RouteTable", "routed_path"]
 
 Action = Literal["create", "read", "stop", "scrape"]
@@ -42,6 +42,9 @@ _ACTIONS: tuple[Action, ...] = ("create", "read", "stop", "scrape")
 # What a ``<name>`` segment matches: a stream id (``secrets.token_urlsafe(16)`` is 22 of these) and room to spare.
 ID_SEGMENT = "[A-Za-z0-9_-]{1,64}"
 _PARAM = re.compile(r"<([a-z_]+)>")
+# The setting of a body that carries nothing a route reads as its parameters (``POST /streams`` takes them from
+# its query; a form post's body is read up to it and handed to a model): a chunked one is told to use the query.
+QUERY_BODY = "max_body_bytes"
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 # What a path may spell percent-encoded or as is: RFC 3986's unreserved characters, and '/'.  A path that
 # encodes one has two spellings, and a proxy rule written for one would let the other through.
@@ -218,7 +221,7 @@ class RouteTable:
 
 
 LIVE_ROUTES = RouteTable((
-    Route("/streams", ("POST",), "create", "create", body_setting="max_body_bytes", body_limit=MAX_BODY_BYTES,
+    Route("/streams", ("POST",), "create", "create", body_setting=QUERY_BODY, body_limit=MAX_BODY_BYTES,
           summary='`201` `{"stream_id", "events_url"}`; ids are `secrets.token_urlsafe(16)`; the parameters are '
                   "the query's, a body is read up to `max_body_bytes` (1 KiB) and handed to a model"),
     Route("/streams/<id>/events", ("GET",), "events", "read",

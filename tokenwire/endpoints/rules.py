@@ -92,9 +92,11 @@ def no_route_error(path: str, routes: str) -> RequestError:
     return RequestError(404, f"no such path {echo(path)}: the routes here are {routes}")
 
 
-def chunked_error() -> RequestError:
-    """The 411 for a ``POST /streams`` with a chunked body."""
-    return RequestError(411, "send the parameters in the query string; chunked bodies are refused")
+def chunked_error(query: bool = True) -> RequestError:
+    """The 411 for a chunked body: ``query``, a route whose parameters are its query's (``POST /streams``)."""
+    if query:
+        return RequestError(411, "send the parameters in the query string; chunked bodies are refused")
+    return RequestError(411, "send the body with its Content-Length; chunked bodies are refused")
 
 
 def check_declared_body(content_length: list[str], limit: int) -> None:
