@@ -4,7 +4,8 @@ log) and across two uvicorn processes on one real redis-server, with a bearer-to
 No credentials is a 401 with ``WWW-Authenticate``; Alice creates and reads her stream whole and her model saw her
 request's headers; Bob reading or stopping Alice's stream gets the very 404 of an id that does not exist, on either
 process; Alice reads and stops hers from the other process; a continuation on the other process keeps the principal
-and the headers but those kept out of the log.
+and the headers but those kept out of the log.  The same holds on /chat (a chat id names the asking principal's own
+chat) and on the OpenAI routes, where the ``openai`` SDK's ``api_key`` is the bearer token.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
 from redis_fixture import running_redis
@@ -213,3 +215,30 @@ def test_bob_stopping_alices_stream_gets_the_404_of_an_unknown_id_and_alice_stop
     rest = read_stream(f"{pair.a.url}/model/streams/{stream_id}/events", headers={**ALICE, "Last-Event-ID": "2"})
     assert rest.last.event == "done" and rest.last_json()["stopped_early"] is True
     assert rest.last_json()["reason"] == "stopped" and rest.last_json()["tokens"] < 400
+
+
+def test_the_openai_sdks_api_key_is_the_bearer_token_and_a_response_is_its_creators(pair: Pair) -> None:
+    def client(server: Uvicorn, key: str) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{server.url}/model/v1", api_key=key, max_retries=0, timeout=30)
+
+    hello = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.AuthenticationError) as unknown_key:
+        client(pair.a, "nobody-token").chat.completions.create(model="any", messages=hello)  # type: ignore[arg-type]
+    assert unknown_key.value.status_code == 401 and unknown_key.value.body == {
+        "message": "credentials needed to create: the request carries none this server accepts",
+        "type": "invalid_request_error", "code": None}
+    with pytest.raises(openai.PermissionDeniedError) as forbidden:
+        client(pair.a, "mallory-token").responses.create(model="any", input="hi")
+    assert forbidden.value.status_code == 403
+    made = client(pair.a, "alice-token").responses.create(model="any", input="hi", background=True)
+    never = made.id[:5] + "x" * (len(made.id) - 5)                          # resp_ and an id nobody made
+    for server in (pair.a, pair.b):
+        bobs = httpx.get(f"{server.url}/model/v1/responses/{made.id}", headers=BOB)
+        unknown = httpx.get(f"{server.url}/model/v1/responses/{never}", headers=BOB)
+        status, headers, body = answer(unknown)
+        assert status == 404 and answer(bobs) == (status, headers, body.replace(never.encode(), made.id.encode()))
+        with pytest.raises(openai.NotFoundError):
+            client(server, "bob-token").responses.retrieve(made.id)
+    events = list(client(pair.b, "alice-token").responses.retrieve(made.id, stream=True))
+    assert events[-1].type == "response.completed"
+    assert events[-1].response.output_text == "".join(f" t{i}" for i in range(20))

@@ -65,7 +65,9 @@ _unavailable_said_at = [float("-inf")]
 
 
 # The ``type`` of an error in OpenAI's format, by status (the API's own names); any other status is a server error.
-_OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+# (401 and 403 as OpenAI answers a key it does not accept, or one that may not do what it asks.)
+_OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "invalid_request_error",
+                 404: "not_found_error", 405: "invalid_request_error",
                  410: "invalid_request_error", 411: "invalid_request_error", 413: "invalid_request_error",
                  429: "rate_limit_error"}
 
