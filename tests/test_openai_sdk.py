@@ -189,3 +189,30 @@ def test_errors_come_in_openais_shape(target: Target) -> None:
 def test_models(target: Target) -> None:
     names = [model.id for model in target.client().models.list()]
     assert names == (["openai-test-model"] if target.kind == "model" else ["tokenwire-canned"])
+
+
+def test_cancel_stops_the_response_wherever_it_runs(target: Target) -> None:
+    created = target.client().responses.create(model="any", input="hi", background=True, stream=True,
+                                               extra_body=target.body(200, 25))
+    first = _read(created, 3)
+    response_id = first[0].response.id
+    cancelled = target.client("second").responses.cancel(response_id)
+    assert cancelled.status == "cancelled"
+    text = cancelled.output_text
+    assert text.startswith("".join(event.delta for event in first if event.type == "response.output_text.delta"))
+    assert text != target.text(200)
+    replay = _read(target.client().responses.retrieve(response_id, stream=True))
+    tokens = len(replay) - len(PREAMBLE) - len(ENDING) - 1
+    assert [event.sequence_number for event in replay] == list(range(len(replay)))
+    assert [event.type for event in replay] == [*PREAMBLE, *["response.output_text.delta"] * tokens, *ENDING,
+                                                "response.incomplete"]
+    assert replay[-1].response.status == "cancelled" and replay[-1].response.output_text == text
+    again = target.client().responses.cancel(response_id)
+    assert (again.status, again.output_text) == ("cancelled", text)
+
+
+def test_cancel_after_the_end_leaves_it_completed(target: Target) -> None:
+    created = target.client().responses.create(model="any", input="hi", extra_body=target.body(4))
+    assert created.status == "completed"
+    after = target.client("second").responses.cancel(created.id)
+    assert (after.status, after.output_text) == ("completed", target.text(4))

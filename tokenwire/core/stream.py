@@ -217,7 +217,8 @@ class Stream:
             self.log.set_state(self.stream_id, StreamState.GENERATING)
         if self.channel is not None:
             self.channel.abandon()
-        self.channel, self.live_from, self.cancelled = channel, live_from, False
+        # A reader joining never undoes a stop (``stop_generating``) that the producer has not yet seen.
+        self.channel, self.live_from, self.cancelled = channel, live_from, self.stopping
         producer = None
         if live_from >= self.total:
             channel.close()
@@ -278,7 +279,7 @@ class Stream:
         if self.channel is channel:
             self.channel = None
         if cancel and self.channel is None and not self.followers:
-            self.cancelled = self.on_disconnect is OnDisconnect.CANCEL
+            self.cancelled = self.stopping or self.on_disconnect is OnDisconnect.CANCEL
         self.cond.notify_all()
 
     # -- channel operations, called by drivers ----------------------------

@@ -39,7 +39,15 @@ from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream
 from .exposition import Exposition, exposition
 from .metering import Meter
-from .openai import RESPONSES, Records, chat_completions, create_response, models_answer, retrieve_response
+from .openai import (
+    RESPONSES,
+    Records,
+    cancel_response,
+    chat_completions,
+    create_response,
+    models_answer,
+    retrieve_response,
+)
 from .params import RequestError, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, QUERY_BODY, ErrorFormat, Found, Route, RouteTable
@@ -146,7 +154,7 @@ class Endpoints:
                                              "stop": self._stop,
                                              "chat_completions": self._chat_completions,
                                              "responses": self._responses, "response": self._response,
-                                             "models": self._models}
+                                             "response_cancel": self._response_cancel, "models": self._models}
         unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
         if unknown:
             raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
@@ -261,6 +269,10 @@ class Endpoints:
     async def _response(self, request: LiveRequest, found: Found,
                         read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
         return await retrieve_response(self, request, found.params["id"])
+
+    async def _response_cancel(self, request: LiveRequest, found: Found,
+                               read_body: Callable[[], Awaitable[bytes]]) -> Answer:
+        return await cancel_response(self, request, found.params["id"])
 
     async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         return models_answer(self.source.model_ids())

@@ -49,7 +49,7 @@ from .params import RequestError, echo, json_object, parse_count
 from .registry import Busy, LiveStream, Registry
 from .writing import Writing
 
-__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "Records", "chat_completions", "create_response",
+__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "Records", "cancel_response", "chat_completions", "create_response",
            "models_answer", "parse_openai", "retrieve_response"]
 
 CHAT_COMPLETIONS, RESPONSES = "chat.completions", "responses"
@@ -220,8 +220,8 @@ def _whole(answered: Answered, tokens: list[str], status: str, ending: EarlyEndi
 
 
 def _status(state: StreamState, ending: EarlyEnding | None) -> str:
-    """A response's status as the log says it: a stream ended early with no ending known here was stopped."""
-    if state is StreamState.CANCELLED and ending is None:
+    """A response's status as the log says it (``stopped``: cancelled, whatever this instance knows of it)."""
+    if state is StreamState.STOPPED or (state is StreamState.CANCELLED and ending is None):
         return "cancelled"
     return response_status(ending, state is not StreamState.GENERATING)
 
@@ -282,6 +282,20 @@ async def retrieve_response(endpoints: Endpoints, request: LiveRequest, response
     prefix = await _logged(registry, stream_id, cursor + 1)
     _slot(registry)
     return OpenStream(live, cursor, None, None, None, ResponseEvents(answered, background, after, prefix))
+
+
+async def cancel_response(endpoints: Endpoints, request: LiveRequest, response_id: str) -> Answer:
+    """``POST /v1/responses/{id}/cancel``: stop its generation wherever it runs; the object as it ended.
+
+    A response that had ended already stays as it was (``completed``, ``failed``); a second cancel answers the same.
+    """
+    answered, background, live = await _found(endpoints, request, response_id)
+    registry, stream_id = endpoints.registry, live.stream_id
+    state = await registry.stop_async(stream_id)
+    generated, _ = await registry.progress_async(stream_id)
+    # A token being made when the stop came may still be logged: the answer is what a reader gets to the end.
+    gathered = await _gather(endpoints, live, Gathered(await _logged(registry, stream_id, generated)))
+    return _whole(answered, gathered.tokens, _status(state, gathered.ending), gathered.ending, background)
 
 
 def models_answer(model_ids: list[str]) -> Answer:

@@ -256,6 +256,9 @@ LIVE_ROUTES = RouteTable((
                   "at once with `background`, else the whole `response`"),
     Route("/v1/responses/<id>", ("GET",), "response", "read", errors="openai",
           summary="the `response`; with `?stream=true&starting_after=N` its events after N, live or after the end"),
+    Route("/v1/responses/<id>/cancel", ("POST",), "response_cancel", "stop", errors="openai",
+          summary="stops the response's generation wherever it runs (as `POST /streams/<id>/stop`); the `response`, "
+                  "`cancelled` (or as it ended, if it had)"),
     Route("/v1/models", ("GET",), "models", "read", errors="openai",
           summary="the models this server answers as"),
 ))
