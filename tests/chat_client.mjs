@@ -5,7 +5,8 @@
 // stopUrl, only}.  The messages go through the transport's sendMessages (or, with only: "reconnect", straight
 // to reconnectToStream), every chunk through the SDK's readUIMessageStream; abortAfter aborts the request after
 // that many text-delta chunks, and reconnect: true then calls reconnectToStream.  rewrite: [from, to] sends
-// every GET to another server (a second instance); hosts lists the origin each request went to.  stopAfter POSTs stopUrl after that many deltas and times
+// every GET to another server (a second instance); hosts lists the origin each request went to.  stopAfter POSTs
+// stopUrl ({runId}: the stream id the POST answered with) after that many deltas and times
 // how long until the reader's finish.  Every request is recorded: [method, url, status].
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,6 +25,7 @@ async function recordingFetch(url, init = {}) {
   const response = await fetch(target, init);
   seen.requests.push([method, target.replace(/^https?:\/\/[^/]+/, ''), response.status]);
   seen.hosts.push(new URL(target).origin);
+  if (method === 'POST') seen.runId = response.headers.get('x-workflow-run-id');
   return response;
 }
 
@@ -45,8 +47,9 @@ async function read(stream, controller) {
       if (controller && deltas === job.abortAfter) controller.abort();
       if (deltas === job.stopAfter) {
         stoppedAt = Date.now();
-        const answer = await fetch(job.stopUrl, { method: 'POST' });
-        seen.requests.push(['POST', job.stopUrl.replace(/^https?:\/\/[^/]+/, ''), answer.status]);
+        const url = job.stopUrl.replace('{runId}', seen.runId);
+        const answer = await fetch(url, { method: 'POST' });
+        seen.requests.push(['POST', url.replace(/^https?:\/\/[^/]+/, ''), answer.status]);
       }
     },
   }));

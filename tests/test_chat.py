@@ -180,3 +180,25 @@ def test_a_continued_chat_gets_its_chat_again() -> None:
     assert request_from_meta("S", kept) == made
     plain = StreamRequest("S", {"n": "3"}, b"", "127.0.0.1")
     assert request_from_meta("S", {REQUEST_KEY: request_to_meta(plain)}) == plain
+
+
+def test_a_chat_stop_ends_its_readers_with_finish_on_both_servers(bases: list[str]) -> None:
+    for base in bases:
+        chat_id = f"stop-{len(base)}"
+        fields = {"messages": [], "id": chat_id, "tokens": 277, "producer_ms": 20}
+        with httpx.stream("POST", f"{base}/chat", content=json.dumps(fields), timeout=10) as answer:
+            decoder, got = Decoder(), []
+            for data in answer.iter_raw():
+                got += [event.data for event in decoder.feed(data)]
+                if len(got) == PREAMBLE + 2:                           # two deltas in: press Stop
+                    stopped = httpx.post(f"{base}/chat/{chat_id}/stop", timeout=10)
+                    assert stopped.status_code == 200
+                    assert stopped.json() == {"stream_id": answer.headers["x-workflow-run-id"], "state": "stopped"}
+        chunks_after = [json.loads(data) for data in got[:-1]]
+        assert [c["type"] for c in chunks_after[-3:]] == ["text-end", "finish-step", "finish"]
+        assert chunks_after[-1]["finishReason"] == "other" and got[-1] == "[DONE]"
+        assert len(chunks_after) < PREAMBLE + 277 + 3                  # it stopped: not the whole answer
+        assert httpx.post(f"{base}/chat/{chat_id}/stop", timeout=10).status_code == 200     # twice: harmless
+        assert httpx.get(f"{base}/chat/{chat_id}/stream", timeout=10).status_code == 204    # nothing generating
+        missing = httpx.post(f"{base}/chat/nobody-at-all/stop", timeout=10)
+        assert missing.status_code == 404 and "unknown stream 'nobody-at-all'" in missing.json()["error"]

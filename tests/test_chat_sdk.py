@@ -9,6 +9,7 @@ Each runs against ``tokenwire serve`` (the canned answer), the ASGI app's canned
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -17,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, uvicorn
+from asgi_helpers import ROOT, Uvicorn, uvicorn
 from chat_apps import SECRET
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
-from live_helpers import serving
+from live_helpers import serving, wait_until
 from redis_fixture import running_redis
 
 from tokenwire.core.model import ANSWER
@@ -149,22 +150,51 @@ def test_a_model_error_arrives_as_the_sdks_error_chunk(servers: dict[str, str]) 
         assert SECRET not in seen["stdout"]
 
 
-@pytest.mark.parametrize("kind", ["asgi", "model"])
-def test_two_instances_on_one_redis_resume_each_others_chats(kind: str) -> None:
+@contextlib.contextmanager
+def two_on_redis() -> Iterator[tuple[Uvicorn, Uvicorn]]:
+    """Two uvicorn processes of ``chat_apps`` on one redis-server."""
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?block_ms=50"}
         with uvicorn("chat_apps:app", env=env) as one, uvicorn("chat_apps:app", env=env) as other:
-            api = f"{one.url}/{_mount(kind)}chat"
-            rewrite = [one.url, other.url]
-            aborted = drive(transport="default", api=api, chatId=f"redis-{kind}", body=body(kind, 200, 10),
-                            abortAfter=3, reconnect=True, rewrite=rewrite)
-            assert aborted["texts"][1] == expected(kind, 200) and aborted["textParts"] == [1, 1]
-            assert aborted["requests"][1] == ["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 200]
-            assert aborted["hosts"] == [one.url, other.url]
-            cut = drive(transport="workflow", api=api, chatId="unused", body=body(kind, 30, 2, cut_after=7),
-                        rewrite=rewrite)
-            assert cut["texts"] == [expected(kind, 30)] and cut["chunks"] == whole(30)
-            assert [r[2] for r in cut["requests"]] == [200, 200] and cut["hosts"] == [one.url, other.url]
-            finished = drive(transport="default", api=api, chatId=f"redis-{kind}", only="reconnect", rewrite=rewrite)
-            assert finished["requests"] == [["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 204]]
+            yield one, other
 
+
+@pytest.mark.parametrize("kind", ["asgi", "model"])
+def test_two_instances_on_one_redis_resume_each_others_chats(kind: str) -> None:
+    with two_on_redis() as (one, other):
+        api = f"{one.url}/{_mount(kind)}chat"
+        rewrite = [one.url, other.url]
+        aborted = drive(transport="default", api=api, chatId=f"redis-{kind}", body=body(kind, 200, 10),
+                        abortAfter=3, reconnect=True, rewrite=rewrite)
+        assert aborted["texts"][1] == expected(kind, 200) and aborted["textParts"] == [1, 1]
+        assert aborted["requests"][1] == ["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 200]
+        assert aborted["hosts"] == [one.url, other.url]
+        cut = drive(transport="workflow", api=api, chatId="unused", body=body(kind, 30, 2, cut_after=7),
+                    rewrite=rewrite)
+        assert cut["texts"] == [expected(kind, 30)] and cut["chunks"] == whole(30)
+        assert [r[2] for r in cut["requests"]] == [200, 200] and cut["hosts"] == [one.url, other.url]
+        finished = drive(transport="default", api=api, chatId=f"redis-{kind}", only="reconnect", rewrite=rewrite)
+        assert finished["requests"] == [["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 204]]
+
+
+@pytest.mark.parametrize("transport", ["default", "workflow"])
+def test_a_stop_from_another_instance_ends_the_readers_stream_with_finish(transport: str) -> None:
+    """The default transport's stop names the chat, the workflow transport's its stream (it names no chat)."""
+    with two_on_redis() as (one, other):
+        chat_id = f"stop-{transport}"
+        named = chat_id if transport == "default" else "{runId}"
+        seen = drive(transport=transport, api=f"{one.url}/model/chat", chatId=chat_id,
+                     body=body("model", 2000, 20), stopAfter=3, stopUrl=f"{other.url}/model/chat/{named}/stop")
+        stream_id = seen["messageId"].removeprefix("msg-")
+        assert seen["requests"][1] == ["POST", f"/model/chat/{named.replace('{runId}', stream_id)}/stop", 200]
+        assert seen["chunks"][-3:] == ["text-end", "finish-step", "finish"] and seen["errors"] == []
+        assert seen["stopMs"] is not None and seen["stopMs"] < 2000
+        deltas = seen["chunks"].count("text-delta")
+        assert seen["texts"] == [expected("model", deltas)] and 3 <= deltas < 2000
+        assert [r[0] for r in seen["requests"]] == ["POST", "POST"]        # finished: no reconnect
+        wait_until(lambda: httpx.get(f"{one.url}/seen/{stream_id}").json()["closed"], "the model's iterator closed")
+        assert httpx.get(f"{one.url}/seen/{stream_id}").json()["finished"] is False
+        by_chat = httpx.post(f"{other.url}/model/chat/{chat_id}/stop").status_code
+        assert by_chat == (200 if transport == "default" else 404)     # the workflow transport named no chat
+        assert httpx.post(f"{other.url}/model/chat/{stream_id}/stop").status_code == 200   # twice: harmless
+        assert httpx.post(f"{other.url}/model/chat/nobody/stop").status_code == 404

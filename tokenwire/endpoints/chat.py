@@ -43,7 +43,7 @@ from .registry import Busy, LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
 
-__all__ = ["CHAT_FIELDS", "Chats", "canned_query", "open_chat",
+__all__ = ["CHAT_FIELDS", "Chats", "canned_query", "open_chat", "stream_named",
            "parse_chat", "resume_chat"]
 
 # A chat id: what the SDK's ids are made of (generateId: 16 alphanumerics; UUIDs), as a path segment takes it.
@@ -144,11 +144,16 @@ def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFra
     return OpenStream(live, cursor, None, None, None, frames, headers)
 
 
+async def stream_named(endpoints: Endpoints, request: LiveRequest, name: str) -> str:
+    """The stream a chat path's ``name`` means: the asking principal's chat's latest, else the stream ``name``."""
+    return await endpoints.chats.stream_of(chat_name(request.principal, name)) or name
+
+
 async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> OpenStream | Answer:
     """``GET /chat/<name>/stream``: a chat's or a stream's chunks (see the module)."""
     start = _start(request)
     registry = endpoints.registry
-    stream_id = await endpoints.chats.stream_of(chat_name(request.principal, name)) or name
+    stream_id = await stream_named(endpoints, request, name)
     try:
         live = await endpoints.stream_of(request, stream_id)
     except UnknownStream:

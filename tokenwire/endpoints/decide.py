@@ -34,7 +34,7 @@ from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
 from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
-from .chat import Chats, canned_query, open_chat, resume_chat
+from .chat import Chats, canned_query, open_chat, resume_chat, stream_named
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream
 from .exposition import Exposition, exposition
@@ -151,7 +151,7 @@ class Endpoints:
         self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
                                              "create_and_open": self._create_and_open, "chat": self._chat,
                                              "chat_stream": self._chat_stream, "metrics": self._metrics,
-                                             "stop": self._stop,
+                                             "stop": self._stop, "chat_stop": self._chat_stop,
                                              "chat_completions": self._chat_completions,
                                              "responses": self._responses, "response": self._response,
                                              "response_cancel": self._response_cancel, "models": self._models}
@@ -224,9 +224,17 @@ class Endpoints:
         return await self.registry.get_async(stream_id)
 
     async def _stop(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        await self.stream_of(request, found.params["id"])       # 404 for one it may not stop, as for reading
-        state = await self.registry.stop_async(found.params["id"])
-        return Answer(200, *rules.stopped(found.params["id"], state))
+        return await self.stop(request, found.params["id"])
+
+    async def _chat_stop(self, request: LiveRequest, found: Found,
+                         read_body: Callable[[], Awaitable[bytes]]) -> Answer:
+        return await self.stop(request, await stream_named(self, request, found.params["id"]))
+
+    async def stop(self, request: LiveRequest, stream_id: str) -> Answer:
+        """Stop ``stream_id`` for good, wherever it runs: 200 with its state now; 404 for one it may not touch."""
+        await self.stream_of(request, stream_id)       # 404 for one it may not stop, as for reading
+        state = await self.registry.stop_async(stream_id)
+        return Answer(200, *rules.stopped(stream_id, state))
 
     async def _create_and_open(self, request: LiveRequest, found: Found,
                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:

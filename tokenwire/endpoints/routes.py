@@ -246,6 +246,10 @@ LIVE_ROUTES = RouteTable((
                   'every reader gets what was logged, then `done` with `"stopped_early": true, "reason": '
                   '"stopped"`, and so does a reconnect. `200` `{"stream_id", "state"}` (`stopped`, or `done` '
                   'for an answer that had finished), again on a second stop; `404` for an unknown id'),
+    Route("/chat/<id>/stop", ("POST",), "chat_stop", "stop",
+          summary="stops a chat's stream (a chat id: its latest stream; or a stream id) as `/streams/<id>/stop` "
+                  "does; its readers end with `finish`. `200` `{\"stream_id\", \"state\"}`, again on a second "
+                  "stop; `404` for an unknown id"),
     Route("/v1/chat/completions", ("POST",), "chat_completions", "create", body_setting="max_chat_body_bytes",
           body_limit=MAX_CHAT_BODY_BYTES, errors="openai",
           summary="OpenAI's chat completions: `chat.completion.chunk`s then `data: [DONE]` with `\"stream\": true`, "
