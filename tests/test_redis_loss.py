@@ -262,19 +262,24 @@ def test_a_model_whose_tokens_are_evicted_while_it_generates_ends_every_reader_w
     with _two_apps(calls) as (log, one, other):
         made = httpx.post(f"{one.url}/{app}/streams?n=300&delay_ms=20").json()
         url = made["events_url"]
-        there: list[Read] = []
-        follower = threading.Thread(target=lambda: there.append(read_stream(other.url + url, timeout_s=20)))
+        following, there = threading.Event(), []
+        follower = threading.Thread(target=lambda: there.append(request(
+            other.port, "GET", url, on_token=lambda r: len(r.ids) == 5 and following.set())))
         follower.start()                                            # a reader on the other process follows
         here = read_stream(one.url + url, stop_after=10)
+        assert following.wait(IO_WAIT_S)
         _evict(log, made["stream_id"])                              # Redis loses the tokens
         rest = read_stream(one.url + url, headers={"Last-Event-ID": here.tokens[-1].id}, timeout_s=20)
         follower.join(20)
         resumed = httpx.get(other.url + url, headers={"Last-Event-ID": "3"})
         fresh = httpx.get(one.url + url)
     assert rest.status == 410 or _lost_ending(rest)["reason"] == "lost"     # the owner may be told first
-    ending = _lost_ending(there[0])
-    assert ending["stopped_early"] is True and ending["reason"] == "lost" and ending["tokens"] == len(there[0].ids)
-    assert 10 <= len(there[0].ids) < 300
+    followed = there[0]
+    assert followed.status == 200 and followed.done and 5 <= len(followed.ids) < 300
+    assert followed.ids == list(range(len(followed.ids)))
+    assert followed.texts == [f" t{i}" for i in range(len(followed.ids))]
+    assert followed.ending == {"tokens": len(followed.ids), "delivered_from": 0, "dropped": 0,
+                               "stopped_early": True, "reason": "lost"}
     assert (resumed.status_code, fresh.status_code) == (410, 410)
     assert resumed.json() == {"error": _lost_message(url)}
     assert _factory_calls(calls, made["stream_id"]) == [0]                   # never called again
