@@ -308,3 +308,28 @@ def test_a_finished_model_stream_whose_tokens_are_evicted_is_410_never_an_empty_
         again = httpx.get(one.url + made["events_url"])
     assert whole.ids == list(range(12)) and whole.last_json()["tokens"] == 12
     assert again.status_code == 410 and again.json() == {"error": _lost_message(made["events_url"])}
+
+
+@pytest.mark.parametrize("cursor", [-1, 9])
+def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_close(redis_server, cursor):
+    """The writer's own attach finds the loss (a request decided just before it): open, then the early-stop
+    done with reason lost, at the reader's cursor."""
+    from test_redis_shared import _connect, _spec
+
+    from tokenwire.core.reader import MemoryReader
+    from tokenwire.core.stream import Ending
+    from tokenwire.redislog.streams import attach_stream, new_stream
+    a, b = _log(redis_server.url, "A", lease_ms=300, block_ms=50), _log(redis_server.url, "B", block_ms=50)
+    whole, results = MemoryReader(), []
+    _connect(new_stream("s", _spec(tokens=30), a), whole, -1, results).join(30)
+    stream = attach_stream("s", b)                         # known to B before the key goes
+    b._run(b.aio.command("DEL", b._keys("s")[1]))
+    late = MemoryReader(last_event_id="" if cursor < 0 else str(cursor))
+    _connect(stream, late, cursor, results).join(30)
+    assert whole.ids == list(range(30)) and results == [Ending.DONE, Ending.DONE]
+    assert [e.event for e in late.events] == ["open", "done"] and late.ids == []
+    assert json.loads(late.events[-1].data) == {"tokens": cursor + 1, "delivered_from": cursor + 1, "dropped": 0,
+                                                "stopped_early": True, "reason": "lost"}
+    assert stream.total == cursor + 1
+    a.close()
+    b.close()

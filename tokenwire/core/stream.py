@@ -393,12 +393,12 @@ class Stream:
         the open frame).  A follower (see
         ``connect``) takes its tokens from the log each time its doorbell rings.
         """
+        lost = False
         try:
             replay, producer = yield from self.attach(cursor, channel)
         except StreamLost:
             self._lose(cursor + 1)
-            replay, producer = [], None
-            channel.close()                 # nothing to replay: the lost ending at once
+            replay, producer, lost = [], None, True
         follower = self.is_follower(channel)
         if producer is not None:
             yield Spawn(producer)
@@ -410,6 +410,8 @@ class Stream:
         sent, last = 0, cursor
         got: object                         # a TokenItem, a Taken reason, or TIMEOUT
         pending: deque[TokenItem | Taken] = deque(replay)
+        if lost:
+            pending.append(Taken.END)       # nothing to replay: the lost ending at once
         while True:
             if pending:
                 got = pending.popleft()
