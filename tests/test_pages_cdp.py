@@ -48,6 +48,8 @@ class Browser:
         def plumb() -> None:
             os.dup2(to_chrome_r, 3)
             os.dup2(from_chrome_w, 4)
+            for fd in (3, 4):                 # a dup2 onto itself keeps close-on-exec (pipes made as fds 3, 4)
+                os.set_inheritable(fd, True)
 
         self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=False,

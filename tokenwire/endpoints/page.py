@@ -12,6 +12,8 @@ from __future__ import annotations
 from importlib import resources
 
 from ..core.frames import DEFAULT_RETRY_MS
+from ..core.model import ANSWER
+from ..report.params import DEFAULTS
 from ..report.templating import ENV, live_stylesheet
 from .config import RETRY_AFTER_S, LiveConfig
 from .decide import refusal
@@ -54,10 +56,11 @@ def page_answer(path: str, method: str, config: LiveConfig) -> Answer | None:
 
 
 def live_page(config: LiveConfig) -> Answer:
-    """The page, with ``config``'s heartbeat."""
+    """The page, with ``config``'s heartbeat, and the canned answer's length and default cut (``tokens``)."""
     body = ENV.get_template("live.html").render(
         heartbeat_s=f"{config.heartbeat_s:g}", live_params=", ".join(LIVE_PARAMS),
-        retry_after_s=RETRY_AFTER_S, retry_ms=DEFAULT_RETRY_MS, pace_ms=LIVE_PACE_MS).encode()
+        retry_after_s=RETRY_AFTER_S, retry_ms=DEFAULT_RETRY_MS, pace_ms=LIVE_PACE_MS, answer_tokens=len(ANSWER),
+        default_tokens=DEFAULTS.tokens).encode()
     return Answer(200, (("Content-Type", "text/html; charset=utf-8"), *SECURITY_HEADERS,
                         ("Content-Security-Policy", LIVE_CSP), *NO_STORE), body)
 

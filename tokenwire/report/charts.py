@@ -6,7 +6,13 @@ template only places it.  A chart is an outer ``<svg>`` as wide as its box
 ``<svg viewBox="0 0 1000 1000" preserveAspectRatio="none">`` for the data:
 lines and shaded spans are in those units (``SPAN``), tick and marker labels
 in percent of the width, so a phone and a desktop draw the same chart with
-the same 12 px text.  Series too dense for their pixels (a depth that
+the same 12 px text.  No label sits on the data: the y ticks stand in a
+gutter left of the plot (``.chart > svg``'s margin, in the CSS), the axis
+titles on rows of their own above and below it, and the markers' labels on
+rows above the plot, each row holding labels that do not overlap at the
+narrowest plot (``_placed``: a label's width is estimated, generously, at
+``MIN_PLOT_PX``; a wider plot only shrinks each label's share of it, so
+what fits there fits everywhere).  Series too dense for their pixels (a depth that
 flips between 3 and 4 every token) are drawn as a band: per column of the
 chart, the least and the most the series reached there.  Every chart
 carries its data as a table (``Table``), the text alternative the page
@@ -16,6 +22,7 @@ shows under it.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -32,6 +39,13 @@ __all__ = ["Chart", "Line", "Mark", "Table", "charts"]
 SPAN = 1000           # the inner plot's units, both ways
 BAND_COLUMNS = 200    # columns a band is aggregated into: about one per 2-5 px of a chart's width
 SAMPLES = 8           # rows of a line chart's data table
+# The narrowest plot the labels are laid out for: a 360 px phone, less the page's margins and the tick gutter.
+MIN_PLOT_PX = 290
+CHAR_PX = 7.2         # a generous width of one character of the 12 px chart text (system-ui's digits are ~6.7)
+LABEL_GAP = 0.8       # percent of the width between a marker and its label, and between two labels
+TITLE_ROW = 12        # baseline of the y axis title, px from the chart's top
+ROW_PX = 14           # one row of marker labels
+PLOT_TOP = 22         # where the plot starts below the title when no marker labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +60,23 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """A vertical line (``shade`` 0) or a shaded span at ``x`` (plot units), labelled at ``pos`` percent."""
+    """A vertical line (``shade`` 0) or a shaded span at ``x`` (plot units), labelled at ``pos`` percent.
+
+    ``at``: the percent the label starts from (its line, or its span's start); ``_placed`` sets ``pos``,
+    ``anchor`` and ``row`` (0: the row just under the title).
+    """
 
     x: float
     shade: float
     label: str
-    pos: float
-    anchor: str
-    row: int
+    at: float
+    pos: float = 0.0
+    anchor: str = "start"
+    row: int = 0
+
+    @property
+    def label_y(self) -> int:
+        return TITLE_ROW + ROW_PX * (self.row + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +97,15 @@ class Chart:
     x_label: str
     y_label: str
     x_ticks: tuple[tuple[float, str, str], ...]      # (percent, label, text-anchor)
-    y_ticks: tuple[tuple[float, float, str], ...]    # (plot units, px in the outer svg, label)
+    y_ticks: tuple[tuple[float, float, str], ...]    # (plot units, label's baseline px in the outer svg, label)
     lines: tuple[Line, ...]
     marks: tuple[Mark, ...]
     table: Table
 
     @property
     def top(self) -> int:
-        return 22
+        """The plot's top: under the title and the rows of marker labels."""
+        return _top(self.marks)
 
     @property
     def plot_height(self) -> int:
@@ -149,22 +173,45 @@ class _Axes:
             bottom.append((b, min(values)))
         return self.points(top + bottom[::-1])
 
-    def chart(self, title: str, height: int, labels: tuple[str, str], lines: Sequence[Line],
+    def chart(self, title: str, plot: int, labels: tuple[str, str], lines: Sequence[Line],
               marks: Sequence[Mark], table: Table) -> Chart:
+        """The chart with a plot ``plot`` px tall; the rows its marker labels need are added above it."""
         last = len(self.xs) - 1
         x_ticks = tuple((self.pos(x), num(round(x, 3)), "start" if i == 0 else "end" if i == last else "middle")
                         for i, x in enumerate(self.xs))
-        top, plot = 22, height - 22 - 34
-        y_ticks = tuple((self.y(y), round(top + plot * self.y(y) / SPAN, 1), num(round(y, 3))) for y in self.ys)
-        return Chart(title=title, height=height, x_label=labels[0], y_label=labels[1], x_ticks=x_ticks,
-                     y_ticks=y_ticks, lines=tuple(lines), marks=tuple(marks), table=table)
+        placed = _placed(marks)
+        top = _top(placed)
+        y_ticks = tuple((self.y(y), round(top + plot * self.y(y) / SPAN + 4, 1), num(round(y, 3))) for y in self.ys)
+        return Chart(title=title, height=top + plot + 34, x_label=labels[0], y_label=labels[1], x_ticks=x_ticks,
+                     y_ticks=y_ticks, lines=tuple(lines), marks=placed, table=table)
 
-    def mark(self, at: float, label: str, row: int = 0, until: float | None = None) -> Mark:
-        """A vertical line at ``at`` (or a span to ``until``), its label on the side with room."""
-        right = self.pos(at) > 55
-        edge = at if right or until is None else until
+    def mark(self, at: float, label: str, until: float | None = None) -> Mark:
+        """A vertical line at ``at`` (or a span to ``until``), labelled from there (``_placed``)."""
         return Mark(x=self.x(at), shade=0.0 if until is None else self.x(until) - self.x(at), label=label,
-                    pos=self.pos(edge) + (-0.8 if right else 0.8), anchor="end" if right else "start", row=row)
+                    at=self.pos(at))
+
+
+def _top(marks: Sequence[Mark]) -> int:
+    return PLOT_TOP + ROW_PX * (max((m.row for m in marks), default=-1) + 1)
+
+
+def _placed(marks: Sequence[Mark]) -> tuple[Mark, ...]:
+    """Each label right of its line (left where that leaves the plot), on the first row where it overlaps none."""
+    rows: list[list[tuple[float, float]]] = []
+    placed = []
+    for m in marks:
+        width = 100 * len(m.label) * CHAR_PX / MIN_PLOT_PX
+        start = m.at + LABEL_GAP if m.at + LABEL_GAP + width <= 100 else max(0.0, m.at - LABEL_GAP - width)
+        span = (start - LABEL_GAP, start + width + LABEL_GAP)
+        row = next((i for i, taken in enumerate(rows) if all(span[1] <= a or b <= span[0] for a, b in taken)),
+                   len(rows))
+        if row == len(rows):
+            rows.append([])
+        rows[row].append(span)
+        start_anchored = start > m.at
+        placed.append(dataclasses.replace(m, pos=round(start if start_anchored else start + width, 2),
+                                          anchor="start" if start_anchored else "end", row=row))
+    return tuple(placed)
 
 
 # ---------------------------------------------------------------- data
@@ -218,7 +265,7 @@ def _arrivals(report: Report) -> Chart:
     lines = [Line("s-fast", "fast reader (0 ms, buffer 64)", ax.points(named[0][1])),
              Line("s-slow", f"slow reader ({num(p.reader_ms)} ms, buffer {p.buffer}, block)", ax.points(named[1][1]))]
     table = _sampled("Tokens read by each reader, at times along the chart", "ms", named, ax.xs)
-    return ax.chart("Token arrival: fast reader against slow reader", 240, ("ms since the request", "tokens read"),
+    return ax.chart("Token arrival: fast reader against slow reader", 184, ("ms since the request", "tokens read"),
                     lines, [], table)
 
 
@@ -231,13 +278,12 @@ def _gaps(report: Report) -> Chart | None:
     n = len(gaps)
     steps = [(gaps[0], 0.0)] + [pt for i, g in enumerate(gaps) for pt in ((g, 100 * i / n), (g, 100 * (i + 1) / n))]
     ax = _Axes(gaps[0], gaps[-1], 100.0)
-    marks = [ax.mark(t.itl_p50_ms, f"p50 {t.itl_p50_ms:.2f} ms"),
-             ax.mark(t.itl_p95_ms, f"p95 {t.itl_p95_ms:.2f} ms", 1)]
+    marks = [ax.mark(t.itl_p50_ms, f"p50 {t.itl_p50_ms:.2f} ms"), ax.mark(t.itl_p95_ms, f"p95 {t.itl_p95_ms:.2f} ms")]
     cuts = statistics.quantiles(gaps, n=4, method="inclusive") if n > 1 else [gaps[0]] * 3
     rows = (("fewest", f"{gaps[0]:.2f}"), ("p25", f"{cuts[0]:.2f}"), ("p50", f"{t.itl_p50_ms:.2f}"),
             ("p75", f"{cuts[2]:.2f}"), ("p95", f"{t.itl_p95_ms:.2f}"), ("most", f"{gaps[-1]:.2f}"))
     table = Table(f"The {plural(n, 'gap')} between tokens, by percentile", ("percentile", "gap ms"), rows)
-    return ax.chart("Gaps between tokens at the fast reader: share at or below each gap", 220,
+    return ax.chart("Gaps between tokens at the fast reader: share at or below each gap", 164,
                     ("gap between tokens, ms", "% of gaps"), [Line("s-fast", "gaps", ax.points(steps))], marks,
                     table)
 
@@ -247,10 +293,10 @@ def _policies_delivered(report: Report) -> Chart:
     named = [(p, _delivered(r)) for p, r in runs.items()]
     ax = _Axes(0.0, max(r.wall_ns for r in runs.values()) / 1e6, float(report.params.tokens))
     lines = [Line("s-" + p, p, ax.points(pts)) for p, pts in named]
-    marks = [ax.mark(a, f"disconnect away {report.retry_ms} ms", i, until=b)
-             for i, (a, b) in enumerate(_waits(runs["disconnect"]) if "disconnect" in runs else [])]
+    marks = [ax.mark(a, f"disconnect away {report.retry_ms} ms", until=b)
+             for a, b in (_waits(runs["disconnect"]) if "disconnect" in runs else [])]
     table = _sampled("Tokens delivered under each policy, at times along the chart", "ms", named, ax.xs)
-    return ax.chart("Tokens delivered over time, per policy", 260, ("ms since the request", "tokens delivered"),
+    return ax.chart("Tokens delivered over time, per policy", 204, ("ms since the request", "tokens delivered"),
                     lines, marks, table)
 
 
@@ -261,14 +307,14 @@ def _depth_panels(report: Report) -> list[Chart]:
     for policy, result in runs.items():
         ax = _Axes(0.0, end, float(result.spec.capacity), y_count=2)
         wall = result.wall_ns / 1e6
-        marks = [ax.mark(e.t_ns / 1e6, "cut", 0) for e in result.trace if e.decision == "cut"]
-        marks += [ax.mark(a, f"away {report.retry_ms} ms", 1, until=b) for a, b in _waits(result)]
-        marks.append(ax.mark(wall, f"done {wall:.1f} ms", 0))
+        marks = [ax.mark(e.t_ns / 1e6, "cut") for e in result.trace if e.decision == "cut"]
+        marks += [ax.mark(a, f"away {report.retry_ms} ms", until=b) for a, b in _waits(result)]
+        marks.append(ax.mark(wall, f"done {wall:.1f} ms"))
         depth = _depth(result)
         full = sum(b[0] - a[0] for a, b in pairwise(depth) if a[1] >= result.spec.capacity)
         table = Table(f"{policy}: the buffer over the run", ("ends at ms", "most queued", "time full, ms"),
                       ((f"{wall:.1f}", f"{result.stats.high_water} of {result.spec.capacity}", f"{full:.1f}"),))
-        panels.append(ax.chart(f"{policy}: tokens queued over time", 120, ("ms since the request", "queued"),
+        panels.append(ax.chart(f"{policy}: tokens queued over time", 64, ("ms since the request", "queued"),
                                [Line("s-" + policy, "tokens queued", ax.band(depth, wall), band=True)], marks,
                                table))
     return panels
@@ -280,20 +326,21 @@ def _resume(report: Report) -> Chart:
     ax = _Axes(0.0, result.wall_ns / 1e6, float(max(r.last_index, 1)))
     lines = [Line("s-first", "first connection", ax.points(pairs[: r.first_tokens])),
              Line("s-second", "after the reconnect", ax.points(pairs[r.first_tokens:]))]
-    marks = [ax.mark(r.hang_up_ms, f"away {report.retry_ms} ms", 0, until=r.reconnect_ms),
-             ax.mark(r.reconnect_ms, r.sent_header, 1)]
+    marks = [ax.mark(r.hang_up_ms, f"away {report.retry_ms} ms", until=r.reconnect_ms),
+             ax.mark(r.reconnect_ms, r.sent_header)]
     rows = (("hung up", f"{r.hang_up_ms:.1f}", r.last_event_id_shown),
             ("reconnected", f"{r.reconnect_ms:.1f}", r.sent_header),
             ("first id after it", f"{pairs[r.first_tokens][0]:.1f}" if len(pairs) > r.first_tokens else "-",
              str(r.resumed_at)),
             ("last id", f"{pairs[-1][0]:.1f}" if pairs else "-", str(r.last_index)))
     table = Table("The resume, moment by moment", ("moment", "ms", "event id"), rows)
-    return ax.chart("The resumed stream: event id by arrival time", 240, ("ms since the request", "event id"),
+    return ax.chart("The resumed stream: event id by arrival time", 184, ("ms since the request", "event id"),
                     lines, marks, table)
 
 
 def charts(report: Report) -> dict[str, object]:
     """Return the page's charts: ``arrivals``, ``gaps`` (None for one token), ``delivered``, ``depth`` (one
-    panel per policy, one time axis) and ``resume``."""
+    panel per policy, one time axis) and ``resume``; ``lead``: the one the page opens with, the scenario's."""
     return {"arrivals": _arrivals(report), "gaps": _gaps(report), "delivered": _policies_delivered(report),
-            "depth": _depth_panels(report), "resume": _resume(report)}
+            "depth": _depth_panels(report), "resume": _resume(report),
+            "lead": "arrivals" if report.params.scenario == "baseline" else "delivered"}

@@ -13,8 +13,10 @@
 // body[data-state], where a test (or a person) can read it; on "failed" (the
 // model failed: the server never names an event "error", which is the
 // EventSource's own, fired on every dropped connection) it closes it and says
-// why.  State changes are said in #status (an aria-live region), errors in
-// words in #error.
+// why.  State changes are said in #status (an aria-live region); a failure
+// is said once, in #error, with its reason (the status box is then hidden).
+// #shown says how much of the answer the stream carries (the first `tokens`
+// of the canned answer's body[data-answer-tokens]).
 //
 // A refused request is tried again by the page itself: a 503 on POST
 // /streams (the token log is down) after its Retry-After seconds; a
@@ -24,7 +26,9 @@
 // not show the status or headers of what it refused), with a new
 // EventSource on events_url?last_event_id=<the last id received>, so the
 // stream resumes after it and nothing repeats.  At most MAX_TRIES in a row;
-// each try is listed under Connections and in the result's "retries".
+// each try is listed under Connections and in the result's "retries", with
+// the server's reason when the answer can be read (a 503's JSON "error"),
+// and the failure after the last one names it.
 "use strict";
 
 (function () {
@@ -48,6 +52,7 @@
   let tries = 0;              // refused requests since the last one that was answered
   let pageResumed = false;    // the next open frame answers the page's own ?last_event_id=, not the browser's
   let outage = null;          // {from: ms, timer} while the connection is down
+  let refusal = null;         // the last refusal's status and reason, as words: "503: the token log is unavailable"
 
   const round = (value) => Math.round(value * 100) / 100;
   const now = () => performance.now() - started;
@@ -86,7 +91,8 @@
     }
     $("error").hidden = false;
     $("error").textContent = "The stream failed: " + text;
-    setState("failed", "Failed: " + text);
+    setState("failed");
+    $("status").hidden = true;          // the reason is said once, in #error
     publish();
   }
 
@@ -102,8 +108,32 @@
     return (1000 * t / end).toFixed(1);
   }
 
+  // The tokens this page's stream carries: the address's `tokens`, else the server's default.
+  function asked() {
+    const tokens = Number(new URLSearchParams(location.search).get("tokens"));
+    return Number.isInteger(tokens) && tokens > 0 ? tokens : Number(body.defaultTokens);
+  }
+
+  // Say how much of the answer the stream carries: `tokens` of the answer's body[data-answer-tokens].
+  function shown(tokens) {
+    const whole = Number(body.answerTokens);
+    const note = $("shown");
+    if (tokens >= whole) {
+      note.textContent = "The whole answer: " + whole + " tokens.";
+      return;
+    }
+    const query = new URLSearchParams(location.search);
+    query.set("tokens", String(whole));
+    query.delete("cut_after");
+    const link = document.createElement("a");
+    link.href = location.pathname + "?" + query.toString();
+    link.textContent = "all " + whole;
+    note.replaceChildren("The first " + tokens + " of the answer's " + whole + " tokens (tokens=" + tokens
+      + " in the address); watch ", link, ".");
+  }
+
   function draw() {
-    const total = Number(new URLSearchParams(location.search).get("tokens")) || 70;
+    const total = asked();
     const end = Math.max(1000, now(), ...points.map((p) => p[0]));
     const top = Math.max(total, points.length);
     $("line").setAttribute("points", points.map((p) => x(p[0], end) + "," + (1000 - 1000 * p[1] / top).toFixed(1))
@@ -161,14 +191,17 @@
   }
 
   // Try `again` after `waitS` seconds, unless MAX_TRIES refusals in a row have been tried already.
-  function retry(what, status, waitS, again) {
+  // `reason`: the server's words for the refusal, when its answer could be read (else null).
+  function retry(what, status, waitS, again, reason) {
+    refusal = status === null ? null : String(status) + (reason ? ": " + reason : "");
     if (tries >= MAX_TRIES) {
-      fail(what + " was refused " + (tries + 1) + " times in a row; the page gave up");
+      fail(what + " was refused " + (tries + 1) + " times in a row" + (refusal === null ? "" : " (" + refusal + ")")
+        + "; the page gave up");
       return;
     }
     tries += 1;
     seen.retries.push({ what: what, status: status, wait_s: waitS, try: tries, last_event_id: lastId });
-    const words = what + " refused" + (status === null ? "" : " (" + status + ")") + "; trying again in " + waitS
+    const words = what + " refused" + (refusal === null ? "" : " (" + refusal + ")") + "; trying again in " + waitS
       + " s" + (lastId === null ? "" : " after id " + lastId) + " (try " + tries + " of " + MAX_TRIES + ")";
     note(words);
     $("retries").textContent = String(seen.retries.length);
@@ -277,6 +310,7 @@
   function onDone(event) {
     source.close();           // an EventSource left open would reconnect after the stream ends
     seen.done = JSON.parse(event.data);
+    shown(seen.done.tokens);
     summary();
     draw();
     const reconnects = seen.connections.length - 1;
@@ -343,8 +377,10 @@
     fetch("/streams" + streamQuery(), { method: "POST" })
       .then((response) => {
         if (response.status === 503) {
-          retry("POST /streams", 503, retryAfter(response), start);
-          return null;
+          const wait = retryAfter(response);
+          return response.json().then((answer) => answer.error, () => null)
+            .then((reason) => retry("POST /streams", 503, wait, start, reason))
+            .then(() => null);
         }
         return response.json().then((answer) => {
           if (!response.ok) {
@@ -363,6 +399,7 @@
   }
 
   links();
+  shown(asked());
   draw();
   setState("starting", "Starting: creating the stream.");
   start();

@@ -9,6 +9,7 @@ def root(context, missing=missing):
     if 0: yield None
     l_0_r = resolve('r')
     l_0_css = resolve('css')
+    l_0_charts = resolve('charts')
     l_0_via = resolve('via')
     l_0_live_href = resolve('live_href')
     l_0_serve_url = resolve('serve_url')
@@ -17,8 +18,7 @@ def root(context, missing=missing):
     l_0_bounds = resolve('bounds')
     l_0_default_cut = resolve('default_cut')
     l_0_other_formats = resolve('other_formats')
-    l_0_charts = resolve('charts')
-    l_0_prose = l_0_p = l_0_block = l_0_c = l_0_d = l_0_paragraphs = l_0_table = l_0_chart = l_0_detail_block = l_0_holes = missing
+    l_0_prose = l_0_p = l_0_block = l_0_c = l_0_d = l_0_delivered_caption = l_0_paragraphs = l_0_table = l_0_chart = l_0_detail_block = l_0_policy_result = l_0_verdict = l_0_holes = missing
     try:
         t_1 = environment.filters['idlist']
     except KeyError:
@@ -88,6 +88,9 @@ def root(context, missing=missing):
     l_0_d = environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'detach')
     context.vars['d'] = l_0_d
     context.exported_vars.add('d')
+    l_0_delivered_caption = markup_join(('every policy on one time axis; block is slow and whole, the drops fast and short, disconnect whole after its wait', (' (drop-newest and drop-oldest coincide: the same count at the same instants)' if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'same_loss') else ''), ))
+    context.vars['delivered_caption'] = l_0_delivered_caption
+    context.exported_vars.add('delivered_caption')
     def macro(l_1_text):
         t_10 = []
         if l_1_text is missing:
@@ -183,7 +186,7 @@ def root(context, missing=missing):
             escape(environment.getattr(l_1_c, 'title')),
             '">\n<title>',
             escape(environment.getattr(l_1_c, 'title')),
-            '</title>\n<text class="axis-title" x="0" y="12">',
+            '</title>\n<text class="axis-title" x="4" y="12">',
             escape(environment.getattr(l_1_c, 'y_label')),
             '</text>\n<svg x="0" y="',
             escape(environment.getattr(l_1_c, 'top')),
@@ -259,9 +262,9 @@ def root(context, missing=missing):
             _loop_vars = {}
             pass
             t_13.extend((
-                '<text class="tick" x="4" y="',
-                escape((l_2_py - 3)),
-                '">',
+                '<text class="tick y-tick" x="-6" y="',
+                escape(l_2_py),
+                '" text-anchor="end">',
                 escape(l_2_label),
                 '</text>\n',
             ))
@@ -273,7 +276,7 @@ def root(context, missing=missing):
                 '<text class="mark-label" x="',
                 escape(environment.getattr(l_2_m, 'pos')),
                 '%" y="',
-                escape(((environment.getattr(l_1_c, 'top') + 13) + (14 * environment.getattr(l_2_m, 'row')))),
+                escape(environment.getattr(l_2_m, 'label_y')),
                 '" text-anchor="',
                 escape(environment.getattr(l_2_m, 'anchor')),
                 '">',
@@ -368,7 +371,7 @@ def root(context, missing=missing):
             ))
         l_2_name = l_2_meaning = missing
         t_14.append(
-            '</dl>\n<div class="scroll" role="region" aria-label="the channel\'s decisions" tabindex="0">\n<table>\n<thead><tr><th scope="col">index</th><th scope="col">t ms</th><th scope="col">decision</th><th scope="col">depth</th><th scope="col">waited ms</th><th scope="col">read ms</th></tr></thead>\n<tbody>\n',
+            '</dl>\n<div class="scroll" role="region" aria-label="the channel\'s decisions" tabindex="0">\n<table>\n<thead><tr><th scope="col">index</th><th scope="col">t ms</th><th scope="col" class="text">decision</th><th scope="col">depth</th><th scope="col">waited ms</th><th scope="col">read ms</th></tr></thead>\n<tbody>\n',
         )
         for l_2_row in environment.getattr(l_1_det, 'rows'):
             _loop_vars = {}
@@ -385,7 +388,7 @@ def root(context, missing=missing):
                     escape(environment.getattr(l_2_row, 'index')),
                     '</td><td>',
                     escape(t_3(environment.getattr(l_2_row, 't_ms'))),
-                    '</td><td class="decision">',
+                    '</td><td class="text">',
                     escape(environment.getattr(l_2_row, 'label')),
                     '</td><td>',
                     escape(environment.getattr(l_2_row, 'depth')),
@@ -425,7 +428,161 @@ def root(context, missing=missing):
         if l_1_row is missing:
             l_1_row = undefined("parameter 'row' was not provided", name='row')
         pass
-        t_15.extend((
+        if (environment.getattr(l_1_row, 'policy') == 'block'):
+            pass
+            t_15.extend((
+                'Under block the reader got all ',
+                escape(t_7(environment.getattr(l_1_row, 'delivered'), 'token')),
+                ' in ',
+                escape(t_4(environment.getattr(l_1_row, 'wall_ms'))),
+                ' ms; ',
+            ))
+            if environment.getattr(l_1_row, 'pauses'):
+                pass
+                t_15.extend((
+                    'the producer waited ',
+                    escape(t_4(environment.getattr(l_1_row, 'producer_waited_ms'))),
+                    ' ms across ',
+                    escape(t_7(environment.getattr(l_1_row, 'pauses'), 'pause')),
+                    '.',
+                ))
+            else:
+                pass
+                t_15.append(
+                    'the producer never had to wait.',
+                )
+        elif environment.getattr(l_1_row, 'dropped'):
+            pass
+            t_15.extend((
+                'Under ',
+                escape(environment.getattr(l_1_row, 'policy')),
+                ' the run finished in ',
+                escape(t_4(environment.getattr(l_1_row, 'wall_ms'))),
+                ' ms and lost ',
+                escape(t_7(environment.getattr(l_1_row, 'dropped'), 'token')),
+                ' in ',
+                escape(t_7(environment.getattr(l_1_row, 'gap_runs'), 'run')),
+                ': ',
+            ))
+            if (environment.getattr(l_1_row, 'policy') == 'drop-newest'):
+                pass
+                t_15.append(
+                    'a full buffer turned each new token away.',
+                )
+            else:
+                pass
+                t_15.append(
+                    'a full buffer evicted its oldest token, so the reader ends on the newest ones.',
+                )
+        elif environment.getattr(l_1_row, 'cuts'):
+            pass
+            t_15.extend((
+                'Under disconnect the reader was cut off ',
+                escape(t_8(environment.getattr(l_1_row, 'cuts'))),
+                ' when the buffer filled; it came back ',
+                escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'retry_ms')),
+                ' ms after each cut (the retry its open frame set) and resumed from the log: ',
+                escape(environment.getattr(l_1_row, 'delivered')),
+                ' of ',
+                escape(t_7(environment.getattr(l_1_row, 'total'), 'token')),
+                ', none lost, in ',
+                escape(t_4(environment.getattr(l_1_row, 'wall_ms'))),
+                " ms against block's ",
+                escape(t_4(environment.getattr((undefined(name='block') if l_0_block is missing else l_0_block), 'wall_ms'))),
+                ' ms. Its cost is wall time, not tokens.\n',
+            ))
+        else:
+            pass
+            t_15.extend((
+                'Under ',
+                escape(environment.getattr(l_1_row, 'policy')),
+                ' the run finished in ',
+                escape(t_4(environment.getattr(l_1_row, 'wall_ms'))),
+                ' ms and ',
+            ))
+            if (environment.getattr(l_1_row, 'policy') == 'disconnect'):
+                pass
+                t_15.append(
+                    'never cut the reader off',
+                )
+            else:
+                pass
+                t_15.append(
+                    'lost nothing',
+                )
+            t_15.append(
+                ': the buffer never overflowed.\n',
+            )
+        return concat(t_15)
+    context.exported_vars.add('policy_result')
+    context.vars['policy_result'] = l_0_policy_result = Macro(environment, macro, 'policy_result', ('row',), False, False, False, context.eval_ctx.autoescape)
+    def macro(l_1_row):
+        t_16 = []
+        if l_1_row is missing:
+            l_1_row = undefined("parameter 'row' was not provided", name='row')
+        pass
+        t_16.extend((
+            '<strong>',
+            escape(environment.getattr(l_1_row, 'policy')),
+            '</strong>: ',
+        ))
+        if environment.getattr(l_1_row, 'dropped'):
+            pass
+            t_16.extend((
+                escape(environment.getattr(l_1_row, 'delivered')),
+                ' of ',
+                escape(t_7(environment.getattr(l_1_row, 'total'), 'token')),
+                ' in ',
+                escape(t_4(environment.getattr(l_1_row, 'wall_ms'))),
+                ' ms, ',
+                escape(environment.getattr(l_1_row, 'dropped')),
+                ' lost in ',
+                escape(t_7(environment.getattr(l_1_row, 'gap_runs'), 'run')),
+            ))
+        else:
+            pass
+            t_16.extend((
+                'all ',
+                escape(t_7(environment.getattr(l_1_row, 'total'), 'token')),
+                ' in ',
+                escape(t_4(environment.getattr(l_1_row, 'wall_ms'))),
+                ' ms',
+            ))
+            if environment.getattr(l_1_row, 'cuts'):
+                pass
+                t_16.extend((
+                    " against block's ",
+                    escape(t_4(environment.getattr((undefined(name='block') if l_0_block is missing else l_0_block), 'wall_ms'))),
+                    ': cut off ',
+                    escape(t_8(environment.getattr(l_1_row, 'cuts'))),
+                    ', back ',
+                    escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'retry_ms')),
+                    ' ms after each cut',
+                ))
+            elif environment.getattr(l_1_row, 'pauses'):
+                pass
+                t_16.extend((
+                    ', the producer held back ',
+                    escape(t_4(environment.getattr(l_1_row, 'producer_waited_ms'))),
+                    ' ms',
+                ))
+            else:
+                pass
+                t_16.append(
+                    ', nothing lost',
+                )
+        t_16.append(
+            '.\n',
+        )
+        return concat(t_16)
+    context.exported_vars.add('verdict')
+    context.vars['verdict'] = l_0_verdict = Macro(environment, macro, 'verdict', ('row',), False, False, False, context.eval_ctx.autoescape)
+    def macro(l_1_row):
+        t_17 = []
+        if l_1_row is missing:
+            l_1_row = undefined("parameter 'row' was not provided", name='row')
+        pass
+        t_17.extend((
             '<figure>\n<figcaption>',
             escape(environment.getattr(l_1_row, 'policy')),
             ': what the reader got; each marked hole is text it never received (',
@@ -439,7 +596,7 @@ def root(context, missing=missing):
             pass
             if l_2_lost:
                 pass
-                t_15.extend((
+                t_17.extend((
                     '<span class="hole" role="img" aria-label="',
                     escape(l_2_lost),
                     ' ',
@@ -450,21 +607,44 @@ def root(context, missing=missing):
                 ))
             else:
                 pass
-                t_15.append(
+                t_17.append(
                     escape(l_2_text),
                 )
         l_2_text = l_2_lost = missing
-        t_15.append(
+        t_17.append(
             '</p>\n</figure>\n',
         )
-        return concat(t_15)
+        return concat(t_17)
     context.exported_vars.add('holes')
     context.vars['holes'] = l_0_holes = Macro(environment, macro, 'holes', ('row',), False, False, False, context.eval_ctx.autoescape)
     yield '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>tokenwire: streaming, backpressure and resume ('
     yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'scenario'))
     yield ')</title>\n<link rel="icon" href="data:,">\n<style>'
     yield escape((undefined(name='css') if l_0_css is missing else l_0_css))
-    yield '</style>\n</head>\n<body>\n<main>\n<header>\n<h1>Streaming, backpressure and resume <small>protocol and buffers, no socket</small></h1>\n<div class="lede">\n'
+    yield '</style>\n</head>\n<body>\n<main>\n<header>\n<h1>Streaming, backpressure and resume <small>protocol and buffers, no socket</small></h1>\n</header>\n<section id="result" class="lead" aria-labelledby="h-result">\n<h2 id="h-result">Result: '
+    yield escape(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'scenario'))
+    yield '</h2>\n'
+    if (environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'lead') == 'arrivals'):
+        pass
+        yield '<p class="verdict"><strong>baseline</strong>: all '
+        yield escape(t_7(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'tokens'), 'token'))
+        yield ' in '
+        yield escape(t_3(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'total_ms')))
+        yield ' ms at a fast reader, the first after '
+        yield escape(t_3(environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'timing'), 'ttft_ms')))
+        yield ' ms; '
+        yield escape(t_4(environment.getattr((undefined(name='block') if l_0_block is missing else l_0_block), 'wall_ms')))
+        yield ' ms at the slow one.</p>\n'
+        yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'arrivals'), "the fast reader's line is the model's own pace; the slow reader's is the reader's"))
+        yield '\n'
+    else:
+        pass
+        yield '<p class="verdict">'
+        yield escape(context.call((undefined(name='verdict') if l_0_verdict is missing else l_0_verdict), context.call(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'row'), environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'scenario'))))
+        yield '</p>\n'
+        yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'delivered'), (undefined(name='delivered_caption') if l_0_delivered_caption is missing else l_0_delivered_caption)))
+        yield '\n'
+    yield '</section>\n<div class="intro">\n<div class="lede">\n'
     yield escape(context.call((undefined(name='paragraphs') if l_0_paragraphs is missing else l_0_paragraphs), context.call(environment.getattr((undefined(name='prose') if l_0_prose is missing else l_0_prose), 'intro'), (undefined(name='via') if l_0_via is missing else l_0_via))))
     yield '\n</div>\n'
     if (undefined(name='live_href') if l_0_live_href is missing else l_0_live_href):
@@ -474,7 +654,7 @@ def root(context, missing=missing):
         yield '">Watch this stream live</a>: the same answer over a real socket, cut after '
         yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'cut_after'), 'token'))
         yield ' and resumed with <code>Last-Event-ID</code>.</p>\n'
-    yield '</header>\n<nav aria-label="scenario and parameters">\n'
+    yield '</div>\n<nav aria-label="scenario and parameters">\n'
     if environment.getattr((undefined(name='via') if l_0_via is missing else l_0_via), 'command'):
         pass
         yield '<p class="help">Saved by <code>tokenwire report</code>: opened from a file, the scenario links and the form below go to <code>tokenwire serve</code> at <a href="'
@@ -681,8 +861,13 @@ def root(context, missing=missing):
     yield ' tokens per second</dd>\n</dl>\n'
     yield escape(context.call((undefined(name='paragraphs') if l_0_paragraphs is missing else l_0_paragraphs), context.call(environment.getattr((undefined(name='prose') if l_0_prose is missing else l_0_prose), 'timing_why'))))
     yield '\n'
-    yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'arrivals'), "the fast reader's line is the model's own pace; the slow reader's is the reader's"))
-    yield '\n'
+    if (environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'lead') == 'arrivals'):
+        pass
+        yield '<p><a href="#result">The chart at the top</a> shows each token\'s arrival at the fast reader and at the slow one.</p>\n'
+    else:
+        pass
+        yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'arrivals'), "the fast reader's line is the model's own pace; the slow reader's is the reader's"))
+        yield '\n'
     if environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'gaps'):
         pass
         yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'gaps'), 'the steeper the climb, the more even the stream; the dashed lines are the p50 and p95 above'))
@@ -694,7 +879,7 @@ def root(context, missing=missing):
     yield escape(t_7(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'buffer'), 'slot'))
     yield ', '
     yield escape(t_6(environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'reader_ms')))
-    yield ' ms per token</small></h2>\n<div class="scroll" role="region" aria-label="the buffer under each policy" tabindex="0">\n<table>\n<thead><tr><th>policy</th><th>delivered</th><th>dropped</th><th>gap runs</th><th>high water</th><th>producer waited</th><th>wall ms</th></tr></thead>\n<tbody>\n'
+    yield ' ms per token</small></h2>\n<div class="scroll stack" role="region" aria-label="the buffer under each policy" tabindex="0">\n<table>\n<thead><tr><th scope="col">policy</th><th scope="col">delivered</th><th scope="col">dropped</th><th scope="col">gap runs</th><th scope="col">high water</th><th scope="col">producer waited</th><th scope="col">wall ms</th></tr></thead>\n<tbody>\n'
     for l_1_row in environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer'):
         _loop_vars = {}
         pass
@@ -702,23 +887,23 @@ def root(context, missing=missing):
         if (environment.getattr(l_1_row, 'policy') == environment.getattr((undefined(name='p') if l_0_p is missing else l_0_p), 'scenario')):
             pass
             yield ' class="chosen"'
-        yield '><td>'
+        yield '><th scope="row">'
         yield escape(environment.getattr(l_1_row, 'policy'))
-        yield '</td><td>'
+        yield '</th><td data-label="delivered">'
         yield escape(environment.getattr(l_1_row, 'delivered'))
         yield ' of '
         yield escape(environment.getattr(l_1_row, 'total'))
-        yield '</td><td>'
+        yield '</td><td data-label="dropped">'
         yield escape(environment.getattr(l_1_row, 'dropped'))
-        yield '</td><td>'
+        yield '</td><td data-label="gap runs">'
         yield escape(environment.getattr(l_1_row, 'gap_runs'))
-        yield '</td><td>'
+        yield '</td><td data-label="high water">'
         yield escape(environment.getattr(l_1_row, 'high_water'))
         yield ' of '
         yield escape(environment.getattr(l_1_row, 'capacity'))
-        yield '</td><td>'
+        yield '</td><td data-label="producer waited">'
         yield escape(t_4(environment.getattr(l_1_row, 'producer_waited_ms')))
-        yield ' ms</td><td>'
+        yield ' ms</td><td data-label="wall ms">'
         yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
         yield '</td></tr>\n'
     l_1_row = missing
@@ -726,71 +911,9 @@ def root(context, missing=missing):
     for l_1_row in environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer'):
         _loop_vars = {}
         pass
-        if (environment.getattr(l_1_row, 'policy') == 'block'):
-            pass
-            yield '<li>Under block the reader got all '
-            yield escape(t_7(environment.getattr(l_1_row, 'delivered'), 'token'))
-            yield ' in '
-            yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
-            yield ' ms; '
-            if environment.getattr(l_1_row, 'pauses'):
-                pass
-                yield 'the producer waited '
-                yield escape(t_4(environment.getattr(l_1_row, 'producer_waited_ms')))
-                yield ' ms across '
-                yield escape(t_7(environment.getattr(l_1_row, 'pauses'), 'pause'))
-                yield '.'
-            else:
-                pass
-                yield 'the producer never had to wait.'
-            yield '</li>\n'
-        elif environment.getattr(l_1_row, 'dropped'):
-            pass
-            yield '<li>Under '
-            yield escape(environment.getattr(l_1_row, 'policy'))
-            yield ' the run finished in '
-            yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
-            yield ' ms and lost '
-            yield escape(t_7(environment.getattr(l_1_row, 'dropped'), 'token'))
-            yield ' in '
-            yield escape(t_7(environment.getattr(l_1_row, 'gap_runs'), 'run'))
-            yield ': '
-            if (environment.getattr(l_1_row, 'policy') == 'drop-newest'):
-                pass
-                yield 'a full buffer turned each new token away.'
-            else:
-                pass
-                yield 'a full buffer evicted its oldest token, so the reader ends on the newest ones.'
-            yield '</li>\n'
-        elif environment.getattr(l_1_row, 'cuts'):
-            pass
-            yield '<li>Under disconnect the reader was cut off '
-            yield escape(t_8(environment.getattr(l_1_row, 'cuts')))
-            yield ' when the buffer filled; it came back '
-            yield escape(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'retry_ms'))
-            yield ' ms after each cut (the retry its open frame set) and resumed from the log: '
-            yield escape(environment.getattr(l_1_row, 'delivered'))
-            yield ' of '
-            yield escape(t_7(environment.getattr(l_1_row, 'total'), 'token'))
-            yield ', none lost, in '
-            yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
-            yield " ms against block's "
-            yield escape(t_4(environment.getattr((undefined(name='block') if l_0_block is missing else l_0_block), 'wall_ms')))
-            yield ' ms. Its cost is wall time, not tokens.</li>\n'
-        else:
-            pass
-            yield '<li>Under '
-            yield escape(environment.getattr(l_1_row, 'policy'))
-            yield ' the run finished in '
-            yield escape(t_4(environment.getattr(l_1_row, 'wall_ms')))
-            yield ' ms and '
-            if (environment.getattr(l_1_row, 'policy') == 'disconnect'):
-                pass
-                yield 'never cut the reader off'
-            else:
-                pass
-                yield 'lost nothing'
-            yield ': the buffer never overflowed.</li>\n'
+        yield '<li>'
+        yield escape(context.call((undefined(name='policy_result') if l_0_policy_result is missing else l_0_policy_result), l_1_row, _loop_vars=_loop_vars))
+        yield '</li>\n'
     l_1_row = missing
     yield '</ul>\n'
     if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'same_loss'):
@@ -802,8 +925,14 @@ def root(context, missing=missing):
     yield '\n'
     yield escape(context.call((undefined(name='paragraphs') if l_0_paragraphs is missing else l_0_paragraphs), context.call(environment.getattr((undefined(name='prose') if l_0_prose is missing else l_0_prose), 'second_queue'), environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'demo_buffer'), (undefined(name='via') if l_0_via is missing else l_0_via))))
     yield '\n<h3>Tokens delivered over time</h3>\n'
-    yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'delivered'), markup_join(('every policy on one time axis; block is slow and whole, the drops fast and short, disconnect whole after its wait', (' (drop-newest and drop-oldest coincide: the same count at the same instants)' if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'same_loss') else ''), ))))
-    yield '\n<h3>Buffer depth over time, per policy, on one time axis</h3>\n<div class="panels">\n'
+    if (environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'lead') == 'delivered'):
+        pass
+        yield '<p><a href="#result">The chart at the top</a> shows the tokens delivered under each policy on one time axis.</p>\n'
+    else:
+        pass
+        yield escape(context.call((undefined(name='chart') if l_0_chart is missing else l_0_chart), environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'delivered'), (undefined(name='delivered_caption') if l_0_delivered_caption is missing else l_0_delivered_caption)))
+        yield '\n'
+    yield '<h3>Buffer depth over time, per policy, on one time axis</h3>\n<div class="panels">\n'
     for l_1_depth in environment.getattr((undefined(name='charts') if l_0_charts is missing else l_0_charts), 'depth'):
         _loop_vars = {}
         pass
@@ -811,11 +940,11 @@ def root(context, missing=missing):
         yield '\n'
     l_1_depth = missing
     yield '</div>\n'
-    def t_16(fiter):
+    def t_18(fiter):
         for l_1_row in fiter:
             if environment.getattr(l_1_row, 'dropped'):
                 yield l_1_row
-    for l_1_row in t_16(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer')):
+    for l_1_row in t_18(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'buffer')):
         _loop_vars = {}
         pass
         yield escape(context.call((undefined(name='holes') if l_0_holes is missing else l_0_holes), l_1_row, _loop_vars=_loop_vars))
@@ -932,4 +1061,4 @@ def root(context, missing=missing):
     yield '</footer>\n</main>\n</body>\n</html>\n'
 
 blocks = {}
-debug_info = '1=77&2=79&3=82&4=85&5=88&6=91&7=96&8=105&11=112&12=119&14=121&15=124&17=137&18=144&24=172&26=181&27=185&28=187&29=189&30=194&31=199&33=205&34=208&37=230&38=233&44=258&45=263&47=269&48=274&50=284&51=289&53=301&55=306&56=311&58=327&60=337&64=343&66=350&69=359&70=364&77=373&78=376&81=385&87=402&88=406&92=423&94=430&95=437&103=464&105=466&112=468&114=470&115=473&119=478&120=481&123=486&124=490&127=500&128=502&129=514&130=526&131=532&132=536&133=540&134=546&135=554&139=556&140=559&143=572&144=574&145=576&146=578&147=580&148=586&150=594&152=625&157=632&160=643&161=645&162=648&164=651&165=659&171=661&172=663&173=665&174=667&175=680&177=682&178=684&179=686&180=688&182=690&186=694&191=698&192=702&198=726&199=729&200=732&201=747&202=750&203=765&204=768&206=783&210=796&211=799&213=801&214=803&216=805&219=807&220=810&223=814&224=821&226=824&230=828&232=830&233=836&234=839&236=846&238=849&239=851&240=857&241=861&242=867&243=871&244=875&248=884&249=900&251=918&252=920&253=922&257=926&258=930'
+debug_info = '1=77&2=79&3=82&4=85&5=88&6=91&7=94&8=99&9=108&12=115&13=122&15=124&16=127&18=140&19=147&25=175&27=184&28=188&29=190&30=192&31=197&32=202&34=208&35=211&38=233&39=236&45=261&46=266&48=272&49=277&51=287&52=292&54=304&56=309&57=314&59=330&61=340&65=346&67=353&70=362&71=367&78=376&79=379&82=388&88=405&89=409&93=426&94=431&95=435&96=454&97=458&98=477&99=481&101=498&104=519&105=526&107=580&109=587&110=594&118=621&120=623&128=625&129=627&130=630&131=638&133=643&134=645&139=648&141=650&142=653&146=658&147=661&150=666&151=670&154=680&155=682&156=694&157=706&158=712&159=716&160=720&161=726&162=734&166=736&167=739&170=752&171=754&172=756&173=758&174=760&175=766&177=774&179=805&184=812&187=823&188=825&189=828&191=831&192=839&198=841&199=843&200=845&201=847&202=860&204=862&205=864&208=869&210=871&211=873&213=875&217=879&222=883&223=887&229=911&230=915&233=919&234=922&236=924&237=926&239=928&242=933&246=936&247=939&250=943&251=950&253=953&257=957&259=959&260=965&261=968&263=975&265=978&266=980&267=986&268=990&269=996&270=1000&271=1004&275=1013&276=1029&278=1047&279=1049&280=1051&284=1055&285=1059'
