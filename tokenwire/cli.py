@@ -33,9 +33,10 @@ _COMMANDS = {
     "serve": ("tokenwire.live.command", "serve the report and the live SSE endpoints on loopback"),
     "demo": ("tokenwire.demo.command", "stream the full answer over real loopback sockets and report"),
     "read": ("tokenwire.client.command", "print a stream's text as it comes, resuming by itself"),
+    "proxy": ("tokenwire.upstream.command", "serve an OpenAI-compatible model server through tokenwire's routes"),
 }
 
-USAGE = "usage: tokenwire {report,serve,demo,read} [options]  (tokenwire COMMAND --help for each)"
+USAGE = "usage: tokenwire {report,serve,demo,read,proxy} [options]  (tokenwire COMMAND --help for each)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

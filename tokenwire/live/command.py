@@ -36,7 +36,7 @@ from ..endpoints.routes import LIVE_ROUTES
 from ..realtime import loop_name
 from .server import LiveServer, make_server
 
-__all__ = ["cli_main", "configure_logging", "raise_fd_limit"]
+__all__ = ["add_stream_flags", "beyond_loopback", "cli_main", "configure_logging", "raise_fd_limit"]
 
 
 class _ServeFormat(logging.Formatter):
@@ -71,10 +71,11 @@ def raise_fd_limit() -> int:
 
 
 # -- the command -------------------------------------------------------------------
-def _parser() -> FlagParser:
-    parser = FlagParser("tokenwire serve", (
-        "Serve the report and the live SSE endpoints (POST /streams, GET /streams/<id>/events, "
-        "GET /stream, GET /live) on one event loop."))
+def add_stream_flags(parser: FlagParser, *, serve: bool = False) -> None:
+    """The flags of every command that serves the live routes (``serve``, ``proxy``): where, the limits, the log.
+
+    ``serve``: with the flags of tokenwire's own server too (its request timeout, the memory log's age, metrics).
+    """
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="address to bind, IPv4 or IPv6 (default 127.0.0.1)")
     add("--port", type=int, default=8000, help="port to bind, 0 for any free one (default 8000)")
@@ -82,9 +83,10 @@ def _parser() -> FlagParser:
         help=f"send ': ping' on a stream silent this long (default {DEFAULT_HEARTBEAT_S:g})")
     add("--write-timeout-s", type=float, default=DEFAULT_WRITE_TIMEOUT_S,
         help=f"drop a client that takes nothing for this long (default {DEFAULT_WRITE_TIMEOUT_S:g})")
-    add("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
-        help=f"drop a client whose request has not arrived whole in this long, or an idle connection "
-             f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
+    if serve:
+        add("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
+            help=f"drop a client whose request has not arrived whole in this long, or an idle connection "
+                 f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
     add("--max-live", type=int, default=DEFAULT_MAX_LIVE,
         help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
     add("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
@@ -92,9 +94,10 @@ def _parser() -> FlagParser:
     add("--max-streams", type=int, default=DEFAULT_MAX_STREAMS,
         help=f"streams kept for resume; past it one is evicted, never-read and finished ones first "
              f"(default {DEFAULT_MAX_STREAMS})")
-    add("--max-age-s", type=int, default=DEFAULT_MAX_AGE_NS // 1_000_000_000,
-        help=f"seconds a stream is kept for resume, in the in-memory log "
-             f"(default {DEFAULT_MAX_AGE_NS // 1_000_000_000}; a Redis log has its own TTL)")
+    if serve:
+        add("--max-age-s", type=int, default=DEFAULT_MAX_AGE_NS // 1_000_000_000,
+            help=f"seconds a stream is kept for resume, in the in-memory log "
+                 f"(default {DEFAULT_MAX_AGE_NS // 1_000_000_000}; a Redis log has its own TTL)")
     add("--create-burst", type=int, default=DEFAULT_CREATE_BURST,
         help=f"streams one client address may create at once; more get 429 (default {DEFAULT_CREATE_BURST})")
     add("--create-rate", type=float, default=DEFAULT_CREATE_RATE,
@@ -110,12 +113,20 @@ def _parser() -> FlagParser:
         help=f"the most a POST /chat body (the whole conversation) may carry; more gets 413 "
              f"(default {MAX_CHAT_BODY_BYTES})")
     add("--quiet", action="store_true", help="no access log on stderr")
-    add("--no-metrics", action="store_true",
-        help="count nothing for GET /metrics, which then answers 404 (default: counted; the scrape needs "
-             "pip install 'tokenwire[metrics]')")
+    if serve:
+        add("--no-metrics", action="store_true",
+            help="count nothing for GET /metrics, which then answers 404 (default: counted; the scrape needs "
+                 "pip install 'tokenwire[metrics]')")
     add("--log", default=None, metavar="URL",
         help="token log: 'memory' or redis://host:port/db to share streams between instances "
              "(default $TOKENWIRE_LOG_URL, else memory)")
+
+
+def _parser() -> FlagParser:
+    parser = FlagParser("tokenwire serve", (
+        "Serve the report and the live SSE endpoints (POST /streams, GET /streams/<id>/events, "
+        "GET /stream, GET /live) on one event loop."))
+    add_stream_flags(parser, serve=True)
     return parser
 
 

@@ -1,0 +1,100 @@
+"""``tokenwire proxy --upstream URL``: ``TokenStreams(Upstream(...))`` under uvicorn, with ``tokenwire serve``'s flags.
+
+How this works: the flags ``serve`` shares with every command that serves
+the live routes (``add_stream_flags``: where, the limits, ``--log``) make the
+``TokenStreams``; the proxy's own name the upstream (``--upstream``,
+``--model``, ``--api-key-env``, its timeouts) and what a follower does when
+the instance relaying a stream dies (``--takeover continue``, which needs
+``--continue-final-message``: an upstream that continues a partial answer).
+The socket is bound before uvicorn starts, so ``--port 0`` is printed as the
+port it got.  A bad flag is one line naming it, exit 2, as for every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+
+from ..asgi import TokenStreams
+from ..cli import FlagParser, usage_error
+from ..live.command import OPEN_WARNING, add_stream_flags, beyond_loopback, configure_logging, raise_fd_limit
+from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, UpstreamConfig
+
+__all__ = ["cli_main"]
+
+
+def _parser() -> FlagParser:
+    parser = FlagParser("tokenwire proxy", (
+        "Serve an OpenAI-compatible model server (vLLM, SGLang, Ollama, llama.cpp, LM Studio) through every "
+        "route tokenwire speaks: its own frames, the AI SDK's /chat, OpenAI's /v1/chat/completions and "
+        "/v1/responses, each logged and resumable."))
+    add = parser.add_argument
+    add("--upstream", required=True, metavar="URL",
+        help="the upstream's OpenAI base URL, e.g. http://127.0.0.1:8000/v1 (vLLM) or http://127.0.0.1:11434/v1 "
+             "(Ollama)")
+    add("--model", default=None, help="the model to ask the upstream for (default: the one each request names)")
+    add("--api-key-env", default=None, metavar="NAME",
+        help="the environment variable holding the upstream's API key (default: none sent)")
+    add("--takeover", default="end", choices=("end", "continue"),
+        help="when the instance relaying a stream dies: end it ('owner lost'), or continue it from the logged "
+             "prefix on another instance (needs --continue-final-message and a Redis --log; default end)")
+    add("--continue-final-message", action="store_true",
+        help="the upstream continues an assistant's partial turn (continue_final_message; vLLM and SGLang do)")
+    add("--connect-timeout-s", type=float, default=DEFAULT_CONNECT_TIMEOUT_S,
+        help=f"fail a stream whose upstream cannot be reached in this long (default {DEFAULT_CONNECT_TIMEOUT_S:g})")
+    add("--upstream-timeout-s", type=float, default=DEFAULT_READ_TIMEOUT_S,
+        help=f"fail a stream whose upstream sends nothing for this long (default {DEFAULT_READ_TIMEOUT_S:g})")
+    add_stream_flags(parser)
+    return parser
+
+
+def _app(args: argparse.Namespace) -> TokenStreams:
+    """The ``TokenStreams`` the flags describe; raises ``ValueError`` naming a bad one."""
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"port must be from 0 to 65535, got {args.port!r}")
+    if args.takeover == "continue" and not args.continue_final_message:
+        raise ValueError("--takeover continue needs an upstream that continues a partial answer: add "
+                         "--continue-final-message (vLLM, SGLang), or keep --takeover end")
+    config = UpstreamConfig(args.upstream, model=args.model, api_key_env=args.api_key_env,
+                            continue_final_message=args.continue_final_message,
+                            connect_timeout_s=args.connect_timeout_s, read_timeout_s=args.upstream_timeout_s)
+    return TokenStreams(Upstream(config), log=args.log, heartbeat_s=args.heartbeat_s,
+                        write_timeout_s=args.write_timeout_s, max_live=args.max_live, max_streams=args.max_streams,
+                        create_burst=args.create_burst, create_rate=args.create_rate,
+                        max_body_bytes=args.max_body_bytes, max_chat_body_bytes=args.max_chat_body_bytes,
+                        grace_s=args.grace_s, max_duration_s=args.max_duration_s, takeover=args.takeover,
+                        name=" ".join(("upstream", args.upstream, *([args.model] if args.model else []))))
+
+
+def cli_main(argv: list[str]) -> int:
+    """Run ``tokenwire proxy``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        app = _app(args)
+    except ValueError as exc:
+        return usage_error("proxy", parser.refusal(str(exc), argv))
+    import uvicorn
+
+    configure_logging(args.quiet)
+    raise_fd_limit()
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        sock.close()
+        print(f"tokenwire proxy: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    host, port = sock.getsockname()[:2]
+    where = f"[{host}]" if family == socket.AF_INET6 else host
+    warning = f"\n{OPEN_WARNING}" if beyond_loopback(host) else ""
+    print(f"tokenwire proxy serving on http://{where}:{port}/ relaying {args.upstream}{warning}", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error" if args.quiet else "warning",
+                                           access_log=not args.quiet, limit_concurrency=args.max_connections,
+                                           timeout_graceful_shutdown=max(1, round(args.grace_s) + 1)))
+    asyncio.run(server.serve(sockets=[sock]))
+    return 0
