@@ -7,15 +7,21 @@ said was free, waits until it answers ``PING``, and stops it with SIGTERM.
 what a crashed and restarted Redis without persistence looks like.  Every
 wait is bounded.  Without ``redis-server`` (or the ``redis`` package) the
 tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
+
+What a test waits for in Redis is a condition asked of Redis, never a sleep
+past it: ``lease_expired`` (a lease nothing renews is gone), ``client_ids``
+and ``until_a_new_read_blocks`` (a follower's ``XREAD`` is blocked in Redis now).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from conftest import require_all, require_binary
@@ -23,6 +29,10 @@ from conftest import require_all, require_binary
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
+# How long a test waits for a condition in Redis (a lease to expire, a read to block) before it fails.
+CONDITION_TIMEOUT_S = 10.0
+# How often that condition is asked again (polling a condition, not ordering by a sleep).
+POLL_S = 0.005
 
 
 def require_redis() -> str:
@@ -135,3 +145,52 @@ def own_redis() -> Iterator[RedisServer]:
     """A Redis of this test's own, which the test may stop and start again on the same port."""
     with running_redis() as server:
         yield server
+
+
+async def lease_expired(log: Any, *stream_ids: str) -> None:
+    """Return once Redis has let the lease of each of ``stream_ids`` (a ``RedisTokenLog``'s) expire.
+
+    What a takeover waits for: an owner that renews nothing loses its lease when Redis's clock says so,
+    however long the test's own steps take; raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
+    """
+    leases = [log._keys(stream_id)[2] for stream_id in stream_ids]
+    deadline = time.monotonic() + CONDITION_TIMEOUT_S
+    while await log.aio.command("EXISTS", *leases):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the leases of {stream_ids!r} were still there after {CONDITION_TIMEOUT_S} s")
+        await asyncio.sleep(POLL_S)
+
+
+def client_list(port: int) -> list[dict[str, str]]:
+    """``CLIENT LIST`` of the Redis on ``port``, one dict a connection (the one asking included)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"CLIENT LIST\r\n")
+        data = b""
+        while True:
+            data += sock.recv(1 << 20)
+            head, _, rest = data.partition(b"\r\n")
+            if head.startswith(b"$") and len(rest) >= int(head[1:]):
+                break
+    return [dict(field.partition("=")[::2] for field in line.split(" "))
+            for line in rest[:int(head[1:])].decode().splitlines() if line]
+
+
+def client_ids(port: int) -> set[str]:
+    """The ids of the connections the Redis on ``port`` holds now."""
+    return {client["id"] for client in client_list(port)}
+
+
+async def until_a_new_read_blocks(port: int, known: set[str]) -> None:
+    """Return once a connection not in ``known`` (``client_ids`` taken before) is blocked in an ``XREAD``.
+
+    A follower waiting on Redis itself, not on its way there; a connection known before (another log's
+    read lingering) does not count.  Raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
+    """
+    def blocked() -> bool:
+        return any(client["cmd"] == "xread" and "b" in client["flags"] and client["id"] not in known
+                   for client in client_list(port))
+    deadline = time.monotonic() + CONDITION_TIMEOUT_S
+    while not await asyncio.to_thread(blocked):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no new connection blocked in XREAD after {CONDITION_TIMEOUT_S} s")
+        await asyncio.sleep(POLL_S)

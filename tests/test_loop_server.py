@@ -63,7 +63,9 @@ def test_500_open_streams_add_no_thread() -> None:
         try:
             for sock in socks:
                 assert read_head(sock)[0] == 200
-            wait_until(lambda: server.registry.live == 500, "500 streams to be open")
+            # A stream's slot is taken before its producer is spawned (a later loop turn): wait for both.
+            wait_until(lambda: server.registry.live == 500 and server.registry.producers_running == 500,
+                       "500 streams to be open, each with its producer running")
             during = threading.active_count()
             producers = server.registry.producers_running
             ids = read_until_tokens(socks[-1], Decoder(), 3)[0]

@@ -8,14 +8,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
 from asgi_helpers import read_stream, uvicorn
-from redis_fixture import running_redis
+from redis_fixture import client_ids, client_list, lease_expired, running_redis, until_a_new_read_blocks
 from test_redis_instances import LEASE_MS, Instance, create, owners, request
 
 from tokenwire.core.model import ANSWER
@@ -24,6 +24,8 @@ from tokenwire.core.tokenlog import LeaseLost
 
 LOOPS = ["asyncio", "uvloop"]
 IO_TIMEOUT_S = 30.0
+# How long Redis stays stopped: past a lease (400 ms) and a request's wait for Redis (1 s, then 503).
+STALL_S = 2.0
 
 
 def LoopInstance(log_url: str, name: str, loop: str) -> Instance:  # noqa: N802 - reads as the class it makes
@@ -33,18 +35,35 @@ def LoopInstance(log_url: str, name: str, loop: str) -> Instance:  # noqa: N802 
 
 def _clients(port: int) -> int:
     """Connections Redis holds now, less the one asking."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"CLIENT LIST\r\n")
-        data = b""
-        while True:
-            data += sock.recv(1 << 20)
-            head, _, rest = data.partition(b"\r\n")
-            if head.startswith(b"$") and len(rest) >= int(head[1:]):
-                break
-    return rest.decode().count(" laddr=") - 1
+    return len(client_list(port)) - 1
 
 
-async def _read(port: int, path: str) -> tuple[list[int], list[str], bool]:
+class Progress:
+    """What each reader of ``_many`` has had so far, for a thread that acts mid-stream (the Redis stall).
+
+    ``begun`` is set once every reader has its first token, or once any reader ends before that (then
+    ``ended`` says which): a thread waits on it instead of guessing how long the readers take to start.
+    """
+
+    def __init__(self, readers: int) -> None:
+        self.tokens = [0] * readers
+        self.ended = [False] * readers
+        self.begun = threading.Event()
+        self._waiting = readers
+
+    def token(self, reader: int) -> None:
+        self.tokens[reader] += 1
+        if self.tokens[reader] == 1:
+            self._waiting -= 1
+            if not self._waiting:
+                self.begun.set()
+
+    def end(self, reader: int) -> None:
+        self.ended[reader] = True
+        self.begun.set()
+
+
+async def _read(port: int, path: str, progress: Progress, reader_no: int) -> tuple[list[int], list[str], bool]:
     """One event stream read to its end: (ids, texts, done)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
@@ -61,27 +80,34 @@ async def _read(port: int, path: str) -> tuple[list[int], list[str], bool]:
                 if event.event == "token":
                     ids.append(int(event.id))
                     texts.append(event.data)
+                    progress.token(reader_no)
                 elif event.event == "done":
                     done = True
             rest = await reader.read(65536)
             if not rest:
                 return ids, texts, done
     finally:
+        progress.end(reader_no)
         writer.close()
 
 
-def _many(port: int, paths: list[str], redis_port: int, during: object = None) -> tuple[list, int]:
-    """Read every path at once; returns the results and the most Redis connections seen meanwhile."""
+def _many(port: int, paths: list[str], redis_port: int,
+          during: Callable[[Progress], None] | None = None) -> tuple[list, int]:
+    """Read every path at once; returns the results and the most Redis connections seen meanwhile.
+
+    ``during(progress)`` runs in a thread alongside the readers (it waits on ``progress``, not a clock).
+    """
     seen = [0]
+    progress = Progress(len(paths))
 
     async def main() -> list:
-        tasks = [asyncio.ensure_future(_read(port, path)) for path in paths]
+        tasks = [asyncio.ensure_future(_read(port, path, progress, i)) for i, path in enumerate(paths)]
         while not all(task.done() for task in tasks):
             seen[0] = max(seen[0], await asyncio.to_thread(_clients, redis_port))
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)        # sampling: how often Redis's connections are counted
         return [task.result() for task in tasks]
     if during is not None:
-        threading.Thread(target=during, daemon=True).start()
+        threading.Thread(target=during, args=(progress,), daemon=True).start()
     return asyncio.run(asyncio.wait_for(main(), IO_TIMEOUT_S * 2)), seen[0]
 
 
@@ -148,22 +174,33 @@ def test_a_redis_stall_pauses_every_stream_and_refuses_new_ones_with_503(loop):
         inst = LoopInstance(server.url, "A", loop)
         try:
             n, streams = 150, 300
-            paths = [create(inst, f"tokens={n}&producer_ms=10&scenario=block") for _ in range(streams)]
+            paths = [create(inst, f"tokens={n}&producer_ms=20&scenario=block") for _ in range(streams)]
             refused: list[tuple[int, str, float]] = []
+            at_stall: list[tuple[int, int]] = []        # (readers with a token, readers ended) as Redis stops
+            failed: list[BaseException] = []
 
-            def stall() -> None:                  # Redis stops for 2 s while the 300 streams run
-                time.sleep(0.5)
-                os.kill(server.proc.pid, signal.SIGSTOP)
+            def stall(progress: Progress) -> None:
+                """Redis stops once every stream is under way (each reader has its first token: none is
+                still being attached, which needs Redis), for STALL_S, while a new stream is asked for."""
                 try:
-                    started = time.monotonic()
-                    reply = request(inst.port, "POST", "/streams?tokens=5")
-                    refused.append((reply.status, reply.headers.get("retry-after", ""), time.monotonic() - started))
-                    time.sleep(max(0.0, 2.0 - (time.monotonic() - started)))
-                finally:
-                    os.kill(server.proc.pid, signal.SIGCONT)
+                    assert progress.begun.wait(IO_TIMEOUT_S * 2), "every reader's first token"
+                    os.kill(server.proc.pid, signal.SIGSTOP)
+                    at_stall.append((sum(1 for t in progress.tokens if t), sum(progress.ended)))
+                    try:
+                        started = time.monotonic()
+                        reply = request(inst.port, "POST", "/streams?tokens=5")
+                        refused.append((reply.status, reply.headers.get("retry-after", ""),
+                                        time.monotonic() - started))
+                        time.sleep(max(0.0, STALL_S - (time.monotonic() - started)))    # the stall's length
+                    finally:
+                        os.kill(server.proc.pid, signal.SIGCONT)
+                except BaseException as exc:  # noqa: BLE001 - the test thread reports it
+                    failed.append(exc)
             results, _ = _many(inst.port, paths, server.port, during=stall)
         finally:
             inst.kill()
+    assert not failed, failed
+    assert at_stall == [(streams, 0)], at_stall      # every stream had begun and none had ended when Redis stopped
     for ids, texts, done in results:
         assert done and ids == list(range(n)) and "".join(texts) == "".join(ANSWER[:n])   # none lost or repeated
     print(f"\nduring the stall: {refused}")
@@ -185,7 +222,7 @@ def test_a_stale_owners_pending_flush_is_refused_whole(redis_server, loop, monke
             assert (await a.aio.claim(sid)).owned
             await a.aio.append(sid, 0, "a0")
             a.aio.disown(sid)                 # A pauses: nothing renews its leases
-        await asyncio.sleep(0.3)              # past the lease
+        await lease_expired(a, *ids)          # until Redis lets them expire
         for sid in ids[:2]:                   # B takes two of them over and logs their next index
             assert (await b.aio.claim(sid)).owned
             await b.aio.append(sid, 1, "b1")
@@ -218,7 +255,9 @@ def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_a
     from tokenwire.realtime import new_loop
     from tokenwire.redislog.blocking import RedisTokenLog
     monkeypatch.setenv("TOKENWIRE_LOOP", loop)
-    a = RedisTokenLog(redis_server.url, name="A")
+    # A's lease outlasts the scene (its renewal timer, a third of it, never fires): no renewal round is
+    # in flight when the appends are queued, so the round they take is theirs alone.
+    a = RedisTokenLog(redis_server.url, name="A", lease_ms=600_000)
     b = RedisTokenLog(redis_server.url, name="B")
     ids = [f"s{i}" for i in range(200)]
 
@@ -229,8 +268,7 @@ def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_a
         await b.aio.command("DEL", b._keys("s7")[2])                      # s7's lease runs out, and B
         assert (await b.aio.claim("s7")).owned                             # claims it meanwhile
         b.aio.disown("s7")
-        await asyncio.sleep(0.05)                                          # the writer is idle
-        rounds = a.aio.writer.rounds
+        rounds = a.aio.writer.rounds                # A's writer is idle: its last round answered the claims
         got = await asyncio.gather(*(a.aio.append_future(sid, 0, f"t{sid}") for sid in ids),
                                    return_exceptions=True)
         used = a.aio.writer.rounds - rounds
@@ -264,8 +302,10 @@ def test_a_hundred_followers_share_one_blocking_read(redis_server, loop, monkeyp
     async def scene() -> tuple[list[list[tuple[int, str]]], int, int]:
         await asyncio.gather(*(a.aio.create(sid, {}, 3) for sid in ids))
         before = await asyncio.to_thread(_clients, redis_server.port)     # other tests' may linger: count ours
+        known = await asyncio.to_thread(client_ids, redis_server.port)
         waits = [asyncio.ensure_future(b.aio.wait_after(sid, -1)) for sid in ids]
-        await asyncio.sleep(0.1)                                  # every follower is waiting on Redis now
+        await until_a_new_read_blocks(redis_server.port, known)         # every follower is waiting on Redis now
+        assert not any(wait.done() for wait in waits)
         connections = await asyncio.to_thread(_clients, redis_server.port) - before
         await asyncio.gather(*(a.aio.append(sid, 0, f"t{sid}") for sid in ids))
         got = await asyncio.wait_for(asyncio.gather(*waits), 5)
