@@ -192,6 +192,16 @@ def test_the_live_page_says_how_much_of_the_answer_it_shows() -> None:
         page.wait_until(FINISHED, "the done frame", 60)
         assert page.eval("document.getElementById('shown').textContent") == f"The whole answer: {whole} tokens."
         assert page.eval("document.getElementById('count').textContent") == str(whole)
+        assert page.eval(LABELS) == []                     # the arrivals chart: no label on the line
+
+
+def test_the_live_chart_keeps_its_labels_off_the_line_and_the_outage_at_both_widths() -> None:
+    with serving() as server, browser_page() as page:
+        for width, height in SCREENS:
+            page.open(f"{server.url}/live?cut_after=18&producer_ms=5", width, height)
+            page.wait_until(FINISHED, "the done frame", 60)
+            assert page.eval("document.querySelectorAll('#shades rect').length") == 1
+            assert page.eval(LABELS) == [], width
 
 
 def test_axe_finds_nothing_serious_at_390_px_with_the_tables_stacked() -> None:
