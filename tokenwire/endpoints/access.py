@@ -2,9 +2,9 @@
 
 How this works: ``Endpoints.decide`` finds the route, then (when the app has
 an ``authorize`` hook) calls ``ask`` with an ``Access``: the route's
-``action`` (``create``, ``read``, ``stop``, ``scrape``), the request's headers (a
-read-only mapping, lower-case names) and the stream's id when the path names
-one.  The hook returns the principal (any ``str``: a user id, a tenant) or
+``action`` (``create``, ``read``, ``stop``, ``scrape``), the request's
+headers (a read-only mapping, lower-case names) and the stream's id when the
+path names one.  The hook returns the principal (any ``str``: a user id, a tenant) or
 None; None is a 401 with a ``WWW-Authenticate`` challenge (RFC 9110 asks one
 of every 401), a ``PermissionError`` a 403 with the hook's message; anything
 else it raises is a 500 naming its type (the rest goes to the log only).

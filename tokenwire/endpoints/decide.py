@@ -4,12 +4,14 @@ How this works: ``Endpoints.decide`` takes a ``LiveRequest`` and answers
 with an ``Answer`` or an ``OpenStream`` (``decisions``).  The sequence is the
 one both servers follow, in this order, so the same request gets the same
 refusal from either: the path and method from the route table (``routes``:
-404, 405, 501); for a route that takes a body, a chunked one (411) and a
+404, 405, 501); who asks, when the app has an ``authorize`` hook (``access``:
+401, 403); for a route that takes a body, a chunked one (411) and a
 declared length past the route's limit (413, 400 if malformed); then the
 route's handler (its ``kind``): the query (400), the body (413, read only
 now, by the adapter's ``read_body``); for ``GET /stream`` the open-stream slots (503, before
 anything is made); the client's creation quota (429), then the stream is
-made.  An events request finds the stream (404), reads its cursor (400),
+made.  An events request finds the stream (404, also for one another
+principal made: ``stream_of``), reads its cursor (400),
 checks the log still holds what follows it (410), says 204 to a reader that
 has every token of a stream that ended normally, and takes a slot (503).  A
 ``RequestError`` or a token-log failure anywhere is the refusal it names
