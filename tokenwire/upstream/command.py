@@ -24,6 +24,9 @@ from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, 
 
 __all__ = ["cli_main"]
 
+# The listening socket's queue of connections not yet accepted: uvicorn's own default.
+BACKLOG = 2048
+
 
 def _parser() -> FlagParser:
     parser = FlagParser("tokenwire proxy", (
@@ -85,6 +88,7 @@ def cli_main(argv: list[str]) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))
+        sock.listen(BACKLOG)              # before the banner: a client that reads it may connect at once
     except OSError as exc:
         sock.close()
         print(f"tokenwire proxy: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
