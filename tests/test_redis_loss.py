@@ -11,6 +11,7 @@ stream is unknown (404).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import signal
@@ -333,3 +334,25 @@ def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_c
     assert stream.total == cursor + 1
     a.close()
     b.close()
+
+
+def test_an_owner_whose_stream_meta_is_evicted_stops_appending(redis_server, loop_kind):
+    """The renewal lets such a stream go, so the owner's next append is checked and refused as unknown
+    (before, its plain XADDs went on landing in a tokens key nobody could read)."""
+    a = _log(redis_server.url, "A", lease_ms=150)
+    meta, tokens, _ = a._keys("s")
+
+    async def scene():
+        await _three_tokens_by(a)
+        await a.aio.claim("s")
+        await a.aio.command("DEL", meta)
+        await asyncio.sleep(0.2)                         # past a renewal (every 50 ms)
+        with pytest.raises(UnknownStream):
+            await a.aio.append("s", 3, "t3")
+        length = await a.aio.command("XLEN", tokens)
+        a.aio.disown("s")
+        await a.aio.close()
+        return length
+
+    assert _run(scene) == 3
+    a.close()
