@@ -82,6 +82,31 @@ def test_a_bad_log_url_is_refused_with_the_password_hidden(capsys: pytest.Captur
                    "'http://default:***@127.0.0.1:1/0'\n")
 
 
+@pytest.mark.parametrize(("url", "said"), [
+    ("redis://default:S3cr3t-pw@127.0.0.1:notaport/0",
+     "log URL 'redis://default:***@127.0.0.1:notaport/0' is malformed: Port could not be cast to integer value "
+     "as 'notaport'"),
+    ("redis://default:S3cr3t-pw@127.0.0.1:99999/0",
+     "log URL 'redis://default:***@127.0.0.1:99999/0' is malformed: Port out of range 0-65535"),
+    ("redis://default:S3cr3t-pw@[::1/0", "log URL 'redis://default:***@[::1/0' is malformed: Invalid IPv6 URL"),
+    ("redis://127.0.0.1:1/0?password=S3cr3t-pw&socket_timeout=abc",
+     "log URL 'redis://127.0.0.1:1/0?password=***&socket_timeout=abc' is malformed: "
+     "Invalid value for 'socket_timeout' in connection URL."),
+    ("redis://default:S3cr3t-pw@127.0.0.1:1/cache",     # redis-py would quietly use database 0
+     "log URL 'redis://default:***@127.0.0.1:1/cache' names database 'cache'; a database is a number (/0)"),
+])
+def test_a_malformed_log_url_is_one_line_not_a_traceback(url: str, said: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenwire.cli import main
+    assert main(["serve", "--port", "0", "--log", url]) == 2
+    assert capsys.readouterr() == ("", f"tokenwire serve: {said}\n")
+
+
+def test_redact_url_of_an_unclosed_ipv6_host_still_hides_the_password() -> None:
+    assert redact_url("redis://[::1/0?password=S3cr3t-pw") == "redis://[::1/0?password=***"
+    assert redact_url("redis://default:S3cr3t-pw@[::1/0") == "redis://default:***@[::1/0"
+
+
 # -- the servers, as processes -----------------------------------------------------------------------
 class Server:
     """One server process in a process group of its own; stdout and stderr are read by threads into ``said``."""

@@ -52,7 +52,9 @@ import socket
 import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
 
 from ..core.tokenlog import (
     DEFAULT_MAX_AGE_NS,
@@ -61,7 +63,7 @@ from ..core.tokenlog import (
     StreamState,
 )
 from .aio import AsyncRedisLog
-from .redact import redact_url
+from .redact import redact_url, scrub
 from .scripts import Claim, entry_index
 from .writer import STALL_TIMEOUT_S
 
@@ -94,6 +96,28 @@ DEFAULT_BLOCK_MS = 250
 # Tokenwire's own query parameters in a log URL; the rest go to redis-py.
 _OWN_PARAMS = {"lease_ms": DEFAULT_LEASE_MS, "ttl_ms": DEFAULT_TTL_MS, "maxlen": DEFAULT_MAXLEN,
                "block_ms": DEFAULT_BLOCK_MS}
+
+
+def _checked_url(url: str) -> SplitResult:
+    """``url`` split, refused now as redis-py would refuse it only on first use (a traceback then).
+
+    A database that is not a number is refused too: redis-py would quietly use database 0.
+    """
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:             # an unclosed [ of an IPv6 host
+        raise ValueError(f"log URL {shown!r} is malformed: {scrub(str(exc), url)}") from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"log URL must start with redis://, rediss:// or unix://, got {shown!r}")
+    try:
+        redis.ConnectionPool.from_url(url)   # parses, connects to nothing
+    except ValueError as exc:             # a port, a db or a redis-py setting that is not a number
+        raise ValueError(f"log URL {shown!r} is malformed: {scrub(str(exc), url)}") from None
+    db = parts.path.strip("/")
+    if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
+        raise ValueError(f"log URL {shown!r} names database {db!r}; a database is a number (/0)")
+    return parts
 
 
 def _positive(name: str, value: object) -> int:
@@ -140,9 +164,7 @@ class RedisTokenLog:
 
     def __init__(self, url: str, *, name: str | None = None, prefix: str = "tokenwire",
                  **settings: int) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("redis", "rediss", "unix"):
-            raise ValueError(f"log URL must start with redis://, rediss:// or unix://, got {redact_url(url)!r}")
+        parts = _checked_url(url)
         query = dict(parse_qsl(parts.query))
         own = {key: query.pop(key) for key in list(query) if key in _OWN_PARAMS}
         unknown = set(settings) - set(_OWN_PARAMS)

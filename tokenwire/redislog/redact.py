@@ -37,8 +37,8 @@ def _secrets(url: str) -> list[str]:
     """Every password ``url`` carries, as written, unquoted and quoted (for ``scrub``)."""
     _, userinfo, _ = _split(url)
     found = [] if userinfo is None else [userinfo.partition(":")[2] if ":" in userinfo else userinfo]
-    found += [value for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True)
-              if key in _SECRET_PARAMS]
+    query = url.partition("#")[0].partition("?")[2]      # not urlsplit: it refuses an unclosed [
+    found += [value for key, value in parse_qsl(query, keep_blank_values=True) if key in _SECRET_PARAMS]
     return [text for secret in found if secret for text in {secret, unquote(secret), quote(secret, safe="")}]
 
 
@@ -48,7 +48,10 @@ def redact_url(url: str) -> str:
     if userinfo is not None:
         user, colon, _ = userinfo.partition(":")
         rest = f"{user}:{MASK}@{rest}" if colon else f"{MASK}@{rest}"
-    parts = urlsplit(head + rest)
+    try:
+        parts = urlsplit(head + rest)
+    except ValueError:                        # an unclosed [ of an IPv6 host: still shown, without a password
+        return scrub(head + rest, url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     if not any(key in _SECRET_PARAMS for key, _ in query):
         return head + rest
