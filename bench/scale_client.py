@@ -16,7 +16,11 @@ against the next expected index.  The client closes a stream on its
 ``done`` event, as a page closes its ``EventSource``.  A PATH of ``/chat?<parameters>``
 reads the AI SDK's chat protocol instead: a ``POST /chat`` whose JSON body
 carries the parameters (and no messages), each ``text-delta`` chunk a token
-(its id is its chunk number, 3 past the token's index), ``finish`` the end.  It prints one JSON
+(its id is its chunk number, 3 past the token's index), ``finish`` the end.  A PATH of
+``/v1/chat/completions?<parameters>`` reads OpenAI's chat chunks: a ``POST`` whose JSON
+body carries the parameters (``model`` among them, default ``bench``), one user message and
+``"stream": true``, each chunk with ``delta.content`` a token (in order: the chunks have no
+ids), ``[DONE]`` the end.  It prints one JSON
 object: streams complete and contiguous, the pooled inter-token gaps'
 percentiles, TTFT (connect to first token) percentiles, errors, and its
 own CPU time.
@@ -49,6 +53,9 @@ _TIMESPEC = struct.Struct("@qq")
 ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 # The chat protocol: a token's chunk, the end, and the chunks before the first token (start, start-step, text-start).
 CHAT_DELTA, CHAT_FINISH, CHAT_PREAMBLE = '{"type":"text-delta"', '{"type":"finish"', 3
+# OpenAI's chat chunks: a token's chunk (the role chunk has its role first), and the end.
+OPENAI_DELTA, OPENAI_DONE = '"delta":{"content":', "[DONE]"
+OPENAI_PATH = "/v1/chat/completions?"
 
 
 def raise_nofile() -> int:
@@ -62,8 +69,8 @@ def raise_nofile() -> int:
 class Stream:
     """One SSE response: status, headers, (chunked) body, events."""
 
-    def __init__(self, sock: socket.socket, tokens: int, chat: bool = False) -> None:
-        self.sock, self.tokens, self.chat = sock, tokens, chat
+    def __init__(self, sock: socket.socket, tokens: int, chat: bool = False, openai: bool = False) -> None:
+        self.sock, self.tokens, self.chat, self.openai = sock, tokens, chat, openai
         self.head = b""
         self.status = 0
         self.chunked: bool | None = None
@@ -89,7 +96,12 @@ class Stream:
             self.chunked = "transfer-encoding: chunked" in head.lower()
         body = self._dechunk(data) if self.chunked else data
         for event in self.decoder.feed(body):
-            if self.chat:
+            if self.openai:
+                if OPENAI_DELTA in event.data:
+                    self._token(str(self.next_id), str(self.next_id), stamp)
+                elif event.data == OPENAI_DONE:
+                    self.done = True
+            elif self.chat:
                 self._chunk(event.id, event.data, stamp)
             elif event.event == "token":
                 self._token(event.id, str(self.next_id), stamp)
@@ -152,7 +164,8 @@ class Client:
     def __init__(self, port: int, path: str, tokens: int) -> None:
         self.port, self.tokens = port, tokens
         self.chat = path.startswith("/chat?")
-        self.request = _chat_request(path, port) if self.chat else (
+        self.openai = path.startswith(OPENAI_PATH)
+        self.request = _chat_request(path, port, openai=self.openai) if self.chat or self.openai else (
             f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
             "Cache-Control: no-store\r\n\r\n").encode()
         self.sel = selectors.DefaultSelector()
@@ -165,7 +178,7 @@ class Client:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setblocking(False)
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            stream = Stream(sock, self.tokens, self.chat)
+            stream = Stream(sock, self.tokens, self.chat, self.openai)
             self.streams.append(stream)
             code = sock.connect_ex(("127.0.0.1", self.port))
             if code not in (0, errno.EINPROGRESS):
@@ -265,10 +278,12 @@ def _number(value: str) -> int | float | str:
     return value
 
 
-def _chat_request(path: str, port: int) -> bytes:
-    """A ``POST /chat`` whose JSON body carries ``path``'s query parameters (numbers as numbers)."""
+def _chat_request(path: str, port: int, openai: bool = False) -> bytes:
+    """A ``POST /chat`` (or OpenAI's chat completion) whose JSON body carries ``path``'s query parameters."""
     route, _, query = path.partition("?")
     fields: dict[str, Any] = {"messages": []}
+    if openai:
+        fields = {"model": "bench", "messages": [{"role": "user", "content": "Say something."}], "stream": True}
     for name, value in parse_qsl(query):
         fields[name] = _number(value)
     body = json.dumps(fields).encode()
