@@ -44,9 +44,10 @@ def record(request: StreamRequest, model: str = "model") -> None:
 def counting(request: StreamRequest, word: str = "t", model: str = "model",
              delay_s: float | None = None) -> AsyncIterator[str]:
     """Record the call, then tokens ``" <word><start>"`` .. ``" <word><n-1>"``, each after ``delay_s``
-    (None: the query's ``delay_ms``, default 5)."""
-    n = int(request.params.get("n", "20"))
-    delay = float(request.params.get("delay_ms", "5")) / 1000 if delay_s is None else delay_s
+    (None: the query's ``delay_ms``, default 5; a chat's are its body's fields)."""
+    asked = request.chat.body if request.chat is not None else request.params
+    n = int(asked.get("n", "20"))
+    delay = float(asked.get("delay_ms", "5")) / 1000 if delay_s is None else delay_s
     record(request, model)
 
     async def tokens() -> AsyncIterator[str]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
+from doc_text import marked_block
 
 from tokenwire.asgi import Access, TokenStreams
 from tokenwire.core.tokenlog import UnknownStream
@@ -99,3 +101,19 @@ def test_tokenstreams_refuses_a_bad_hook_or_keep_out_of_log() -> None:
     streams = TokenStreams(async_alice, keep_out_of_log=("X-Api-Key",))   # any callable will do: it is not called
     assert streams.models is not None and streams.models.keep_out_of_log == ("x-api-key",)
     assert streams.endpoints.authorize is None
+
+
+def test_the_readmes_authorize_example_answers_as_it_says() -> None:
+    source = marked_block("authorize-example", "python")
+    assert source.rstrip().endswith("streams = TokenStreams(model, authorize=authorize)")
+    space: dict[str, Any] = {"model": async_alice}                    # the reader's own model
+    exec(compile(source, "README.md", "exec"), space)                 # noqa: S102 - the README's example, as written
+    assert isinstance(space["streams"], TokenStreams) and space["streams"].endpoints.authorize is space["authorize"]
+
+    def asks(action: str, authorization: str) -> str:
+        return asyncio.run(ask(space["authorize"], Access(action, header_map((("authorization", authorization),)))))
+    assert asks("create", "Bearer alice-token") == "alice" and asks("read", "Bearer read-only-token") == "carol"
+    assert refused(space["authorize"], Access("create", header_map((("authorization", "Bearer read-only-token"),)))
+                   ).message == "not allowed to create: this key may only read"
+    assert refused(space["authorize"], Access("read", header_map((("authorization", "Basic alice-token"),)))
+                   ).status == 401

@@ -242,3 +242,23 @@ def test_the_openai_sdks_api_key_is_the_bearer_token_and_a_response_is_its_creat
     events = list(client(pair.b, "alice-token").responses.retrieve(made.id, stream=True))
     assert events[-1].type == "response.completed"
     assert events[-1].response.output_text == "".join(f" t{i}" for i in range(20))
+
+
+def test_bob_can_neither_stop_alices_chat_nor_cancel_her_response_and_alice_can(pair: Pair) -> None:
+    body = {"id": "long-chat", "trigger": "submit-message", "n": 400, "delay_ms": 20,      # 8 s of thinking
+            "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "go on"}]}]}
+    with httpx.Client(timeout=10) as client, client.stream("POST", f"{pair.a.url}/model/chat",
+                                                          json=body, headers=ALICE) as made:
+        stream_id = made.headers["x-workflow-run-id"]
+    response = openai.OpenAI(base_url=f"{pair.a.url}/model/v1", api_key="alice-token", max_retries=0).responses.create(
+        model="any", input="go on", background=True)
+    for server in (pair.a, pair.b):
+        for path in ("/model/chat/long-chat/stop", f"/model/chat/{stream_id}/stop",
+                     f"/model/v1/responses/{response.id}/cancel"):
+            assert httpx.post(server.url + path, headers=BOB).status_code == 404, path
+    assert httpx.get(f"{pair.b.url}/model/v1/responses/{response.id}", headers=ALICE).json()["status"] in (
+        "queued", "in_progress", "completed")
+    stopped = httpx.post(f"{pair.b.url}/model/chat/long-chat/stop", headers=ALICE)
+    assert stopped.status_code == 200 and stopped.json() == {"stream_id": stream_id, "state": "stopped"}
+    cancelled = httpx.post(f"{pair.b.url}/model/v1/responses/{response.id}/cancel", headers=ALICE)
+    assert cancelled.status_code == 200 and cancelled.json()["id"] == response.id
