@@ -136,13 +136,21 @@ def test_ttl_is_armed_at_creation_and_rearmed_by_the_lease_renewal(url):
     before = log.key_ttls_ms("s")
     assert all(0 < t <= 4_800 for t in before)
 
-    async def own_for_a_while():
+    import redis
+    plain = redis.Redis.from_url(url)                   # its own connection: the log's is this loop's
+    keys = (f"{log.prefix}:{{s}}:meta", f"{log.prefix}:{{s}}:tokens")
+
+    async def own_until_renewed() -> list[int]:
         await log.aio.claim("s")                        # owned: the writer renews the lease on its timer
-        await asyncio.sleep(0.25)                       # past a third of the lease: one renewal at least
+        deadline = time.monotonic() + 10                # a condition, not a guess at the timer's pace
+        after = [plain.pttl(key) for key in keys]
+        while not all(t > b for t, b in zip(after, before, strict=True)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            after = [plain.pttl(key) for key in keys]
         log.aio.disown("s")
         await log.aio.close()
-    asyncio.run(own_for_a_while())
-    after = log.key_ttls_ms("s")
+        return after
+    after = asyncio.run(own_until_renewed())
     assert all(t > b for t, b in zip(after, before, strict=True)) and all(t <= 5_000 for t in after)
 
 
