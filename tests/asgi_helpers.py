@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -125,8 +126,11 @@ class Read:
 
 
 def read_stream(url: str, headers: dict[str, str] | None = None, stop_after: int | None = None,
-                timeout_s: float = TIMEOUT_S) -> Read:
-    """Read the SSE stream at ``url`` to its end (or ``stop_after`` tokens, then hang up)."""
+                timeout_s: float = TIMEOUT_S, first_token: threading.Event | None = None) -> Read:
+    """Read the SSE stream at ``url`` to its end (or ``stop_after`` tokens, then hang up).
+
+    ``first_token`` is set when the first token arrives (another thread waits for it to act mid-stream).
+    """
     with (httpx.Client(timeout=timeout_s) as client,
           connect_sse(client, "GET", url, headers=dict(headers or {})) as source):
         read = Read(source.response.status_code)
@@ -134,6 +138,8 @@ def read_stream(url: str, headers: dict[str, str] | None = None, stop_after: int
             return read
         for event in source.iter_sse():
             read.events.append(event)
+            if first_token is not None and event.event == "token":
+                first_token.set()
             if stop_after is not None and len(read.tokens) >= stop_after:
                 break
     return read

@@ -9,7 +9,8 @@ wait is bounded.  Without ``redis-server`` (or the ``redis`` package) the
 tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
 
 What a test waits for in Redis is a condition asked of Redis, never a sleep
-past it: ``lease_expired`` (a lease nothing renews is gone), ``client_ids``
+past it: ``lease_expired`` (a lease nothing renews is gone), ``until_logged``
+(an owner has logged so many tokens), ``client_ids``
 and ``until_a_new_read_blocks`` (a follower's ``XREAD`` is blocked in Redis now).
 """
 
@@ -194,3 +195,18 @@ async def until_a_new_read_blocks(port: int, known: set[str]) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"no new connection blocked in XREAD after {CONDITION_TIMEOUT_S} s")
         await asyncio.sleep(POLL_S)
+
+
+def until_logged(url: str, stream_id: str, count: int) -> None:
+    """Return once the log at ``url`` holds at least ``count`` tokens of ``stream_id`` (its owner logs on).
+
+    Raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
+    """
+    import redis
+    deadline = time.monotonic() + CONDITION_TIMEOUT_S
+    with redis.Redis.from_url(url) as raw:
+        while (logged := raw.xlen(f"tokenwire:{{{stream_id}}}:tokens")) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{stream_id!r} had {logged} tokens logged, not {count}, "
+                                     f"after {CONDITION_TIMEOUT_S} s")
+            time.sleep(POLL_S)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 
 import httpx
 from asgi_helpers import read_stream, uvicorn
-from redis_fixture import running_redis
+from redis_fixture import running_redis, until_logged
 
 from tokenwire.asgi.shared_model import SharedModelStream
 from tokenwire.core.clock import RealClock
@@ -65,7 +64,7 @@ def test_your_own_model_ends_early_on_another_process_when_its_owner_dies() -> N
             made = httpx.post(f"{one.url}/tokens/streams?n=400&delay_ms=20")
             url = made.json()["events_url"]
             first = read_stream(one.url + url, stop_after=5)
-            time.sleep(0.3)                                             # detach: the owner logs on meanwhile
+            until_logged(redis_server.url, made.json()["stream_id"], 8)   # detached: the owner logs on meanwhile
             one.stop(signal.SIGKILL)                                    # then dies mid-generation
             rest = read_stream(other.url + url, headers={"Last-Event-ID": first.tokens[-1].id}, timeout_s=20)
     assert rest.status == 200 and rest.ids and rest.ids == list(range(5, 5 + len(rest.ids)))

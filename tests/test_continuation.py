@@ -10,14 +10,13 @@ import functools
 import json
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from asgi_helpers import Read, read_stream, uvicorn
-from redis_fixture import running_redis
+from redis_fixture import running_redis, until_logged
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 from tokenwire.core.clock import RealClock
@@ -44,7 +43,7 @@ def test_a_reconnect_to_another_process_continues_the_model_from_the_logged_pref
         with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
             made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
             first = read_stream(one.url + made["events_url"], stop_after=10)
-            time.sleep(0.3)                                  # detach: the owner logs on meanwhile
+            until_logged(redis_server.url, made["stream_id"], 13)    # detached: the owner logs on meanwhile
             owner_pid = one.proc.pid if one.proc else 0
             one.stop(signal.SIGKILL)                         # then dies mid-answer
             rest = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": first.tokens[-1].id},
@@ -146,9 +145,11 @@ def test_a_shutdown_hands_a_continuable_stream_off_to_another_process(tmp_path: 
         with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
             made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
             cut: list[Read] = []
-            reader = threading.Thread(target=lambda: cut.append(read_stream(one.url + made["events_url"])))
+            reading = threading.Event()
+            reader = threading.Thread(target=lambda: cut.append(read_stream(one.url + made["events_url"],
+                                                                            first_token=reading)))
             reader.start()
-            time.sleep(0.5)
+            assert reading.wait(20), "the reader's first token"          # the deploy comes mid-answer
             assert one.proc is not None
             one.proc.send_signal(signal.SIGTERM)             # a deploy: the old process is told to exit
             reader.join(20)

@@ -62,7 +62,7 @@ def test_a_round_gathers_appends_that_trickle_in_within_its_bound(redis_server, 
         timings = []
         for sid in ids:                     # one append every 20 ms, each from its own loop turn
             timings.append(asyncio.ensure_future(_timed(aio, sid, 1)))
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)       # pacing the appends (what is tested), not ordering
         held = await asyncio.gather(*timings)
         return aio.writer.rounds - rounds, held
     used, held = _scene(redis_server.url, loop, monkeypatch, 8, body)
@@ -90,7 +90,8 @@ def test_a_held_round_goes_at_once_when_full_or_when_a_command_comes(redis_serve
         full = [asyncio.ensure_future(_timed(aio, sid, 1)) for sid in ids[:6]]  # six: a full round
         full_s = max(await asyncio.gather(*full))
         lone = asyncio.ensure_future(_timed(aio, ids[6], 1))                    # held: the last round had six
-        await asyncio.sleep(0.02)
+        while not aio.writer.holding:                                           # until its round is held
+            await asyncio.sleep(0)
         started = asyncio.get_running_loop().time()
         assert await aio.ping()                                                 # a request's command
         ping_s = asyncio.get_running_loop().time() - started

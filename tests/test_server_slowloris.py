@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from live_helpers import token_ids
+from live_helpers import token_ids, wait_until
 from test_loop_server_process import Served, served
 
 PROBES = 10
@@ -185,12 +185,12 @@ def test_under_ulimit_1024_a_client_holding_1100_idle_connections_does_not_keep_
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
     with served("--quiet", nofile=1024, env=_loop_env(loop)) as server, \
             Slowloris(server.port, 1100).running() as attacker:
-        time.sleep(1.0)                               # the attacker has the server full and churning
+        wait_until(lambda: attacker.closed > 0, "the server to shed one of the attacker's connections")  # full
         cpu0, closed0 = server.cpu_s(), attacker.closed
         statuses = []
         for _ in range(PROBES):
             statuses.append(_probe(server.port))
-            time.sleep(0.2)
+            time.sleep(0.2)                           # pacing the probes over the window, not ordering
         cpu, closed = server.cpu_s() - cpu0, attacker.closed - closed0
     per_close_us = cpu / max(1, closed + PROBES) * 1e6
     print(f"\n{loop}: probes {statuses}; the server closed {closed} idle connections in the window and spent "

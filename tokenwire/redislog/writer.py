@@ -165,6 +165,11 @@ class LogWriter:
         self._kick()
         return future
 
+    @property
+    def holding(self) -> bool:
+        """A round is being held for more appends now (``GATHER_S``)."""
+        return self._gathering is not None
+
     def _kick(self) -> None:
         if not self._flushing:
             self._flushing = True
