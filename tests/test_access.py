@@ -8,12 +8,13 @@ import asyncio
 import logging
 from typing import Any
 
+import httpx
 import pytest
 from doc_text import marked_block
 
-from tokenwire.asgi import Access, TokenStreams
+from tokenwire.asgi import Access, StreamRequest, TokenStreams
 from tokenwire.core.tokenlog import UnknownStream
-from tokenwire.endpoints.access import ask, chat_name, check_owner, header_map
+from tokenwire.endpoints.access import ask, chat_name, check_owner, header_map, redacted
 from tokenwire.endpoints.params import RequestError
 
 ACCESS = Access("read", header_map((("authorization", "Bearer t"),)), "some-stream")
@@ -117,3 +118,61 @@ def test_the_readmes_authorize_example_answers_as_it_says() -> None:
                    ).message == "not allowed to create: this key may only read"
     assert refused(space["authorize"], Access("read", header_map((("authorization", "Basic alice-token"),)))
                    ).status == 401
+
+
+# What a browser and an API client send: a bearer token and a session cookie, each a secret.
+CREDENTIALED = header_map((("authorization", "Bearer tok-alice-1234"), ("cookie", "theme=dark; session=sess-alice-99"),
+                           ("x-tenant", "acme")))
+
+
+def test_a_hook_that_fails_on_the_token_logs_neither_the_token_nor_the_cookie(caplog: pytest.LogCaptureFixture) -> None:
+    users = {"tok-bob-5678": "bob"}
+
+    def lookup(access: Access) -> str:          # the commonest hook, and its commonest bug: KeyError('<the token>')
+        return users[access.headers["authorization"].removeprefix("Bearer ")]
+
+    def chatty(access: Access) -> str:
+        raise ValueError(f"no user for {access.headers['cookie']} in {access!r}")
+
+    with caplog.at_level(logging.ERROR, logger="tokenwire"):
+        for hook in (lookup, chatty, lambda access: ("alice", access.headers["authorization"])):
+            assert refused(hook, Access("create", CREDENTIALED)).status == 500
+    assert "KeyError: '[redacted]'" in caplog.text       # the traceback is still there, and says where
+    assert "Traceback (most recent call last)" in caplog.text
+    assert "the authorize hook returned ('alice', '[redacted]')" in caplog.text
+    for secret in ("tok-alice-1234", "sess-alice-99", "session=sess-alice-99"):
+        assert secret not in caplog.text
+    assert "x-tenant': 'acme'" in caplog.text and "theme=dark" not in caplog.text
+
+
+def test_an_access_and_a_stream_request_show_no_credentials_in_their_repr() -> None:
+    shown = repr(Access("read", CREDENTIALED, "s1"))
+    assert shown == ("Access(action='read', headers={'authorization': '[redacted]', 'cookie': '[redacted]', "
+                     "'x-tenant': 'acme'}, stream_id='s1')")
+    request = StreamRequest("s1", {}, b"", "127.0.0.1", headers=CREDENTIALED, principal="alice")
+    assert repr(request) == ("StreamRequest(stream_id='s1', params={}, body=b'', client='127.0.0.1', prefix=(), "
+                             "start=0, chat=None, headers={'authorization': '[redacted]', 'cookie': '[redacted]', "
+                             "'x-tenant': 'acme'}, principal='alice', openai=None)")
+
+
+def test_redacted_hides_whole_values_and_their_parts_but_not_a_short_one() -> None:
+    headers = header_map((("authorization", "Basic dXNlcjpwYXNz"), ("cookie", "a=1; sid=abcdef")))
+    assert redacted("Basic dXNlcjpwYXNz, dXNlcjpwYXNz, a=1; sid=abcdef, abcdef, 1", headers) == \
+        "[redacted], [redacted], [redacted], [redacted], 1"
+
+
+def test_a_model_factory_that_fails_on_a_header_logs_no_credentials(caplog: pytest.LogCaptureFixture) -> None:
+    def factory(request: StreamRequest) -> list[str]:
+        return [{"tok-bob-5678": "hi"}[request.headers["authorization"].removeprefix("Bearer ")]]
+
+    async def create() -> int:
+        streams = TokenStreams(factory)
+        async with (streams.lifespan(),
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
+            made = await client.post("/streams", headers=dict(CREDENTIALED))
+            return made.status_code
+
+    with caplog.at_level(logging.ERROR, logger="tokenwire"):
+        assert asyncio.run(create()) == 500
+    assert "the model factory raised KeyError" in caplog.text and "KeyError: '[redacted]'" in caplog.text
+    assert "tok-alice-1234" not in caplog.text

@@ -37,7 +37,7 @@ from ..core.channel import Policy
 from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
-from ..endpoints.access import header_map, owner_meta
+from ..endpoints.access import header_map, owner_meta, told
 from ..endpoints.decisions import Asked, ChatRequest, LiveRequest, OpenAIRequest
 from ..endpoints.openai import RESPONSES
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
@@ -169,7 +169,7 @@ class ModelSource:
         except ValueError as exc:
             raise RequestError(400, str(exc)) from None
         except Exception as exc:
-            logger.error("tokenwire: the model factory raised %s", type(exc).__name__, exc_info=exc)
+            logger.error("tokenwire: the model factory raised %s\n%s", type(exc).__name__, told(exc, made.headers))
             raise RequestError(500, f"the model factory raised {type(exc).__name__}") from None
         stream: ModelStream
         policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.channel import BoundedChannel, Policy
@@ -43,6 +43,7 @@ from ..core.frames import DEFAULT_RETRY_MS, failed_frame
 from ..core.model import Model, Steps, TimingModel
 from ..core.stream import LOST, STOPPED_REASON, OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped, TokenLog
+from ..endpoints.access import shown
 from ..endpoints.decisions import ChatRequest, OpenAIRequest
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "token_problem"]
@@ -91,6 +92,11 @@ class StreamRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     principal: str | None = None
     openai: OpenAIRequest | None = None
+
+    def __repr__(self) -> str:          # a model that logs its request logs no credentials
+        values = {one.name: getattr(self, one.name) for one in fields(self)}
+        values["headers"] = shown(self.headers)
+        return f"StreamRequest({', '.join(f'{name}={value!r}' for name, value in values.items())})"
 
     def __post_init__(self) -> None:
         if self.start != len(self.prefix):

@@ -7,7 +7,9 @@ headers (a read-only mapping, lower-case names) and the stream's id when the
 path names one.  The hook returns the principal (any ``str``: a user id, a tenant) or
 None; None is a 401 with a ``WWW-Authenticate`` challenge (RFC 9110 asks one
 of every 401), a ``PermissionError`` a 403 with the hook's message; anything
-else it raises is a 500 naming its type (the rest goes to the log only).
+else it raises is a 500 naming its type (the rest goes to the log only, with
+the request's credentials taken out: ``KeyError: '<the token>'`` is what a
+hook that looks a token up in a dict raises).
 The principal a stream was created by is kept in its meta in the token log
 (``PRINCIPAL_KEY``, memory or Redis), so every process, and a continuation,
 holds a read or a stop to it: anyone else gets ``UnknownStream``, the very
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -30,13 +33,18 @@ from typing import Any
 from ..core.tokenlog import UnknownStream
 from .params import RequestError
 
-__all__ = ["DEFAULT_CHALLENGE", "PRINCIPAL_KEY", "Access", "Authorize", "ask", "chat_name", "check_owner", "header_map",
-           "owner_meta"]
+__all__ = ["DEFAULT_CHALLENGE", "PRINCIPAL_KEY", "SECRET_HEADERS", "Access", "Authorize", "ask", "chat_name",
+           "check_owner", "header_map", "owner_meta", "redacted", "shown", "told"]
 
 # The meta key a stream's principal (its creator's, as ``authorize`` named it) is kept under in the token log.
 PRINCIPAL_KEY = "principal"
 # What a 401 names in ``WWW-Authenticate`` unless the app says otherwise: a bearer token, the common API scheme.
 DEFAULT_CHALLENGE = 'Bearer realm="tokenwire"'
+# The headers whose values are credentials: no log line and no repr shows them.
+SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie")
+_REDACTED = "[redacted]"
+# A credential shorter than this is no secret worth hiding, and hiding it would garble the line ("1" everywhere).
+_SHORTEST = 4
 
 logger = logging.getLogger("tokenwire")
 
@@ -55,6 +63,9 @@ class Access:
     action: str
     headers: Mapping[str, str]
     stream_id: str | None = None
+
+    def __repr__(self) -> str:          # a hook that logs its Access logs no credentials
+        return f"Access(action={self.action!r}, headers={shown(self.headers)!r}, stream_id={self.stream_id!r})"
 
 
 Authorize = Callable[[Access], "str | None | Awaitable[str | None]"]
@@ -85,13 +96,14 @@ async def ask(authorize: Authorize, access: Access, challenge: str = DEFAULT_CHA
         reason = f": {exc}" if str(exc) else ""
         raise RequestError(403, f"not allowed to {access.action}{reason}") from None
     except Exception as exc:
-        logger.error("the authorize hook raised %s", type(exc).__name__, exc_info=exc)
+        logger.error("the authorize hook raised %s\n%s", type(exc).__name__, told(exc, access.headers))
         raise RequestError(500, f"the authorize hook raised {type(exc).__name__}") from None
     if principal is None:
         raise RequestError(401, f"credentials needed to {access.action}: the request carries none this server "
                                 f"accepts", (("WWW-Authenticate", challenge),))
     if not isinstance(principal, str):
-        logger.error("the authorize hook returned %r; it must return a str (the principal) or None", principal)
+        logger.error("the authorize hook returned %s; it must return a str (the principal) or None",
+                     redacted(repr(principal), access.headers))
         raise RequestError(500, f"the authorize hook returned {type(principal).__name__}, not a str or None")
     return principal
 
@@ -112,3 +124,32 @@ def check_owner(meta: Mapping[str, Any], principal: str | None, stream_id: str) 
     """Raise ``UnknownStream`` (the 404 of an id never made) unless ``meta`` says ``principal`` made the stream."""
     if meta.get(PRINCIPAL_KEY) != principal:
         raise UnknownStream(stream_id)
+
+
+def shown(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` with the value of each of ``SECRET_HEADERS`` replaced by ``[redacted]``."""
+    return {name: _REDACTED if name in SECRET_HEADERS else value for name, value in headers.items()}
+
+
+def redacted(text: str, headers: Mapping[str, str]) -> str:
+    """``text`` with every credential ``headers`` carry replaced by ``[redacted]``.
+
+    A credential is a ``SECRET_HEADERS`` value, an ``Authorization``'s
+    credentials after its scheme, and each cookie's value (of 4 characters or more).
+    """
+    found: set[str] = set()
+    for name in SECRET_HEADERS:
+        value = headers.get(name, "").strip()
+        found.add(value)
+        if name == "cookie":
+            found.update(pair.partition("=")[2].strip() for pair in value.split(";"))
+        else:
+            found.add(value.partition(" ")[2].strip())
+    for secret in sorted((one for one in found if len(one) >= _SHORTEST), key=len, reverse=True):  # whole, then parts
+        text = text.replace(secret, _REDACTED)
+    return text
+
+
+def told(exc: BaseException, headers: Mapping[str, str]) -> str:
+    """``exc``'s traceback as a log line shows it, without the credentials ``headers`` carry (``redacted``)."""
+    return redacted("".join(traceback.format_exception(exc)).rstrip(), headers)
