@@ -81,7 +81,7 @@ def run(quick: bool) -> list[Row]:
     needed = ("uvloop", "httptools", "fastapi", "httpx", "uvicorn")
     if any(importlib.util.find_spec(name) is None for name in needed):
         return [Row(12, "tokenwire proxy vs a plain relay", "not run",
-                    notes=(f"{', '.join(needed)} are needed: pip install -e '.[bench,proxy]' fastapi",))]
+                    notes=(f"{', '.join(needed)} are needed: pip install -e '.[bench]'",))]
     n, rounds = (QUICK_N, QUICK_ROUNDS) if quick else (FULL_N, FULL_ROUNDS)
     port = _free_port()
     upstream = subprocess.Popen(_uvicorn("bench.upstream_app:app", port), cwd=ROOT, env=env_with_root(),

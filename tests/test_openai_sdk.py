@@ -1,8 +1,8 @@
 """The real ``openai`` SDK against tokenwire's OpenAI wire: chat completions, background responses resumed, models.
 
-Every test runs against ``tokenwire serve`` (the canned answer), the ASGI
-app's canned answer and a user's model (``openai_apps``), each on the memory
-log and on one redis-server.  On Redis there are two instances of each
+Every test runs against ``tokenwire serve`` (the canned answer),
+``uvicorn tokenwire.asgi:app`` (the same, as an ASGI app) and a user's model
+(``openai_apps``), each on the memory log and on one redis-server.  On Redis there are two instances of each
 server, and a response made on the first is retrieved on the second.
 """
 
@@ -56,17 +56,20 @@ def _servers(log: str, redis: RedisServer | None) -> Iterator[dict[str, Target]]
     with ExitStack() as stack:
         if log == "memory":
             live = stack.enter_context(serving())
+            canned = stack.enter_context(uvicorn("tokenwire.asgi:app"))
             app = stack.enter_context(uvicorn("openai_apps:app"))
-            urls = {"serve": (live.url,) * 2, "asgi": (app.url + "/canned",) * 2, "model": (app.url + "/model",) * 2}
+            urls = {"serve": (live.url,) * 2, "asgi": (canned.url,) * 2, "model": (app.url + "/model",) * 2}
         else:
             assert redis is not None
             url = f"{redis.url}?lease_ms={LEASE_MS}&block_ms={BLOCK_MS}"
             serves = [Instance(redis.url, name) for name in ("a", "b")]
             for one in serves:
                 stack.callback(one.kill)
-            apps = [stack.enter_context(uvicorn("openai_apps:app", env={"TOKENWIRE_LOG_URL": url})) for _ in "ab"]
+            env = {"TOKENWIRE_LOG_URL": url}
+            canned = [stack.enter_context(uvicorn("tokenwire.asgi:app", env=env)) for _ in "ab"]
+            apps = [stack.enter_context(uvicorn("openai_apps:app", env=env)) for _ in "ab"]
             urls = {"serve": tuple(f"http://127.0.0.1:{one.port}" for one in serves),
-                    "asgi": tuple(app.url + "/canned" for app in apps),
+                    "asgi": tuple(app.url for app in canned),
                     "model": tuple(app.url + "/model" for app in apps)}
         yield {kind: Target(kind, first + "/v1", second + "/v1") for kind, (first, second) in urls.items()}
 
