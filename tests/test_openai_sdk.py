@@ -231,3 +231,18 @@ def test_the_readmes_sdk_example_runs_as_written(capsys: pytest.CaptureFixture[s
         exec(code.replace("http://127.0.0.1:8000/v1", live.url + "/v1"), {})     # noqa: S102 - the README's own code
     answer = "".join(ANSWER[:70])
     assert capsys.readouterr().out == answer + "".join(ANSWER[7:70]) + answer + "\n"
+
+
+def test_heartbeats_between_chunks_are_nothing_to_the_sdk() -> None:
+    """A silent stream's heartbeat comes between chunks and events; the SDK reads the same text and events."""
+    with serving(heartbeat_s=0.005) as live:
+        client = openai.OpenAI(base_url=live.url + "/v1", api_key="unused", max_retries=0, timeout=30)
+        body = {"tokens": 12, "producer_ms": 30}
+        chunks = list(client.chat.completions.create(model="any", messages=MESSAGES, stream=True, extra_body=body))
+        assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks) == "".join(ANSWER[:12])
+        assert len(chunks) == 14
+        events = _read(client.responses.create(model="any", input="hi", stream=True, extra_body=body))
+        _check_whole(events, "".join(ANSWER[:12]), 12)
+        raw = httpx.post(live.url + "/v1/chat/completions", json={"model": "any", "messages": MESSAGES,
+                                                                  "stream": True, **body}, timeout=30)
+    assert raw.content.count(b": ping\n") > 0 and raw.content.endswith(b"data: [DONE]\n\n")

@@ -19,9 +19,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 from asgi_helpers import ROOT, Uvicorn, free_port, uvicorn
+from live_helpers import token_text
 from redis_fixture import RedisServer
 from test_redis_instances import BLOCK_MS, LEASE_MS
 
@@ -196,3 +198,22 @@ def test_a_proxy_killed_mid_answer_is_continued_by_another(standin: tuple[Uvicor
     assert partial["role"] == "assistant" and partial["content"] == text(partial["content"].count(" u"))
     assert partial["content"].startswith(text(6)) and continued[0]["add_generation_prompt"] is False
     assert continued[0]["messages"][:-1] == [{"role": "user", "content": "count"}]
+
+
+def test_every_protocol_relays_the_upstream(standin: tuple[Uvicorn, Path]) -> None:
+    """tokenwire's frames and the AI SDK's chat, through a proxy with its own --model: the stand-in's text."""
+    calls = standin[1]
+    one = Proxy(standin[0].url + "/v1", "--model", "n=5,tag=protocols", "--quiet")
+    try:
+        base = one.url.removesuffix("/v1")
+        assert token_text(httpx.get(base + "/stream?prompt=hello", timeout=30).content) == text(5)
+        chat = httpx.post(base + "/chat", timeout=30, json={"messages": [
+            {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi "}, {"type": "text", "text": "you"}]}]})
+        deltas = [json.loads(line[6:]) for line in chat.text.splitlines() if line.startswith("data: {")]
+        assert "".join(chunk["delta"] for chunk in deltas if chunk["type"] == "text-delta") == text(5)
+        assert deltas[-1] == {"type": "finish", "finishReason": "stop"}
+    finally:
+        one.stop()
+    seen = [json.loads(line) for line in calls.read_text().splitlines()]
+    asked = [call["messages"] for call in seen if call["model"] == "n=5,tag=protocols"]
+    assert asked == [[{"role": "user", "content": "hello"}], [{"role": "user", "content": "hi you"}]]
