@@ -176,3 +176,43 @@ def test_a_model_factory_that_fails_on_a_header_logs_no_credentials(caplog: pyte
         assert asyncio.run(create()) == 500
     assert "the model factory raised KeyError" in caplog.text and "KeyError: '[redacted]'" in caplog.text
     assert "tok-alice-1234" not in caplog.text
+
+
+def test_bob_asking_for_alices_response_makes_the_look_ups_an_unknown_id_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same look-ups, so the same time: on Redis each is a round; one more told Alice's id from a made-up one."""
+    users = {"Bearer alice-token": "alice", "Bearer bob-token": "bob"}
+    streams = TokenStreams(lambda request: iter(["a", "b"]), authorize=lambda access: users.get(
+        access.headers.get("authorization", "")))
+    looked: list[str] = []
+    records_get, meta = streams.endpoints.records.get, streams.registry.log.meta
+
+    async def counted_get(response_id: str) -> Any:
+        looked.append("record")
+        return await records_get(response_id)
+
+    def counted_meta(stream_id: str) -> Any:
+        looked.append("meta")
+        return meta(stream_id)
+
+    monkeypatch.setattr(streams.endpoints.records, "get", counted_get)
+    monkeypatch.setattr(streams.registry.log, "meta", counted_meta)
+
+    async def look_ups() -> dict[str, tuple[int, list[str]]]:
+        seen = {}
+        async with (streams.lifespan(),
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
+            made = await client.post("/v1/responses", json={"model": "m", "input": "hi"},
+                                     headers={"authorization": "Bearer alice-token"})
+            alices = made.json()["id"]
+            unknown = "resp_" + "Q" * len(alices.removeprefix("resp_"))
+            for name, response_id in (("alice's", alices), ("unknown", unknown)):
+                for method, path in (("GET", f"/v1/responses/{response_id}"),
+                                     ("POST", f"/v1/responses/{response_id}/cancel")):
+                    looked.clear()
+                    answer = await client.request(method, path, headers={"authorization": "Bearer bob-token"})
+                    seen[f"{method} {name}"] = (answer.status_code, list(looked))
+        return seen
+
+    seen = asyncio.run(look_ups())
+    assert seen["GET alice's"] == seen["GET unknown"] == (404, ["meta"])
+    assert seen["POST alice's"] == seen["POST unknown"] == (404, ["meta"])

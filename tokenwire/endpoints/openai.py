@@ -227,14 +227,22 @@ def _status(state: StreamState, ending: EarlyEnding | None) -> str:
 
 
 async def _found(endpoints: Endpoints, request: LiveRequest, response_id: str) -> tuple[Answered, bool, LiveStream]:
-    """The response ``response_id`` names: who answered, whether in the background, its stream (404: none)."""
-    record = await endpoints.records.get(response_id) if response_id.startswith(_RESPONSE_PREFIX) else None
-    if record is None:
-        raise RequestError(404, f"no response {echo(response_id)} here (unknown, or forgotten)")
+    """The response ``response_id`` names: who answered, whether in the background, its stream (404: none).
+
+    Its stream is looked up (and its owner checked) before its record: an
+    id another principal made costs the one look-up an unknown id costs, so
+    no timing tells them apart.
+    """
+    unknown = RequestError(404, f"no response {echo(response_id)} here (unknown, or forgotten)")
+    if not response_id.startswith(_RESPONSE_PREFIX):
+        raise unknown
     try:
         live = await endpoints.stream_of(request, response_id.removeprefix(_RESPONSE_PREFIX))
     except UnknownStream:
-        raise RequestError(404, f"no response {echo(response_id)} here (unknown, or forgotten)") from None
+        raise unknown from None
+    record = await endpoints.records.get(response_id)
+    if record is None:
+        raise unknown
     return Answered(response_id, str(record["model"]), int(record["created"])), bool(record["background"]), live
 
 
