@@ -22,7 +22,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from conftest import require_all, require_binary
@@ -148,18 +147,20 @@ def own_redis() -> Iterator[RedisServer]:
         yield server
 
 
-async def lease_expired(log: Any, *stream_ids: str) -> None:
-    """Return once Redis has let the lease of each of ``stream_ids`` (a ``RedisTokenLog``'s) expire.
+def lease_expired(url: str, *stream_ids: str) -> None:
+    """Return once Redis at ``url`` has let the lease of each of ``stream_ids`` expire (an async test awaits it
+    with ``asyncio.to_thread``).
 
     What a takeover waits for: an owner that renews nothing loses its lease when Redis's clock says so,
     however long the test's own steps take; raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
     """
-    leases = [log._keys(stream_id)[2] for stream_id in stream_ids]
+    import redis
     deadline = time.monotonic() + CONDITION_TIMEOUT_S
-    while await log.aio.command("EXISTS", *leases):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the leases of {stream_ids!r} were still there after {CONDITION_TIMEOUT_S} s")
-        await asyncio.sleep(POLL_S)
+    with redis.Redis.from_url(url) as raw:
+        while raw.exists(*(f"tokenwire:{{{stream_id}}}:lease" for stream_id in stream_ids)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the leases of {stream_ids!r} were still there after {CONDITION_TIMEOUT_S} s")
+            time.sleep(POLL_S)
 
 
 def client_list(port: int) -> list[dict[str, str]]:
