@@ -172,6 +172,26 @@ def test_tokenwire_serve_says_it_is_open_when_bound_beyond_loopback(host: str, o
     assert (warning in said) is open_
 
 
+@pytest.mark.parametrize(("host", "open_"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_tokenwire_proxy_says_it_is_open_by_its_own_name_when_bound_beyond_loopback(host: str, open_: bool) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "proxy", "--upstream", "http://127.0.0.1:9/v1",
+                             "--host", host, "--port", "0", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    try:
+        first = proc.stdout.readline()                              # printed once it listens
+        assert first.startswith(f"tokenwire proxy serving on http://{host}:")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+    said = first + proc.stdout.read()
+    proc.stdout.close()
+    warning = ("open to anyone who can reach it: tokenwire proxy has no authorization (whoever holds a stream's id "
+               "reads it, and anyone may ask your upstream, with its key); put TokenStreams(authorize=...) in front "
+               "of real users")
+    assert (warning in said) is open_
+
+
 def test_a_chat_is_its_creators_and_a_chat_id_names_the_asking_principals_own(pair: Pair) -> None:
     body = {"id": "chat-1", "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
             "trigger": "submit-message"}

@@ -144,9 +144,10 @@ def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
     return config, registry
 
 
-# What the banner says when the server listens beyond loopback: it asks nobody who they are.
-OPEN_WARNING = ("open to anyone who can reach it: tokenwire serve has no authorization (whoever holds a stream's "
-                "id reads it); put TokenStreams(authorize=...) in front of real users")
+def open_warning(command: str, also: str = "") -> str:
+    """What ``tokenwire <command>``'s banner says when it listens beyond loopback: it asks nobody who they are."""
+    return (f"open to anyone who can reach it: tokenwire {command} has no authorization (whoever holds a stream's "
+            f"id reads it{also}); put TokenStreams(authorize=...) in front of real users")
 
 
 def beyond_loopback(host: str) -> bool:
@@ -160,7 +161,7 @@ def beyond_loopback(host: str) -> bool:
 def _banner(server: LiveServer) -> str:
     log = server.registry.log
     where = getattr(log, "describe", lambda: "memory (this process only)")()
-    warning = f"\n{OPEN_WARNING}" if beyond_loopback(server.address[0]) else ""
+    warning = f"\n{open_warning('serve')}" if beyond_loopback(server.address[0]) else ""
     return (f"tokenwire serving on {server.url}/ ({loop_name()} loop); open in a browser:\n"
             f"  {server.url}/?format=html   the report\n"
             f"  {server.url}/live           a live stream you can watch\n"

@@ -19,7 +19,7 @@ import sys
 
 from ..asgi import TokenStreams
 from ..cli import FlagParser, usage_error
-from ..live.command import OPEN_WARNING, add_stream_flags, beyond_loopback, configure_logging, raise_fd_limit
+from ..live.command import add_stream_flags, beyond_loopback, configure_logging, open_warning, raise_fd_limit
 from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, UpstreamConfig
 
 __all__ = ["cli_main"]
@@ -95,7 +95,8 @@ def cli_main(argv: list[str]) -> int:
         return 1
     host, port = sock.getsockname()[:2]
     where = f"[{host}]" if family == socket.AF_INET6 else host
-    warning = f"\n{OPEN_WARNING}" if beyond_loopback(host) else ""
+    warning = f"\n{open_warning('proxy', ', and anyone may ask your upstream, with its key')}" \
+        if beyond_loopback(host) else ""
     print(f"tokenwire proxy serving on http://{where}:{port}/ relaying {args.upstream}{warning}", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="error" if args.quiet else "warning",
                                            access_log=not args.quiet, limit_concurrency=args.max_connections,
