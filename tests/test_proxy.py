@@ -73,7 +73,7 @@ def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Uvicorn,
 
 @pytest.fixture(scope="module")
 def proxy(standin: tuple[Uvicorn, Path]) -> Iterator[Proxy]:
-    one = Proxy(standin[0].url + "/v1", "--upstream-timeout-s", "1", "--quiet")
+    one = Proxy(standin[0].url + "/v1", "--upstream-timeout-s", "2", "--quiet")
     yield one
     one.stop()
 
@@ -217,3 +217,19 @@ def test_every_protocol_relays_the_upstream(standin: tuple[Uvicorn, Path]) -> No
     seen = [json.loads(line) for line in calls.read_text().splitlines()]
     asked = [call["messages"] for call in seen if call["model"] == "n=5,tag=protocols"]
     assert asked == [[{"role": "user", "content": "hello"}], [{"role": "user", "content": "hi you"}]]
+
+
+def test_models_are_the_upstreams_or_the_proxys_own(proxy: Proxy, standin: tuple[Uvicorn, Path]) -> None:
+    assert [model.id for model in proxy.client().models.list()] == ["standin"]
+    named = Proxy(standin[0].url + "/v1", "--model", "n=3", "--quiet")
+    closed = Proxy(f"http://127.0.0.1:{free_port()}/v1", "--quiet")
+    try:
+        assert [model.id for model in named.client().models.list()] == ["n=3"]
+        with pytest.raises(openai.APIStatusError) as refused:
+            closed.client().models.list()
+        assert refused.value.status_code == 502
+        assert refused.value.body == {"message": "the model could not list its models (UpstreamRefused)",
+                                      "type": "server_error", "code": None}
+    finally:
+        named.stop()
+        closed.stop()

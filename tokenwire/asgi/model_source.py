@@ -157,8 +157,16 @@ class ModelSource:
     def parse_openai(self, request: OpenAIRequest) -> Asked:
         return Asked(None, {}, _body_cut(request.body), openai=request)
 
-    def model_ids(self) -> list[str]:
-        return [self.name]
+    async def model_ids(self) -> list[str]:
+        # A factory that knows its models says so (``Upstream``: the upstream's); any other is its name.
+        listed = getattr(self.factory, "model_ids", None)
+        if listed is None:
+            return [self.name]
+        try:
+            return list(await listed())
+        except Exception as exc:
+            logger.error("tokenwire: listing the model's models failed: %s: %s", type(exc).__name__, exc)
+            raise RequestError(502, f"the model could not list its models ({type(exc).__name__})") from None
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)

@@ -77,8 +77,8 @@ class StreamSource(Protocol):
     def parse_openai(self, request: OpenAIRequest) -> Asked:
         """Read a ``POST /v1/chat/completions`` or ``/v1/responses`` body; raises ``RequestError`` (400)."""
 
-    def model_ids(self) -> list[str]:
-        """The models ``GET /v1/models`` lists."""
+    async def model_ids(self) -> list[str]:
+        """The models ``GET /v1/models`` lists; raises ``RequestError`` (a 502: an upstream that cannot say)."""
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         """Make the stream ``asked`` describes (admitted already); raises ``RequestError``, ``LogError``."""
@@ -106,7 +106,7 @@ class CannedSource:
             spec = dataclasses.replace(spec, on_disconnect=OnDisconnect.DETACH)
         return Asked(spec, {}, cut, openai=request)
 
-    def model_ids(self) -> list[str]:
+    async def model_ids(self) -> list[str]:
         return [CANNED_MODEL]
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
@@ -285,7 +285,7 @@ class Endpoints:
         return await cancel_response(self, request, found.params["id"])
 
     async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        return models_answer(self.source.model_ids())
+        return models_answer(await self.source.model_ids())
 
     def openai_asked(self, request: OpenAIRequest) -> Asked:
         """What an OpenAI body asks the source for; raises ``RequestError`` (400)."""

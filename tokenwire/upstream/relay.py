@@ -38,6 +38,7 @@ from .frames import (
     UpstreamBroken,
     UpstreamError,
     UpstreamFrames,
+    UpstreamMalformed,
     UpstreamRefused,
     UpstreamStalled,
     UpstreamStatus,
@@ -168,6 +169,26 @@ class Upstream:
         except httpx.TransportError as exc:
             raise UpstreamBroken(f"the connection to the upstream at {url} broke: {type(exc).__name__}") from None
         raise UpstreamBroken(f"the upstream at {url} ended its stream before the answer's end ([DONE])")
+
+    async def model_ids(self) -> list[str]:
+        """The models ``GET /v1/models`` lists: ``--model``, else the upstream's own ``/models``.
+
+        Raises an ``UpstreamError`` kind (refused, a status, a body that is not a model list).
+        """
+        if self.config.model is not None:
+            return [self.config.model]
+        url = self.config.url.rstrip("/") + "/models"
+        try:
+            response = await self._client().get(url)
+        except httpx.TransportError as exc:
+            raise UpstreamRefused(f"cannot list the models of the upstream at {url}: {type(exc).__name__}") \
+                from None
+        if response.status_code >= 400:
+            raise UpstreamStatus(f"the upstream answered {response.status_code}: {quote(response.text)}")
+        try:
+            return [str(model["id"]) for model in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            raise UpstreamMalformed(f"the upstream's model list is not one: {quote(response.text)}") from None
 
     async def aclose(self) -> None:
         """Close this event loop's pool (a new one is made if the factory is called again)."""
