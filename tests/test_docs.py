@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from doc_text import ROOT, anchors, pages, prose_lines, section, slug
+from doc_text import README, ROOT, anchors, pages, prose_lines, section, slug
 
 # [text](target) or [text](target "title"); an image's ![alt](src) is a link too.  [name]: target defines one.
 _INLINE = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -101,6 +101,11 @@ FIGURE = re.compile(r"\d ?(?:us|µs)\b(?! to \d)|ITL p95 \d")
 def test_benchmark_figures_live_in_bench_results_only(page: Path) -> None:
     assert FIGURE.findall(page.read_text(encoding="utf-8")) == []
     assert FIGURE.search((ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8"))   # the pattern finds them
+
+
+def test_the_readme_fits_on_a_screen_or_so() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md is {len(lines)} lines; what does not fit goes to docs/"
 
 
 def test_a_section_is_found_in_one_place_and_ends_at_the_next_of_its_level() -> None:

@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from asgi_helpers import ROOT, uvicorn
+from asgi_helpers import uvicorn
+from doc_text import code_block, section
 from live_helpers import serving
 from redis_fixture import RedisServer
 from test_redis_instances import BLOCK_MS, LEASE_MS, Instance
@@ -224,9 +225,7 @@ def test_cancel_after_the_end_leaves_it_completed(target: Target) -> None:
 def test_the_readmes_sdk_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's block on the OpenAI SDK, against tokenwire serve: it prints the answer, the rest after event
     10 (tokens 7 on), and the answer again."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## The OpenAI SDK: `/v1`", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code_block(section("OpenAI's wire: `/v1`"), "python")
     with serving() as live:
         exec(code.replace("http://127.0.0.1:8000/v1", live.url + "/v1"), {})     # noqa: S102 - the README's own code
     answer = "".join(ANSWER[:70])
