@@ -428,3 +428,12 @@ def test_the_live_page_writes_server_text_only_as_text() -> None:
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert sink not in script, sink
     assert "textContent" in script
+
+
+@pytest.mark.parametrize(("line", "name"), [(b"Authorization : Bearer sekrit-token-1", "Authorization"),
+                                            (b"Cookie session=sekrit-cookie-2", "Cookie")])
+def test_a_malformed_header_line_is_a_400_naming_its_header_not_its_value(server: LiveServer, line: bytes,
+                                                                           name: str) -> None:
+    status, _, body = split_response(raw(server, b"GET /streams HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n" % line))
+    assert (status, body.decode()) == (400, f"400 bad request: illegal header line {name!r}: a header is its name, "
+                                            f"':' right after it, then its value (not shown here)\n")

@@ -38,7 +38,7 @@ import h11
 from ..endpoints.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
 from ..endpoints.decide import check_body, refusal
 from ..endpoints.decisions import Answer, LiveRequest
-from ..endpoints.params import RequestError, utf8
+from ..endpoints.params import RequestError, echo, utf8
 from ..endpoints.routes import Route, RouteTable
 from ..endpoints.rules import KNOWN_METHODS, body_error, not_implemented_error
 from .sockets import TransportWire
@@ -57,6 +57,9 @@ _VERSION = re.compile(rb"HTTP/1\.[01]")
 LINGER_S = 2.0
 # The answer to a refused request sent right after accepting it (--max-connections).
 _REFUSED = "too many open connections: this server holds at most {cap}"
+# h11 quotes a malformed header line whole (``illegal header line: bytearray(b'Authorization : Bearer ...')``):
+# the answer names the header and leaves out its value, which may be a credential.
+_HEADER_LINE = re.compile(r"illegal header line: bytearray\(b['\"]([^:\s'\"\\]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,15 @@ def head_bytes(status: int, headers: tuple[tuple[str, str], ...] | list[tuple[st
     lines = [f"HTTP/1.1 {status} {reason}", "Server: tokenwire", f"Date: {_date()}",
              *(f"{name}: {value}" for name, value in headers), "Connection: close", "", ""]
     return "\r\n".join(lines).encode("latin-1", "replace")
+
+
+def protocol_error(exc: h11.RemoteProtocolError) -> str:
+    """What h11 found wrong with a request, without the value of a malformed header line."""
+    line = _HEADER_LINE.match(str(exc))
+    if line is None:
+        return str(exc)
+    return (f"illegal header line {echo(line.group(1))}: a header is its name, ':' right after it, then its value "
+            f"(not shown here)")
 
 
 def text_answer(status: int, message: str, extra: tuple[tuple[str, str], ...] = ()) -> Answer:
@@ -221,7 +233,7 @@ class HttpConnection(asyncio.Protocol):
             self._h11.receive_data(data)
             self._events()
         except h11.RemoteProtocolError as exc:
-            self.answer(text_answer(exc.error_status_hint, f"bad request: {exc}"), linger=True)
+            self.answer(text_answer(exc.error_status_hint, f"bad request: {protocol_error(exc)}"), linger=True)
 
     def eof_received(self) -> bool | None:
         if self._lingering:
