@@ -10,7 +10,7 @@ Run it (``pip install 'tokenwire[asgi,redis,metrics]'``), as many processes as y
 - ``authorize`` takes a bearer token (``Authorization: Bearer alice-token``,
   what an API client or ``fetch`` sends) or a ``session`` cookie (what a
   browser's ``EventSource`` sends with ``withCredentials``, as it cannot set
-  headers) and names the user.  ``API_TOKENS`` stands in for your session
+  headers; taken only from ``FRONT_END_ORIGIN``'s pages) and names the user.  ``API_TOKENS`` stands in for your session
   store or key check.  No credentials: 401.  Bob asking for Alice's stream:
   the 404 of an id that does not exist, on every process.
 - The model sees who asks (``request.principal``) and the request's headers.
@@ -53,11 +53,19 @@ WORD_DELAY_S = float(os.environ.get("WORD_DELAY_S", "0.02"))
 
 
 def authorize(access: Access) -> str | None:
-    """The user a bearer token or a ``session`` cookie names (the scraper, for ``/metrics``); None (401) for neither."""
+    """The user a bearer token or a ``session`` cookie names (the scraper, for ``/metrics``); None (401) for neither.
+
+    A cookie counts only from the front end (or with no ``Origin``: not a
+    browser's cross-origin request): a browser sends it along with a plain
+    ``POST`` any other site's page makes, and would create or stop streams
+    in the user's name (the page never reads the answer, but the model runs).
+    """
     scheme, _, token = access.headers.get("authorization", "").partition(" ")
     if access.action == "scrape":
         return "prometheus" if METRICS_TOKEN and scheme.lower() == "bearer" and token == METRICS_TOKEN else None
     if scheme.lower() != "bearer":
+        if access.headers.get("origin", FRONT_END_ORIGIN) != FRONT_END_ORIGIN:
+            return None
         try:
             session = SimpleCookie(access.headers.get("cookie", "")).get("session")
         except CookieError:

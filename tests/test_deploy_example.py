@@ -92,3 +92,16 @@ def test_metrics_answer_the_scrapers_token_only_pass_promtool_and_count_this_pro
     checked = subprocess.run([require_binary("promtool"), "check", "metrics"], input=scrape.text,
                              capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_cookie_sent_by_another_sites_page_is_no_credential(deployed: tuple[Uvicorn, Uvicorn]) -> None:
+    """A plain POST from any page carries the user's cookie (no preflight): it must not create or stop in her name."""
+    one, other = deployed
+    made = httpx.post(f"{one.url}/tokens/streams?prompt=hers", headers={"Authorization": "Bearer alice-token"})
+    stop_url = f"{other.url}/tokens/streams/{made.json()['stream_id']}/stop"
+    evil = {"Cookie": "session=alice-token", "Origin": "https://evil.example"}
+    for url in (f"{other.url}/tokens/streams?prompt=spend", f"{other.url}/tokens/chat", stop_url):
+        refused = httpx.post(url, headers=evil, content=b'{"messages": []}')
+        assert refused.status_code == 401, (url, refused.text)
+    for front in ({"Origin": FRONT}, {}):                # the front end's own page, or no browser at all
+        assert httpx.post(stop_url, headers={"Cookie": "session=alice-token", **front}).status_code == 200
