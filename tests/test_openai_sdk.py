@@ -245,3 +245,11 @@ def test_heartbeats_between_chunks_are_nothing_to_the_sdk() -> None:
         raw = httpx.post(live.url + "/v1/chat/completions", json={"model": "any", "messages": MESSAGES,
                                                                   "stream": True, **body}, timeout=30)
     assert raw.content.count(b": ping\n") > 0 and raw.content.endswith(b"data: [DONE]\n\n")
+
+
+def test_a_path_under_v1_that_is_no_route_is_openais_404(servers: dict[str, Target]) -> None:
+    for target in (servers["serve"], servers["asgi"]):
+        with pytest.raises(openai.NotFoundError) as missing:
+            target.client().embeddings.create(model="any", input="x")
+        assert missing.value.body["type"] == "not_found_error"
+        assert missing.value.body["message"].startswith("no such path '/v1/embeddings': the routes here are ")

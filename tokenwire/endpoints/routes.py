@@ -151,17 +151,26 @@ class RouteTable:
         return None
 
     def errors_of(self, path: str) -> ErrorFormat:
-        """The error format of the route at ``path`` (as sent): its own, or tokenwire's where none matches."""
+        """The error format of the route at ``path`` (as sent): its own; where none matches, OpenAI's under
+        OpenAI's first segment (``/v1/embeddings``), else tokenwire's."""
         try:
             found = self.route_of(routed_path(path))
         except RequestError:
             return "tokenwire"
-        return "tokenwire" if found is None else found[0].errors
+        if found is not None:
+            return found[0].errors
+        return "openai" if self._openai_prefix(path) else "tokenwire"
+
+    def _openai_prefix(self, path: str) -> bool:
+        """Whether ``path``'s first segment is one only OpenAI's routes have (``/v1``): all its paths are ours."""
+        first = path.split("/")[1]
+        formats = {route.errors for route in self.routes if route.pattern.split("/")[1] == first}
+        return formats == {"openai"}
 
     def claims(self, path: str) -> bool:
         """Whether these routes answer ``path`` as sent: one of theirs, or one refused for its spelling."""
         try:
-            return self.route_of(routed_path(path)) is not None
+            return self.route_of(routed_path(path)) is not None or self._openai_prefix(path)
         except RequestError:
             return True
 
@@ -178,7 +187,7 @@ class RouteTable:
         path = routed_path(path)
         found = self.route_of(path)
         if found is None:
-            if alone:
+            if alone or self._openai_prefix(path):
                 raise no_route_error(path, self.described())
             return None
         route, params = found
