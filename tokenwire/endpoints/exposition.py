@@ -9,8 +9,9 @@ appends) and the Redis log (takeovers, each round's time) keep, and yields
 them as metric families.  Each app has its own ``CollectorRegistry``, not
 prometheus_client's global one: two apps in one process expose their own
 figures and never collide.  A server of several processes (uvicorn
-``--workers``, gunicorn) has one set of figures per process: scrape each,
-or use prometheus_client's multiprocess mode in an app of your own.
+``--workers``, gunicorn) has one set of figures per process, and
+prometheus_client's multiprocess mode does not gather them (nothing is
+written to its files): run one process per port and scrape each.
 ``prometheus_client`` is imported only here, when metrics are asked for
 (``pip install 'tokenwire[metrics]'``).
 """
