@@ -172,6 +172,26 @@ def test_the_end_event_ends_the_stream_and_nothing_after_it_is_handed_out(end: s
     assert s.ended and s.request() is None
 
 
+CHAT = (b'id: 0\ndata: {"type":"start"}\n\n' b'id: 1\ndata: {"type":"text-delta","delta":"hi"}\n\n'
+        b'id: 2\ndata: {"type":"finish"}\n\n' b'data: [DONE]\n\n')
+
+
+def test_data_done_ends_a_chat_or_openai_stream_whatever_its_event_name() -> None:
+    s = state(end_events=())
+    got = connect(s, CHAT + token(3))
+    assert [e.data for e in got][-1] == "[DONE]" and len(got) == 4
+    assert s.ended and s.request() is None
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_chat_stream_url_is_read_once_not_replayed_forever(kind: str) -> None:
+    # GET /chat/<id>/stream?startIndex=0: the query's startIndex replays from 0 whatever Last-Event-ID says,
+    # so before [DONE] ended it, every reconnect handed the same chunks out again, for ever.
+    seen, handle = script(*(body(CHAT) for _ in range(3)))
+    got, _ = run(kind, handle)
+    assert len(seen) == 1 and [e.id for e in got] == ["0", "1", "2", "2"]
+
+
 def test_end_events_can_be_chosen_for_another_server() -> None:
     s = state(end_events=())
     connect(s, DONE)
@@ -415,6 +435,21 @@ def test_bad_arguments_raise_at_the_call_not_at_the_first_event() -> None:
         events("nope")
     with pytest.raises(ValueError):
         aevents(URL, max_attempts=0)
+
+
+@pytest.mark.parametrize(("ending", "said"), [
+    ('{"tokens": 5, "stopped_early": true, "reason": "stopped"}',
+     "tokenwire read: the stream ended early (stopped) after 5 tokens; what was printed is not the whole answer\n"),
+    ('{"tokens": 2, "stopped_early": true, "reason": "lost"}',
+     "tokenwire read: the stream ended early (lost) after 2 tokens; what was printed is not the whole answer\n"),
+    ('{"tokens": 2, "delivered_from": 0, "dropped": 0}', ""),
+])
+def test_read_says_a_stream_that_ended_early_is_not_the_whole_answer(ending: str, said: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenwire.client.command import read
+    got = Decoder().feed(token(0, " a") + token(1, " b") + f"id: 1\nevent: done\ndata: {ending}\n\n".encode())
+    assert read(iter(got), sys.stdout) == (1 if said else 0)
+    assert capsys.readouterr() == (" a b", said)
 
 
 def test_without_httpx_the_import_error_names_the_extra() -> None:

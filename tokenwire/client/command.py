@@ -3,8 +3,9 @@
 How this works: the flags become ``events`` arguments; each ``token``
 event's data is written to stdout and flushed.  ``done`` (or a 204: the
 reader has everything) exits 0; anything else is one line on stderr,
-``tokenwire read: ...``: exit 1 for a failed stream, a refusal or attempts
-run out, 2 for bad flags.  Nothing reaches the user as a traceback.
+``tokenwire read: ...``: exit 1 for a failed stream, one that ended early (a
+``done`` with ``stopped_early``: stopped, cancelled, lost), a refusal or
+attempts run out, 2 for bad flags.  Nothing reaches the user as a traceback.
 """
 
 from __future__ import annotations
@@ -74,13 +75,16 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
 
 
 def read(stream: Iterator[Event], out: TextIO) -> int:
-    """Write each token's text to ``out`` as it comes; returns 0 at ``done`` (or a 204), 1 at ``failed``."""
+    """Write each token's text to ``out`` as it comes; returns 0 at ``done`` (or a 204), 1 at ``failed`` or at a
+    ``done`` that ended early."""
     for event in stream:
         if event.event == "token":
             out.write(event.data)
             out.flush()
         elif event.event in ("failed", "error"):
             return _fail(f"the stream failed: {_failure(event.data)}")
+        elif event.event == "done" and (early := _early(event.data)) is not None:
+            return _fail(early)
     if out.isatty():
         out.write("\n")
     return 0
@@ -92,6 +96,22 @@ def _failure(data: str) -> str:
     except (ValueError, AttributeError):
         error = None
     return str(error) if error else data
+
+
+def _early(data: str) -> str | None:
+    """What a ``done`` of a stream that ended early (stopped, cancelled, lost) says, None for a whole answer.
+
+    Said on stderr with exit 1, so that a script never takes the truncated text it printed for the answer.
+    """
+    try:
+        ending = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(ending, dict) or ending.get("stopped_early") is not True:
+        return None
+    reason = ending.get("reason")
+    return (f"the stream ended early ({reason if isinstance(reason, str) and reason else 'stopped'}) after "
+            f"{ending.get('tokens', '?')} tokens; what was printed is not the whole answer")
 
 
 def _url_message(message: str) -> str:

@@ -24,7 +24,9 @@ while a server that answers nothing useful is given up on after
 ``Backoff.max_s``.
 
 tokenwire's own rules, which no other server's stream trips over: the end
-events are ``done`` and ``failed`` (``error``, its name before, too), and a
+events are ``done`` and ``failed`` (``error``, its name before, too), as is
+any event whose data is ``[DONE]`` (how OpenAI's and the AI SDK's streams
+end, tokenwire's ``/chat`` and ``/v1`` routes included), and a
 stream started with ``GET .../stream`` names itself in its ``open`` event,
 so reconnects go to ``.../streams/<id>/events`` (``GET /stream`` starts a
 new stream; it never resumes one).
@@ -45,6 +47,7 @@ from ..core.sse import Decoder, Event, SSEError
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "DONE_DATA",
     "END_EVENTS",
     "AttemptsExhausted",
     "Backoff",
@@ -59,6 +62,9 @@ __all__ = [
 # failure (named ``error`` before: a browser's EventSource fires its own
 # ``error`` on every dropped connection).
 END_EVENTS = frozenset({"done", "failed", "error"})
+# The last event of an OpenAI or AI SDK stream (tokenwire's /chat and /v1 routes too): its data, whatever its
+# name.  Without it as an end, a chat stream read at ``?startIndex=0`` was replayed from 0 on every reconnect.
+DONE_DATA = "[DONE]"
 # Five connections in a row with nothing new: with the default backoff
 # about 1 + 2 + 4 + 8 s of waiting, long enough to ride out a restart.
 DEFAULT_MAX_ATTEMPTS = 5
@@ -190,7 +196,7 @@ class Reconnect:
             raise ProtocolError(f"{self._path()}: {exc}") from exc
         for n, event in enumerate(events):
             self._moved = self._moved or event.id != self._sent_id
-            if event.event in self._end_events:
+            if event.event in self._end_events or event.data == DONE_DATA:
                 self.ended = True
                 return events[: n + 1]
             if event.event == "open":
