@@ -38,7 +38,7 @@ from ..report.params import NAMES
 from . import rules
 from .access import chat_name
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
-from .params import MAX_ID_DIGITS, RequestError, echo, json_object, parse_count
+from .params import MAX_ID_DIGITS, RequestError, echo, field_of, json_object, parse_count
 from .registry import Busy, LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
@@ -92,8 +92,8 @@ class Endpoints(Protocol):
 
 def parse_chat(body: bytes) -> ChatRequest:
     """Read a chat body; raises ``RequestError`` 400 naming what is wrong."""
-    data = json_object(body, "a chat body", "messages", list, "a list")
-    messages = data["messages"]
+    data = json_object(body, "a chat body")
+    messages = field_of(data, "a chat body", "messages", list, "a list")
     chat_id, trigger, message_id = (_text(data, name) for name in ("id", "trigger", "messageId"))
     if chat_id is not None and not _CHAT_ID.fullmatch(chat_id):
         raise RequestError(400, f"a chat id is 1 to 64 letters, digits, '-' or '_', got {echo(chat_id)}")

@@ -45,7 +45,7 @@ from .openai_wire import (
     response_object,
     response_status,
 )
-from .params import RequestError, echo, json_object, parse_count
+from .params import RequestError, echo, field_of, json_object, parse_count
 from .registry import Busy, LiveStream, Registry
 from .writing import Writing
 
@@ -106,17 +106,17 @@ def _flag(data: Mapping[str, Any], name: str) -> bool:
 
 def parse_openai(body: bytes, api: str) -> OpenAIRequest:
     """Read a chat completion's or a response's JSON body; raises ``RequestError`` 400 naming what is wrong."""
-    data = json_object(body, "the body", "model", str, "a string")
-    model = data["model"]
+    data = json_object(body, "the body")
+    model = field_of(data, "the body", "model", str, "a string")
     messages: tuple[Any, ...] = ()
     if api == CHAT_COMPLETIONS:
-        messages = tuple(json_object(body, "the body", "messages", list, "a list")["messages"])
+        messages = tuple(field_of(data, "the body", "messages", list, "a list"))
         options = data.get("stream_options")
         if options is not None and not isinstance(options, dict):
             raise RequestError(400, f"'stream_options' must be an object, got {echo(json.dumps(options))}")
         _flag(options or {}, "include_usage")
     else:
-        json_object(body, "the body", "input", (str, list), "a string or a list")
+        field_of(data, "the body", "input", (str, list), "a string or a list")
     background = _flag(data, "background") if api == RESPONSES else False
     return OpenAIRequest(api, model, messages, data.get("input"), _flag(data, "stream"), background, data)
 

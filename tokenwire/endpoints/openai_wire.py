@@ -215,13 +215,15 @@ class ResponseEvents:
     starting_after: int = -1
     prefix: list[str] = field(default_factory=list)
     _where: str = field(init=False, repr=False)
+    _where_fields: dict[str, Any] = field(init=False, repr=False)
     _delta_head: bytes = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.starting_after, bool) or not isinstance(self.starting_after, int) \
                 or self.starting_after < -1:
             raise ValueError(f"starting_after must be an event number >= -1, got {self.starting_after!r}")
-        self._where = f'"item_id":{_json(_message_id(self.answered.id))},"output_index":0,"content_index":0'
+        self._where_fields = {"item_id": _message_id(self.answered.id), "output_index": 0, "content_index": 0}
+        self._where = _json(self._where_fields)[1:-1]
         self._delta_head = f'event: response.output_text.delta\ndata: {{"type":"response.output_text.delta",' \
                            f'{self._where},"logprobs":[],"sequence_number":'.encode()
 
@@ -229,7 +231,7 @@ class ResponseEvents:
         return response_object(self.answered, status, text, tokens, background=self.background, error=error)
 
     def opening(self, stream: Rendered, cursor: int) -> bytes:
-        where = json.loads(f"{{{self._where}}}")
+        where = self._where_fields
         first = "queued" if self.background else "in_progress"
         events: list[tuple[str, dict[str, Any]]] = [
                   ("response.created", {"response": self._response(first, None, 0)}),
@@ -245,7 +247,7 @@ class ResponseEvents:
 
     def closing(self, stream: Rendered, delivered_from: int, dropped: int) -> bytes:
         text, ending, total = "".join(self.prefix), stream.ending, stream.total
-        where = json.loads(f"{{{self._where}}}")
+        where = self._where_fields
         status = response_status(ending, True)
         error = ending.error if ending is not None else None
         last = {"completed": "response.completed", "failed": "response.failed"}.get(status, "response.incomplete")

@@ -87,20 +87,22 @@ def echo(value: str) -> str:
     return f"{value[:MAX_ECHO_CHARS]!r}... ({len(value)} characters)"
 
 
-def json_object(body: bytes, what: str, needs: str, kind: type | tuple[type, ...], kind_name: str) -> dict[str, Any]:
-    """``body`` read as a JSON object with a field ``needs`` of ``kind``; raises ``RequestError`` 400 naming the fault.
-
-    ``what`` names the body in the messages (``"a chat body"``), ``kind_name`` the kind (``"a list"``).
-    """
+def json_object(body: bytes, what: str) -> dict[str, Any]:
+    """``body`` read as a JSON object; raises ``RequestError`` 400 naming ``what`` (``"a chat body"``) and the fault."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RequestError(400, f"{what} must be JSON: {exc}") from None
     if not isinstance(data, dict):
         raise RequestError(400, f"{what} must be a JSON object, got {type(data).__name__}")
-    if not isinstance(data.get(needs), kind):
-        raise RequestError(400, f"{what} needs \"{needs}\", {kind_name}, got {echo(json.dumps(data.get(needs)))}")
     return data
+
+
+def field_of(data: dict[str, Any], what: str, name: str, kind: type | tuple[type, ...], kind_name: str) -> Any:
+    """``data[name]``, which must be of ``kind`` (``kind_name``: ``"a list"``); raises ``RequestError`` 400."""
+    if not isinstance(data.get(name), kind):
+        raise RequestError(400, f"{what} needs \"{name}\", {kind_name}, got {echo(json.dumps(data.get(name)))}")
+    return data[name]
 
 
 def split_query(query: str) -> tuple[str, dict[str, str]]:
