@@ -26,7 +26,7 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -173,6 +173,23 @@ async def _gather(endpoints: Endpoints, live: LiveStream, gathered: Gathered) ->
     return gathered
 
 
+# The readers of background responses being read inside the server: held here, as the loop holds tasks weakly.
+_BACKGROUND: set[asyncio.Task[Gathered]] = set()
+
+
+def _in_background(gathering: Coroutine[Any, Any, Gathered]) -> None:
+    """Run ``gathering`` to its end with nobody waiting for it; a shutdown or a lost log just ends it."""
+    task = asyncio.ensure_future(gathering)
+    _BACKGROUND.add(task)
+
+    def ended(task: asyncio.Task[Gathered]) -> None:
+        _BACKGROUND.discard(task)
+        if not task.cancelled():
+            task.exception()              # retrieved: a RequestError (shutting down) or a LogError is expected
+
+    task.add_done_callback(ended)
+
+
 def _json_answer(body: Mapping[str, Any], status: int = 200) -> Answer:
     return Answer(status, rules.JSON_HEADERS, json.dumps(body).encode())
 
@@ -205,7 +222,7 @@ async def create_response(endpoints: Endpoints, request: LiveRequest, body: byte
         _slot(endpoints.registry)
         return OpenStream(live, -1, None, None, None, ResponseEvents(answered, parsed.background))
     if parsed.background:
-        asyncio.ensure_future(_gather(endpoints, live, Gathered()))    # it runs to the end, read by nobody
+        _in_background(_gather(endpoints, live, Gathered()))      # it runs to the end, read by nobody
         return _json_answer(response_object(answered, "queued", None, 0, background=True))
     gathered = await _gather(endpoints, live, Gathered())
     return _whole(answered, gathered.tokens, response_status(gathered.ending, True), gathered.ending,
