@@ -153,6 +153,15 @@ def test_start_index_counts_chunks_and_a_negative_one_counts_from_the_tail(bases
             "".join(ANSWER[:5])
 
 
+def test_last_event_id_wins_over_start_index_so_a_reconnect_gets_no_chunk_twice(bases: list[str]) -> None:
+    # An EventSource (or tokenwire.client) reconnecting to a ?startIndex=0 URL sends the last chunk it has.
+    for base in bases:
+        made = _post(base, tokens=5, producer_ms=0.01)
+        stream_id, whole = made.headers["x-workflow-run-id"], chunks(made.content)
+        again = httpx.get(f"{base}/chat/{stream_id}/stream?startIndex=0", headers={"Last-Event-ID": "6"}, timeout=10)
+        assert chunks(again.content) == whole[7:]
+
+
 @pytest.mark.parametrize(("target", "status", "message"), [
     ("/chat/{id}/stream?startIndex=12", 400, "startIndex 12 is past the end: this stream has chunks 0..10 so far"),
     ("/chat/{id}/stream?startIndex=x", 400, "startIndex must be a decimal integer without sign or leading zeros "

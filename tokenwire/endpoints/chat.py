@@ -15,7 +15,8 @@ in ``x-workflow-run-id``.
 (``DefaultChatTransport.reconnectToStream``) it is 204 unless the chat's
 stream is still generating, and otherwise replays it from ``start`` and goes
 on live.  With ``startIndex=N`` (``WorkflowChatTransport``), or a
-``Last-Event-ID`` (the last chunk read), it sends chunks N onward, also after
+``Last-Event-ID`` (the last chunk read: it wins over ``startIndex``, so an
+EventSource's reconnect never gets chunks again), it sends chunks N onward, also after
 the end; a negative N counts back from the last chunk so far, whose number
 the answer's ``x-workflow-stream-tail-index`` says.  Anyone who holds a chat
 id or a stream id may read it, as with ``/streams``; with an ``authorize``
@@ -182,7 +183,11 @@ def _failed(stream: Stream) -> bool:
 
 
 def _start(request: LiveRequest) -> int | None:
-    """The chunk a resume asks to start at: ``?startIndex=`` (may be negative), else ``Last-Event-ID`` + 1."""
+    """The chunk a resume asks to start at: ``Last-Event-ID`` + 1, else ``?startIndex=`` (may be negative).
+
+    The header wins, as on ``/streams/<id>/events``: an EventSource (or ``tokenwire.client``) reconnecting to
+    a ``?startIndex=0`` URL sends the last chunk it has, and must not get chunk 0 again.
+    """
     pairs = parse_qsl(request.query, keep_blank_values=True)
     other = sorted({name for name, _ in pairs} - {"startIndex"})
     if other:
@@ -190,13 +195,13 @@ def _start(request: LiveRequest) -> int | None:
     given = [value for _, value in pairs]
     if len(given) > 1:
         raise RequestError(400, f"startIndex given {len(given)} times; give it once")
+    start = None
     if given:
         value = given[0]
-        return -parse_count("startIndex", value[1:]) if value.startswith("-") else parse_count("startIndex", value)
+        start = -parse_count("startIndex", value[1:]) if value.startswith("-") else parse_count("startIndex", value)
     last = rules.last_event_id(request.header_values("last-event-id"), created=False)
     if last is None or last == "":
-        return None
+        return start
     if len(last) > MAX_ID_DIGITS:
         raise RequestError(400, f"Last-Event-ID must be a chunk number, got {echo(last)}")
     return parse_count("Last-Event-ID", last) + 1
-
