@@ -10,6 +10,7 @@ chat) and on the OpenAI routes, where the ``openai`` SDK's ``api_key`` is the be
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -24,7 +25,10 @@ import httpx
 import openai
 import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
+from doc_text import all_text
 from redis_fixture import running_redis
+
+from tokenwire.asgi import TokenStreams
 
 ALICE = {"Authorization": "Bearer alice-token", "X-Tenant": "acme", "Cookie": "session=alice-cookie"}
 BOB = {"Authorization": "Bearer bob-token"}
@@ -282,3 +286,24 @@ def test_bob_can_neither_stop_alices_chat_nor_cancel_her_response_and_alice_can(
     assert stopped.status_code == 200 and stopped.json() == {"stream_id": stream_id, "state": "stopped"}
     cancelled = httpx.post(f"{pair.b.url}/model/v1/responses/{response.id}/cancel", headers=ALICE)
     assert cancelled.status_code == 200 and cancelled.json()["id"] == response.id
+
+
+def test_a_server_without_the_hook_on_the_same_redis_asks_nobody_and_the_docs_say_so(redis_server: Any) -> None:
+    """The owner check is the hook's: an open server pointed at the users' Redis reads their streams."""
+    owned = TokenStreams(log=redis_server.url, authorize=lambda access: "alice")
+    open_ = TokenStreams(log=redis_server.url)
+
+    async def read_alices_stream_openly() -> tuple[int, str]:
+        async with owned.lifespan(), open_.lifespan():
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=owned), base_url="http://t") as client:
+                made = await client.post("/streams?tokens=3")
+                assert made.status_code == 201, made.text
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=open_), base_url="http://t") as client:
+                read = await client.get(made.json()["events_url"])
+        return read.status_code, read.text
+
+    status, text = asyncio.run(read_alices_stream_openly())
+    assert status == 200 and "event: done" in text
+    said = " ".join(all_text().split())
+    assert ("A server without one (`tokenwire serve`, `uvicorn tokenwire.asgi:app`, a `TokenStreams` without "
+            "`authorize`) asks nobody, on that Redis too") in said

@@ -89,7 +89,7 @@ class TokenStreams:
     None (401, with ``WWW-Authenticate: challenge``), or raises
     ``PermissionError`` (403); a stream is then read and stopped only by the
     principal that made it (anyone else gets the 404 of an unknown id), on
-    every process sharing the log.  ``keep_out_of_log``: the request headers
+    every process sharing the log that has a hook (one without asks nobody).  ``keep_out_of_log``: the request headers
     a continuable stream does not keep in the log (``takeover="continue"``
     keeps the others, so the continuation's factory gets them).  ``metrics``: count
     what ``GET /metrics`` (and ``metrics_app``, to mount where you like)
