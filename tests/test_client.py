@@ -484,7 +484,12 @@ READ_USAGE = [
     (["--max-attempts=0101", URL], "tokenwire read: --max-attempts must be from 1 to 100; got '0101'"),
     (["--max-attempts"], "tokenwire read: flag --max-attempts needs a value"),
     (["--header", "nocolon", URL], "tokenwire read: --header must look like 'Name: value'; got 'nocolon'"),
-    (["--header", "Bad Name: x", URL], "tokenwire read: --header must look like 'Name: value'; got 'Bad Name: x'"),
+    (["--header", "Bad Name: x", URL],
+     "tokenwire read: --header must look like 'Name: value'; got 'Bad Name:' and a value, not shown here"),
+    (["--header", "Authorization Bearer sk-secret-1", URL],     # a credential is never echoed
+     "tokenwire read: --header must look like 'Name: value'; got 'Authorization' and a value, not shown here"),
+    (["--header", "Cookie : session=secret-2", URL],
+     "tokenwire read: --header must look like 'Name: value'; got 'Cookie :' and a value, not shown here"),
     (["--bogus", URL], "tokenwire read: unknown flag '--bogus'; allowed: --header, --last-event-id, --max-attempts"),
     (["ftp://h/x"], "tokenwire read: URL must be an http:// or https:// URL; got 'ftp://h/x'"),
     ([], "tokenwire read: the following arguments are required: URL (see --help)"),

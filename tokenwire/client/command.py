@@ -41,12 +41,20 @@ def _parser() -> FlagParser:
     return parser
 
 
+def _shown(value: str) -> str:
+    """A bad ``--header`` as its error quotes it: up to its ':' (or first space), never a value: it may be a key."""
+    name, colon, rest = value.partition(":")
+    if not colon:
+        name, _, rest = value.partition(" ")
+    return repr(name + colon) + (" and a value, not shown here" if rest else "")
+
+
 def _headers(values: list[str]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for value in values:
         name, colon, text = value.partition(":")
         if not colon or not name or not set(name) <= _TCHAR or any(c in text for c in "\r\n\0"):
-            raise ValueError(f"--header must look like 'Name: value'; got {value!r}")
+            raise ValueError(f"--header must look like 'Name: value'; got {_shown(value)}")
         headers[name] = text.strip()
     return headers
 
