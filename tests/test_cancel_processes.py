@@ -87,7 +87,7 @@ def test_the_only_reader_leaving_on_another_process_stops_the_model_within_one_s
     logged = 5 + len(again.ids)
     assert again.ids == list(range(5, logged)) and logged == model["yielded"]
     assert again.last_json() == {"tokens": logged, "delivered_from": 5, "dropped": 0, "stopped_early": True,
-                                 "reason": "stopped"}
+                                 "reason": "cancelled"}      # as the owner's own readers are told
 
 
 def test_a_reader_leaving_one_process_never_ends_a_reader_on_another(two: tuple[Uvicorn, Uvicorn]) -> None:

@@ -313,8 +313,10 @@ class SharedModelStream(AwaitedReads, ModelStream):
         state = yield Await(self.aio.state(self.stream_id, patient=True))
         if state is StreamState.DONE:
             return None
-        if state in (StreamState.CANCELLED, StreamState.STOPPED):
+        if state is StreamState.STOPPED:
             return STOPPED
+        if state is StreamState.CANCELLED:         # as its owner's readers were told: nobody asked it to stop
+            return CANCELLED
         if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
             claim = yield Await(self.aio.take_over(self.stream_id))
             if not claim.owned:
