@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -216,3 +217,25 @@ def test_bob_asking_for_alices_response_makes_the_look_ups_an_unknown_id_makes(m
     seen = asyncio.run(look_ups())
     assert seen["GET alice's"] == seen["GET unknown"] == (404, ["meta"])
     assert seen["POST alice's"] == seen["POST unknown"] == (404, ["meta"])
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
+def test_a_model_that_fails_mid_answer_on_a_header_logs_no_credentials(shared: bool, request: pytest.FixtureRequest,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    log = request.getfixturevalue("redis_server").url if shared else "memory"
+
+    async def model(asked: StreamRequest) -> AsyncIterator[str]:
+        yield "a"
+        raise RuntimeError(f"the upstream refused {asked.headers['authorization']}")
+
+    async def read() -> str:
+        streams = TokenStreams(model, log=log)
+        async with (streams.lifespan(),
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
+            made = await client.post("/streams", headers=dict(CREDENTIALED))
+            return (await client.get(made.json()["events_url"])).text
+
+    with caplog.at_level(logging.ERROR, logger="tokenwire"):
+        assert 'event: failed\ndata: {"error": "the model raised RuntimeError", "tokens": 1}' in asyncio.run(read())
+    assert "RuntimeError: the upstream refused [redacted]" in caplog.text
+    assert "tok-alice-1234" not in caplog.text

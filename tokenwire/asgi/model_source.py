@@ -192,10 +192,11 @@ class ModelSource:
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
             await self.registry.aio.claim(stream_id)      # owned from the start: no lease means no owner
             stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
-                                       on_disconnect=on_disconnect, continuation=self.continuation(self.logged(made)))
+                                       on_disconnect=on_disconnect, continuation=self.continuation(self.logged(made)),
+                                       headers=made.headers)
         else:
             stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name, **owner},
-                                 policy=policy, capacity=capacity, on_disconnect=on_disconnect)
+                                 policy=policy, capacity=capacity, on_disconnect=on_disconnect, headers=made.headers)
         self.streams.add(stream)
         spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=on_disconnect)
         return self.registry.adopt(stream, spec, asked.cut)

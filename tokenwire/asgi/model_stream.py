@@ -43,7 +43,7 @@ from ..core.frames import DEFAULT_RETRY_MS, failed_frame
 from ..core.model import Model, Steps, TimingModel
 from ..core.stream import LOST, STOPPED_REASON, OnDisconnect, Stream
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped, TokenLog
-from ..endpoints.access import shown
+from ..endpoints.access import shown, told
 from ..endpoints.decisions import ChatRequest, OpenAIRequest
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "token_problem"]
@@ -222,16 +222,19 @@ class ModelStream(Stream):
     ``ending`` is None while the model runs and after it ran out; an
     ``EarlyEnd`` once it was stopped early or failed.  ``policy``,
     ``capacity``, ``on_disconnect``, ``retry_ms``, ``meta`` and ``attach``
-    are ``Stream``'s.
+    are ``Stream``'s.  ``headers``: the request's, whose credentials a
+    failing model's logged traceback leaves out (``access.told``).
     """
 
     def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, *,
                  policy: Policy | str = Policy.BLOCK, capacity: int = 4,
                  on_disconnect: OnDisconnect | str = OnDisconnect.DETACH, retry_ms: int = DEFAULT_RETRY_MS,
-                 meta: Mapping[str, Any] | None = None, attach: bool | str = False) -> None:
+                 meta: Mapping[str, Any] | None = None, attach: bool | str = False,
+                 headers: Mapping[str, str] | None = None) -> None:
         super().__init__(stream_id, _OpenLength(MAX_MODEL_TOKENS), log, policy=policy, capacity=capacity,
                          on_disconnect=on_disconnect, retry_ms=retry_ms, meta=meta, attach=attach,
                          keep_trace=False)
+        self.headers: Mapping[str, str] = headers or {}
         self.source = source
         self.position = 0                    # the index the source yields next
         self.ending: EarlyEnd | None = None
@@ -366,7 +369,8 @@ class ModelStream(Stream):
         self.cond.notify_all()
 
     def _failing(self, total: int, message: str, exc: BaseException | None = None) -> Process:
-        logger.error("tokenwire stream %s: %s", self.stream_id, message, exc_info=exc)
+        told_exc = "" if exc is None else "\n" + told(exc, self.headers)
+        logger.error("tokenwire stream %s: %s%s", self.stream_id, message, told_exc)
         yield from self._ending(total, EarlyEnd("failed", message))
 
     def _close_source(self) -> Process:
