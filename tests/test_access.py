@@ -157,9 +157,10 @@ def test_an_access_and_a_stream_request_show_no_credentials_in_their_repr() -> N
 
 
 def test_redacted_hides_whole_values_and_their_parts_but_not_a_short_one() -> None:
-    headers = header_map((("authorization", "Basic dXNlcjpwYXNz"), ("cookie", "a=1; sid=abcdef")))
-    assert redacted("Basic dXNlcjpwYXNz, dXNlcjpwYXNz, a=1; sid=abcdef, abcdef, 1", headers) == \
-        "[redacted], [redacted], [redacted], [redacted], 1"
+    headers = header_map((("authorization", "Basic dXNlcjpwYXNz"), ("cookie", 'a=1; sid=abcdef; q="quoted-1"')))
+    assert redacted("Basic dXNlcjpwYXNz, dXNlcjpwYXNz, a=1; sid=abcdef; q=\"quoted-1\", abcdef, 1, 'quoted-1'",
+                    headers) == \
+        "[redacted], [redacted], [redacted], [redacted], 1, '[redacted]'"
 
 
 def test_a_model_factory_that_fails_on_a_header_logs_no_credentials(caplog: pytest.LogCaptureFixture) -> None:

@@ -142,7 +142,7 @@ def redacted(text: str, headers: Mapping[str, str]) -> str:
         value = headers.get(name, "").strip()
         found.add(value)
         if name == "cookie":
-            found.update(pair.partition("=")[2].strip() for pair in value.split(";"))
+            found.update(pair.partition("=")[2].strip().strip('"') for pair in value.split(";"))  # RFC 6265 quotes
         else:
             found.add(value.partition(" ")[2].strip())
     for secret in sorted((one for one in found if len(one) >= _SHORTEST), key=len, reverse=True):  # whole, then parts
