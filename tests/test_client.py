@@ -452,6 +452,27 @@ def test_read_says_a_stream_that_ended_early_is_not_the_whole_answer(ending: str
     assert capsys.readouterr() == (" a b", said)
 
 
+def _chat(*chunks: str) -> bytes:
+    preamble = ['{"type":"start"}', '{"type":"start-step"}', '{"type":"text-start","id":"text-0"}']
+    deltas = ['{"type":"text-delta","id":"text-0","delta":" a"}', '{"type":"text-delta","id":"text-0","delta":" b"}']
+    return b"".join(f"id: {n}\ndata: {c}\n\n".encode() for n, c in enumerate([*preamble, *deltas, *chunks]))
+
+
+@pytest.mark.parametrize(("ending", "status", "said"), [
+    (['{"type":"finish","finishReason":"stop"}'], 0, ""),
+    (['{"type":"finish","finishReason":"other"}'], 1, "tokenwire read: the stream ended early (stopped or cancelled) "
+                                                      "after 2 tokens; what was printed is not the whole answer\n"),
+    (['{"type":"error","errorText":"the model raised RuntimeError"}', '{"type":"finish","finishReason":"error"}'],
+     1, "tokenwire read: the stream failed: the model raised RuntimeError\n"),
+])
+def test_read_prints_a_chat_streams_text_and_tells_how_it_ended(ending: list[str], status: int, said: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenwire.client.command import read
+    got = Decoder().feed(_chat('{"type":"text-end","id":"text-0"}', *ending) + b"data: [DONE]\n\n")
+    assert read(iter(got), sys.stdout) == status
+    assert capsys.readouterr() == (" a b", said)
+
+
 def test_without_httpx_the_import_error_names_the_extra() -> None:
     code = ("import sys; sys.modules['httpx'] = None\n"
             "try:\n import tokenwire.client\nexcept ImportError as e:\n print(e)")

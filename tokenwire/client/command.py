@@ -1,7 +1,9 @@
 """``tokenwire read URL``: print a tokenwire stream's text as it comes, resuming by itself.
 
 How this works: the flags become ``events`` arguments; each ``token``
-event's data is written to stdout and flushed.  ``done`` (or a 204: the
+event's data (or a chat stream's ``text-delta``: the AI SDK's UI message
+stream at ``GET /chat/<id>/stream``) is written to stdout and flushed.
+``done`` (or a 204: the
 reader has everything) exits 0; anything else is one line on stderr,
 ``tokenwire read: ...``: exit 1 for a failed stream, one that ended early (a
 ``done`` with ``stopped_early``: stopped, cancelled, lost), a refusal or
@@ -32,7 +34,8 @@ MAX_ATTEMPTS = 100
 
 def _parser() -> FlagParser:
     parser = FlagParser("tokenwire read", "print a tokenwire stream's text as it comes, resuming by itself")
-    parser.add_argument("url", metavar="URL", help="the stream: .../stream?<parameters> or .../streams/<id>/events")
+    parser.add_argument("url", metavar="URL", help="the stream: .../stream?<parameters>, .../streams/<id>/events "
+                        "or a chat's .../chat/<id>/stream?startIndex=0")
     parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
                         help="a request header, sent on every connection (repeatable)")
     parser.add_argument("--last-event-id", metavar="N", help="resume after this id (as an EventSource would)")
@@ -85,14 +88,23 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
 def read(stream: Iterator[Event], out: TextIO) -> int:
     """Write each token's text to ``out`` as it comes; returns 0 at ``done`` (or a 204), 1 at ``failed`` or at a
     ``done`` that ended early."""
+    tokens = 0
     for event in stream:
-        if event.event == "token":
-            out.write(event.data)
+        chunk = _ui_chunk(event) if event.event == "message" else {}
+        kind = chunk.get("type")
+        if event.event == "token" or kind == "text-delta":
+            out.write(event.data if event.event == "token" else str(chunk.get("delta", "")))
             out.flush()
+            tokens += 1
         elif event.event in ("failed", "error"):
             return _fail(f"the stream failed: {_failure(event.data)}")
+        elif kind == "error":
+            return _fail(f"the stream failed: {chunk.get('errorText')}")
         elif event.event == "done" and (early := _early(event.data)) is not None:
             return _fail(early)
+        elif kind == "finish" and chunk.get("finishReason") == "other":
+            return _fail(f"the stream ended early (stopped or cancelled) after {tokens} tokens; what was printed "
+                         "is not the whole answer")
     if out.isatty():
         out.write("\n")
     return 0
@@ -104,6 +116,15 @@ def _failure(data: str) -> str:
     except (ValueError, AttributeError):
         error = None
     return str(error) if error else data
+
+
+def _ui_chunk(event: Event) -> dict[str, object]:
+    """A chunk of the AI SDK's UI message stream (``GET /chat/<id>/stream``): its JSON object, else empty."""
+    try:
+        chunk = json.loads(event.data)
+    except ValueError:
+        return {}
+    return chunk if isinstance(chunk, dict) else {}
 
 
 def _early(data: str) -> str | None:
