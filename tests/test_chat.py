@@ -167,6 +167,12 @@ def test_last_event_id_wins_over_start_index_so_a_reconnect_gets_no_chunk_twice(
     ("/chat/{id}/stream?startIndex=x", 400, "startIndex must be a decimal integer without sign or leading zeros "
                                             "(at most 9 digits), got 'x'"),
     ("/chat/{id}/stream?since=1", 400, "a chat stream URL takes only startIndex, got 'since'"),
+    ("/chat/{id}/stream?startIndex=-0", 400, "a negative startIndex is '-' and a count from 1 (at most 9 digits, "
+                                             "no leading zeros), got '-0'"),      # it was read as 0: the whole
+    ("/chat/{id}/stream?startIndex=--1", 400, "a negative startIndex is '-' and a count from 1 (at most 9 digits, "
+                                              "no leading zeros), got '--1'"),    # quoted as '-1'
+    ("/chat/{id}/stream?startIndex=-99999999999", 400, "a negative startIndex is '-' and a count from 1 (at most 9 "
+                                                       "digits, no leading zeros), got '-99999999999'"),
     ("/chat/nobody-here/stream?startIndex=0", 404, None),
 ])
 def test_a_bad_resume_is_refused_naming_why(bases: list[str], target: str, status: int, message: str | None) -> None:

@@ -182,6 +182,20 @@ def _failed(stream: Stream) -> bool:
     return stream.ending is not None and stream.ending.error is not None
 
 
+def _start_index(value: str) -> int:
+    """``?startIndex=``'s value: a chunk number, or ``-N`` counting back from the last (N at least 1)."""
+    if not value.startswith("-"):
+        return parse_count("startIndex", value)
+    try:
+        back = parse_count("startIndex", value[1:])
+    except RequestError:
+        back = 0
+    if back == 0:               # '-0', '--1', '-x' were read as 0, or quoted without their '-'
+        raise RequestError(400, f"a negative startIndex is '-' and a count from 1 (at most {MAX_ID_DIGITS} digits, "
+                                f"no leading zeros), got {echo(value)}")
+    return -back
+
+
 def _start(request: LiveRequest) -> int | None:
     """The chunk a resume asks to start at: ``Last-Event-ID`` + 1, else ``?startIndex=`` (may be negative).
 
@@ -195,10 +209,7 @@ def _start(request: LiveRequest) -> int | None:
     given = [value for _, value in pairs]
     if len(given) > 1:
         raise RequestError(400, f"startIndex given {len(given)} times; give it once")
-    start = None
-    if given:
-        value = given[0]
-        start = -parse_count("startIndex", value[1:]) if value.startswith("-") else parse_count("startIndex", value)
+    start = None if not given else _start_index(given[0])
     last = rules.last_event_id(request.header_values("last-event-id"), created=False)
     if last is None or last == "":
         return start
