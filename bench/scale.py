@@ -187,7 +187,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 
 def one_step(server: str, n: int, tokens: int, attempts: int = 3,
              command: Callable[[int], list[str]] | None = None,
-             beside: Callable[[int], Callable[[], str]] | None = None, path: str | None = None) -> Step:
+             beside: Callable[[int], Callable[[], str]] | None = None, path: str | None = None,
+             after: Callable[[int], str] | None = None) -> Step:
     """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it.
 
     A server that exits before it listens (the free port taken in between)
@@ -196,11 +197,12 @@ def one_step(server: str, n: int, tokens: int, attempts: int = 3,
     ``beside`` (given the port) starts other load while the streams run and
     returns what stops it and says what it did (added to the step's client
     figures as ``beside``).  ``path``: what the client reads (default: ``GET /stream`` with the
-    parameters; ``/chat?...`` reads the chat protocol, ``bench.scale_client``).
+    parameters; ``/chat?...`` reads the chat protocol, ``bench.scale_client``).  ``after`` (given the
+    port) asks the server something once its figures are read, before it stops (added as ``after``).
     """
     for attempt in range(attempts):
         try:
-            return _one_step(server, n, tokens, command, beside, path or _path(tokens))
+            return _one_step(server, n, tokens, command, beside, path or _path(tokens), after)
         except _NotListening:
             if attempt == attempts - 1:
                 raise
@@ -212,7 +214,8 @@ class _NotListening(RuntimeError):
 
 
 def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[str]] | None,
-              beside: Callable[[int], Callable[[], str]] | None, path: str) -> Step:
+              beside: Callable[[int], Callable[[], str]] | None, path: str,
+              after: Callable[[int], str] | None = None) -> Step:
     port = _free_port()
     errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=ROOT, env=env_with_root(),
@@ -235,12 +238,15 @@ def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[st
         finally:
             said = stop_beside() if stop_beside is not None else None
         cpu1, peak = _proc_figures(proc.pid)
+        answered = after(port) if after is not None else None
     finally:
         switches = _stop(proc)
         errors.close()
     client = json.loads(out.stdout)
     if said is not None:
         client["beside"] = said
+    if answered is not None:
+        client["after"] = answered
     return Step(server, n, client, cpu1 - cpu0, peak, switches - switches0)
 
 

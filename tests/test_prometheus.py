@@ -4,6 +4,7 @@ N streams and k resumes its figures say N and k; refusals by status; on Redis, t
 from __future__ import annotations
 
 import asyncio
+import bisect
 import subprocess
 import sys
 import time
@@ -14,6 +15,8 @@ import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
 from conftest import require_binary
 from fastapi import FastAPI
+from hypothesis import given
+from hypothesis import strategies as st
 from live_helpers import serving
 from prometheus_client.parser import text_string_to_metric_families
 from test_redis_instances import Instance, create, owners, request, runs
@@ -217,3 +220,15 @@ def test_the_authorize_hook_is_asked_for_a_scrape_with_action_scrape() -> None:
 
     assert asyncio.run(ask()) == [401, 200, 200]
     assert asked == [("scrape", None), ("scrape", "Bearer ops"), ("scrape", "Bearer ops")]
+
+
+@given(st.lists(st.integers(0, 200_000_000_000), max_size=50))
+def test_buckets_agree_with_a_bisect_of_the_bounds(values: list[int]) -> None:
+    """The coarse table's fast path puts every value where a plain bisect of the bounds (in ns) would."""
+    for bounds in (ITL_BUCKETS, TTFT_BUCKETS, (0.0001, 0.00025, 10.0)):
+        b, edges = Buckets(bounds), [round(x * 1e9) for x in bounds]
+        expected = [0] * (len(bounds) + 1)
+        for value in [*values, *edges, *(e + 1 for e in edges), *(e - 1 for e in edges)]:
+            b.observe_ns(value)
+            expected[bisect.bisect_left(edges, value)] += 1
+        assert b.counts == expected

@@ -13,8 +13,9 @@ token, not a first token); the inter-token latency is the gap between two
 consecutive token frames of one connection, both of them tokens that came
 live (not replayed from the log at connect: a replay's gaps are the wire's
 speed, not the stream's).  Nothing here calls a metrics library: a token
-costs one clock read, one ``bisect`` and a few integer additions
-(``Buckets``); ``tokenwire.endpoints.exposition`` reads it all when scraped.
+costs one clock read, a list index and a few integer additions
+(``Buckets``), about 140-280 ns (``bench/RESULTS.md``, issue 24);
+``tokenwire.endpoints.exposition`` reads it all when scraped.
 
 The buckets, in seconds: vLLM's ``vllm:time_to_first_token_seconds`` bounds
 for TTFT as they are (1 ms to 43 min: a first token waits for the model, as
@@ -36,6 +37,8 @@ from ..core.frames import TokenItem
 from ..core.rendering import Rendered, Rendering
 
 __all__ = ["ITL_BUCKETS", "TTFT_BUCKETS", "Meter", "Metered"]
+
+_now = time.perf_counter_ns
 
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
@@ -80,15 +83,15 @@ class Metered:
         return self._inner.opening(stream, cursor)
 
     def token(self, item: TokenItem) -> bytes:
-        meter, now = self._meter, time.perf_counter_ns()
+        now, meter = _now(), self._meter
         meter.sent += 1
         if self._ttft_from:
             meter.ttft.observe_ns(now - self._ttft_from)
             self._ttft_from = 0
         if item.index >= self._live_from:
-            if self._last_ns:
-                meter.itl.observe_ns(now - self._last_ns)
-            self._last_ns = now
+            last, self._last_ns = self._last_ns, now
+            if last:
+                meter.itl.observe_ns(now - last)
         return self._inner.token(item)
 
     def closing(self, stream: Rendered, delivered_from: int, dropped: int) -> bytes:
