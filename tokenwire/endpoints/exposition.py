@@ -42,7 +42,8 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("tokenwire_time_to_first_token_seconds", "histogram",
      "From a request's arrival to its first token frame, for a connection that reads from the first token."),
     ("tokenwire_inter_token_latency_seconds", "histogram",
-     "Gap between consecutive live token frames of one connection."),
+     "Gap between consecutive live token frames of one connection, before each token whose index is a multiple "
+     "of 8."),
     ("tokenwire_resumes_total", "counter", "Event streams opened after a cursor (Last-Event-ID, startIndex)."),
     ("tokenwire_refusals_total", "counter", "Requests the endpoints refused, by status."),
     ("tokenwire_takeovers_total", "counter",

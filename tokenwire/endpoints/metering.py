@@ -12,10 +12,11 @@ reads a stream from its first token (a resume's first frame is a replayed
 token, not a first token); the inter-token latency is the gap between two
 consecutive token frames of one connection, both of them tokens that came
 live (not replayed from the log at connect: a replay's gaps are the wire's
-speed, not the stream's).  Nothing here calls a metrics library: a token
-costs one clock read, a list index and a few integer additions
-(``Buckets``), about 140-280 ns (``bench/RESULTS.md``, issue 24);
-``tokenwire.endpoints.exposition`` reads it all when scraped.
+speed, not the stream's), sampled: the gap before every 8th token
+(``ITL_SAMPLE_MASK``).  Nothing here calls a metrics library: a token costs
+an integer addition and a bit test, and one in eight two clock reads and a
+bucket (``Buckets``); ``tokenwire.endpoints.exposition`` reads it all when
+scraped.
 
 The buckets, in seconds: vLLM's ``vllm:time_to_first_token_seconds`` bounds
 for TTFT as they are (1 ms to 43 min: a first token waits for the model, as
@@ -36,7 +37,7 @@ from ..core.buckets import Buckets
 from ..core.frames import TokenItem
 from ..core.rendering import Rendered, Rendering
 
-__all__ = ["ITL_BUCKETS", "TTFT_BUCKETS", "Meter", "Metered"]
+__all__ = ["ITL_BUCKETS", "ITL_SAMPLE_MASK", "TTFT_BUCKETS", "Meter", "Metered"]
 
 _now = time.perf_counter_ns
 
@@ -44,6 +45,13 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
                 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
                0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+
+
+# The inter-token latency is sampled: the gap before each token whose index is a multiple of 8 (the mask + 1),
+# on every connection.  Reading the clock and bucketing a gap at every token measured about 2 us a token on
+# tokenwire serve (10% of its CPU per token, bench/RESULTS.md, issue 24); a histogram's quantiles need a fair
+# sample of gaps, not every one, and an index says nothing of its gap's length, so the sample is unbiased.
+ITL_SAMPLE_MASK = 7
 
 
 class Meter:
@@ -69,13 +77,13 @@ class Meter:
 class Metered:
     """A connection's rendering, counting and timing its token frames (see the module)."""
 
-    __slots__ = ("_inner", "_last_ns", "_live_from", "_meter", "_ttft_from")
+    __slots__ = ("_before", "_before_ns", "_inner", "_live_from", "_meter", "_ttft_from")
 
     def __init__(self, inner: Rendering, meter: Meter, arrived_ns: int, cursor: int) -> None:
         self._inner, self._meter = inner, meter
         self._ttft_from = arrived_ns if cursor < 0 else 0      # 0: this connection's first token is no TTFT
         self._live_from = 0
-        self._last_ns = 0
+        self._before, self._before_ns = -2, 0                  # the last sampled token before a gap, and when
 
     def opening(self, stream: Rendered, cursor: int) -> bytes:
         # Called once the connection is attached: what the log held then is replayed, the rest comes live.
@@ -83,15 +91,17 @@ class Metered:
         return self._inner.opening(stream, cursor)
 
     def token(self, item: TokenItem) -> bytes:
-        now, meter = _now(), self._meter
+        meter, index = self._meter, item.index
         meter.sent += 1
         if self._ttft_from:
-            meter.ttft.observe_ns(now - self._ttft_from)
+            meter.ttft.observe_ns(_now() - self._ttft_from)
             self._ttft_from = 0
-        if item.index >= self._live_from:
-            last, self._last_ns = self._last_ns, now
-            if last:
-                meter.itl.observe_ns(now - last)
+        phase = index & ITL_SAMPLE_MASK
+        if phase == ITL_SAMPLE_MASK:                            # the token before a sampled gap
+            if index >= self._live_from:
+                self._before, self._before_ns = index, _now()
+        elif phase == 0 and self._before == index - 1:         # the token after it: the gap is timed
+            meter.itl.observe_ns(_now() - self._before_ns)
         return self._inner.token(item)
 
     def closing(self, stream: Rendered, delivered_from: int, dropped: int) -> bytes:
