@@ -30,11 +30,17 @@ LOG_QUERY = "lease_ms=400&block_ms=50"
 
 
 @pytest.fixture
-def two(loop_kind: str) -> Iterator[tuple[Uvicorn, Uvicorn]]:
+def two_on_redis(loop_kind: str) -> Iterator[tuple[Uvicorn, Uvicorn, str]]:
+    """Two uvicorn processes on one redis-server, and that server's URL."""
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?{LOG_QUERY}"}
         with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
-            yield one, other
+            yield one, other, redis_server.url
+
+
+@pytest.fixture
+def two(two_on_redis: tuple[Uvicorn, Uvicorn, str]) -> tuple[Uvicorn, Uvicorn]:
+    return two_on_redis[0], two_on_redis[1]
 
 
 def _create(owner: Uvicorn, query: str) -> tuple[str, str]:
@@ -104,11 +110,16 @@ def test_a_reader_leaving_one_process_never_ends_a_reader_on_another(two: tuple[
     assert _model(one, stream_id) == {"steps": 100, "yielded": 100, "finished": True, "closed": True}
 
 
-def test_a_reader_whose_process_dies_is_given_up_a_lease_later(two: tuple[Uvicorn, Uvicorn]) -> None:
-    one, other = two
+def test_a_reader_whose_process_dies_is_given_up_a_lease_later(two_on_redis: tuple[Uvicorn, Uvicorn, str]) -> None:
+    import redis
+    one, other, redis_url = two_on_redis
     stream_id, url = _create(one, "n=300&delay_ms=20")
     following = Following(other.url + url)
     assert following.started.wait(10) and following.error is None
+    # B's presence goes to Redis in B's next round, not before its reader's first token: kill B only once it is
+    # there (a process killed before its presence landed was never seen reading, and its stream is not deserted)
+    with redis.Redis.from_url(redis_url) as plain:
+        wait_until(lambda: plain.zcard(f"tokenwire:{{{stream_id}}}:readers") > 0, "B's reader presence in Redis")
     other.stop(signal.SIGKILL)                                         # its reader is never seen leaving
     following.thread.join(20)
     wait_until(lambda: _model(one, stream_id)["closed"], "the owner to stop the model")
