@@ -164,7 +164,8 @@ def test_a_connection_that_brings_a_new_event_starts_the_count_again() -> None:
     assert s.last_event_id == "19"
 
 
-@pytest.mark.parametrize("end", ["done", "failed", "error"])
+@pytest.mark.parametrize("end", ["done", "failed", "error",
+                                 "response.completed", "response.failed", "response.incomplete"])
 def test_the_end_event_ends_the_stream_and_nothing_after_it_is_handed_out(end: str) -> None:
     s = state()
     got = connect(s, OPEN + token(0) + f"id: 0\nevent: {end}\ndata: {{}}\n\n".encode() + token(1))

@@ -61,7 +61,10 @@ __all__ = [
 # A tokenwire stream's last event: ``done``, or ``failed`` for a model's
 # failure (named ``error`` before: a browser's EventSource fires its own
 # ``error`` on every dropped connection).
-END_EVENTS = frozenset({"done", "failed", "error"})
+END_EVENTS = frozenset({"done", "failed", "error",
+                        # OpenAI's Responses stream (GET /v1/responses/<id>?stream=true too): its events carry
+                        # no SSE id, so a reconnect after its last event replayed the whole response again.
+                        "response.completed", "response.failed", "response.incomplete"})
 # The last event of an OpenAI or AI SDK stream (tokenwire's /chat and /v1 routes too): its data, whatever its
 # name.  Without it as an end, a chat stream read at ``?startIndex=0`` was replayed from 0 on every reconnect.
 DONE_DATA = "[DONE]"
