@@ -293,6 +293,8 @@ def test_a_line_past_the_decoders_bound_is_a_protocol_error() -> None:
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"url": "ftp://h/x"}, "url must be an http:// or https:// URL, got 'ftp://h/x'"),
     ({"url": "http:///x"}, "url must be an http:// or https:// URL, got 'http:///x'"),
+    ({"url": "http://[::1"}, "url must be an http:// or https:// URL, got 'http://[::1'"),         # was urlsplit's
+    ({"url": "http://h:99999/x"}, "url must be an http:// or https:// URL, got 'http://h:99999/x'"),  # was tried
     ({"max_attempts": 0}, "max_attempts must be an int >= 1, got 0"),
     ({"max_attempts": True}, "max_attempts must be an int >= 1, got True"),
 ])

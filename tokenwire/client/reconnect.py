@@ -147,7 +147,7 @@ class Reconnect:
                  end_events: Collection[str] = END_EVENTS, random: Callable[[], float] = _random,
                  clock: Callable[[], float] = time.time) -> None:
         """Raises ValueError for a URL that is not http(s), ``max_attempts`` below 1 or a bad ``last_event_id``."""
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        if not isinstance(url, str) or not _http_url(url):
             raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
@@ -256,6 +256,16 @@ class Reconnect:
 
     def _path(self) -> str:
         return urlsplit(self.url).path or "/"
+
+
+def _http_url(url: str) -> bool:
+    """Whether ``url`` is http(s) with a host, and a port that is one (not ``99999``, nor an unclosed ``[``)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port                   # raises ValueError for a port out of range or not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and port != 0
 
 
 def error_text(body: bytes) -> str:
