@@ -249,6 +249,8 @@ class SharedModelStream(AwaitedReads, ModelStream):
             return
         state = ending_state(ending)
         try:
+            if ending is not None and ending.error is not None:
+                yield Await(self.aio.set_failure(self.stream_id, ending.error))   # before the state says so
             yield Await(self.aio.set_state(self.stream_id, state))      # stops the lease's renewal too
         finally:
             self._close(total, ending)
@@ -315,8 +317,9 @@ class SharedModelStream(AwaitedReads, ModelStream):
             return None
         if state is StreamState.STOPPED:
             return STOPPED
-        if state is StreamState.CANCELLED:         # as its owner's readers were told: nobody asked it to stop
-            return CANCELLED
+        if state is StreamState.CANCELLED:         # as its owner's readers were told: failed, or cancelled
+            failure = yield Await(self.aio.failure(self.stream_id, patient=True))
+            return CANCELLED if failure is None else EarlyEnd("failed", failure)
         if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
             claim = yield Await(self.aio.take_over(self.stream_id))
             if not claim.owned:

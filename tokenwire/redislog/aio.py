@@ -112,6 +112,17 @@ class AsyncRedisLog:
             return str(reply)
         return await self._ask(self._command("HGET", self.log._keys(stream_id)[0], name, parse=parse), patient)
 
+    async def set_failure(self, stream_id: str, message: str) -> None:
+        """Record why the stream's model failed (the ``failed`` event's message: the error's type, no secret),
+        before its state says cancelled, so that a reader on any process ends ``failed`` as the owner's do."""
+        await self._ask(self._command("HSET", self.log._keys(stream_id)[0], "failure", message), False)
+
+    async def failure(self, stream_id: str, *, patient: bool = False) -> str | None:
+        """The message ``set_failure`` recorded, None if the stream did not fail."""
+        def parse(reply: Any) -> str | None:
+            return None if reply is None else str(reply)
+        return await self._ask(self._command("HGET", self.log._keys(stream_id)[0], "failure", parse=parse), patient)
+
     async def meta(self, stream_id: str, *, patient: bool = False) -> Mapping[str, Any]:
         meta: dict[str, Any] = json.loads(await self._field(stream_id, "params", patient))
         return meta
