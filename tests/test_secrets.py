@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from redis_fixture import RedisServer, free_port
 
-from tokenwire.asgi.hosted import missing_log
+from tokenwire.asgi.hosted import hosted_app, missing_log
 from tokenwire.endpoints.rules import LOG_UNAVAILABLE
 from tokenwire.redislog.redact import redact_url, scrub
 
@@ -100,6 +100,20 @@ def test_a_malformed_log_url_is_one_line_not_a_traceback(url: str, said: str,
     from tokenwire.cli import main
     assert main(["serve", "--port", "0", "--log", url]) == 2
     assert capsys.readouterr() == ("", f"tokenwire serve: {said}\n")
+
+
+@pytest.mark.parametrize(("url", "max_duration"), [("redis://default:S3cr3t-pw@cache.internal:notaport/0", None),
+                                                   ("redis://default:S3cr3t-pw@cache.internal:1/0", "soon")])
+def test_the_hosted_app_with_a_setting_it_cannot_use_answers_503_and_logs_why(
+        url: str, max_duration: str | None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # It raised at import (the function crashed on every request), with the log URL's host in the traceback.
+    if max_duration is not None:
+        monkeypatch.setenv("TOKENWIRE_MAX_DURATION_S", max_duration)
+    app = hosted_app({"TOKENWIRE_LOG_URL": url})
+    assert app.streams is None and app.unavailable == (
+        "the live page cannot start with its settings (TOKENWIRE_LOG_URL, TOKENWIRE_MAX_DURATION_S): the "
+        "function's log says which is wrong")
+    assert "tokenwire live: " in caplog.text and PASSWORD not in caplog.text
 
 
 def test_redact_url_of_an_unclosed_ipv6_host_still_hides_the_password() -> None:

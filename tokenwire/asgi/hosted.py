@@ -14,11 +14,12 @@ Vercel may hand the function its own path (``/api/live``); it is the page.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any
 
-from ..endpoints.config import LiveConfig
+from ..endpoints.config import MAX_DURATION_ENV, LiveConfig
 from ..endpoints.decide import refusal
 from ..endpoints.decisions import Answer
 from ..endpoints.page import page_answer
@@ -29,6 +30,8 @@ from .app import TokenStreams
 from .wire import Receive, Send
 
 __all__ = ["HostedLive", "hosted_app", "missing_log"]
+
+logger = logging.getLogger("tokenwire")
 
 # The log schemes a deployment of several instances can share.
 SHARED_SCHEMES = ("redis://", "rediss://")
@@ -100,4 +103,9 @@ def hosted_app(environ: dict[str, str] | None = None) -> HostedLive:
     why = missing_log(url)
     if why is not None:
         return HostedLive(None, why)
-    return HostedLive(TokenStreams(log=url))
+    try:
+        return HostedLive(TokenStreams(log=url))
+    except ValueError as exc:     # a log URL redis cannot use (a port that is not one), a bad max duration
+        logger.error("tokenwire live: %s", exc)       # the operator's account: the host, the password hidden
+        return HostedLive(None, f"the live page cannot start with its settings ({LOG_URL_ENV}, "
+                                f"{MAX_DURATION_ENV}): the function's log says which is wrong")
