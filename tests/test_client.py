@@ -177,11 +177,17 @@ CHAT = (b'id: 0\ndata: {"type":"start"}\n\n' b'id: 1\ndata: {"type":"text-delta"
         b'id: 2\ndata: {"type":"finish"}\n\n' b'data: [DONE]\n\n')
 
 
-def test_data_done_ends_a_chat_or_openai_stream_whatever_its_event_name() -> None:
+def test_data_done_ends_a_chat_or_openai_stream() -> None:
     s = state(end_events=())
     got = connect(s, CHAT + token(3))
     assert [e.data for e in got][-1] == "[DONE]" and len(got) == 4
     assert s.ended and s.request() is None
+
+
+def test_a_token_whose_text_is_done_is_a_token_not_the_end() -> None:
+    s = state()
+    got = connect(s, OPEN + token(0, "[DONE]") + token(1) + DONE)
+    assert [e.event for e in got] == ["open", "token", "token", "done"] and s.ended
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

@@ -25,7 +25,7 @@ while a server that answers nothing useful is given up on after
 
 tokenwire's own rules, which no other server's stream trips over: the end
 events are ``done`` and ``failed`` (``error``, its name before, too), as is
-any event whose data is ``[DONE]`` (how OpenAI's and the AI SDK's streams
+an event with no name whose data is ``[DONE]`` (how OpenAI's and the AI SDK's streams
 end, tokenwire's ``/chat`` and ``/v1`` routes included), and a
 stream started with ``GET .../stream`` names itself in its ``open`` event,
 so reconnects go to ``.../streams/<id>/events`` (``GET /stream`` starts a
@@ -65,8 +65,9 @@ END_EVENTS = frozenset({"done", "failed", "error",
                         # OpenAI's Responses stream (GET /v1/responses/<id>?stream=true too): its events carry
                         # no SSE id, so a reconnect after its last event replayed the whole response again.
                         "response.completed", "response.failed", "response.incomplete"})
-# The last event of an OpenAI or AI SDK stream (tokenwire's /chat and /v1 routes too): its data, whatever its
-# name.  Without it as an end, a chat stream read at ``?startIndex=0`` was replayed from 0 on every reconnect.
+# The last event of an OpenAI or AI SDK stream (tokenwire's /chat and /v1 routes too): the data of an event
+# with no name (a token event whose text is "[DONE]" is a token).  Without it as an end, a chat stream read at
+# ``?startIndex=0`` was replayed from 0 on every reconnect.
 DONE_DATA = "[DONE]"
 # Five connections in a row with nothing new: with the default backoff
 # about 1 + 2 + 4 + 8 s of waiting, long enough to ride out a restart.
@@ -199,7 +200,7 @@ class Reconnect:
             raise ProtocolError(f"{self._path()}: {exc}") from exc
         for n, event in enumerate(events):
             self._moved = self._moved or event.id != self._sent_id
-            if event.event in self._end_events or event.data == DONE_DATA:
+            if event.event in self._end_events or (event.event == "message" and event.data == DONE_DATA):
                 self.ended = True
                 return events[: n + 1]
             if event.event == "open":
