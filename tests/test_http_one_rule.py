@@ -107,3 +107,16 @@ def test_a_path_decoded_once_routes_alike_on_both_servers(loop_kind: str, asgi: 
         a = client.get(f"{asgi.url}/streams/x%2541/events")
         assert (a.status_code, a.json()) == (404, {"error": "no such path '/streams/x%41/events': the routes here "
                                                             f"are {LIVE_ROUTES.described()}"})
+
+
+def test_serve_answers_expect_100_continue_on_a_body_route_before_the_body(loop_kind: str) -> None:
+    # It sent nothing until the body came: a client that waits for the 100 (curl waits a second) stalled.
+    body = json.dumps({"messages": [], "tokens": 2, "producer_ms": 0.01}).encode()
+    with serving() as server, socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(b"POST /chat HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"      # before any byte of the body is sent
+        sock.sendall(body)
+        status, headers, answer = split_response(read_to_end(sock, 10))
+    assert status == 200 and headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert answer.endswith(b"data: [DONE]\n\n")

@@ -46,6 +46,9 @@ from .sockets import TransportWire
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
            "text_answer"]
 
+# The interim answer to ``Expect: 100-continue`` on a body route (as uvicorn sends it): without it such a
+# client (curl past 1 MiB, older curls past 1 KiB, .NET's HttpClient) waits a second before sending the body.
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 # More header lines than any browser sends (20-30); 100 is http.server's own limit.
 MAX_HEADERS = 100
 # What h11 may buffer for one event: our limits on the head, and a little slack.
@@ -273,6 +276,8 @@ class HttpConnection(asyncio.Protocol):
                                                event.target)
                 if self._body_route is None:
                     self._dispatch()                # a route without a body ignores what is sent
+                elif self._h11.they_are_waiting_for_100_continue and self.transport is not None:
+                    self.transport.write(_CONTINUE)  # a length past the limit was refused before this
             elif isinstance(event, h11.Data):
                 self._body += event.data
                 route = self._body_route
