@@ -123,6 +123,18 @@ def test_stop_refusals_and_a_finished_stream(loop_kind: str) -> None:
         assert never.ids == [] and never.last_json()["stopped_early"] is True
 
 
+def test_a_stop_url_with_a_parameter_is_refused_and_stops_nothing(loop_kind: str) -> None:
+    # The parameter was ignored and the stream stopped, where every other live URL refuses what it does not take.
+    with serving() as server, uvicorn("asgi_apps:app") as app:
+        for base in (server.url, app.url + "/canned"):
+            made = httpx.post(f"{base}/streams?tokens=5").json()
+            for path in (f"/streams/{made['stream_id']}/stop?now=1", f"/chat/{made['stream_id']}/stop?now=1"):
+                refused = httpx.post(base + path)
+                assert (refused.status_code, refused.json()) == (400, {"error": "a stop URL takes no parameters, "
+                                                                                "got 'now=1'"})
+            assert read_stream(f"{base}/streams/{made['stream_id']}/events").ids == [0, 1, 2, 3, 4]   # not stopped
+
+
 def _model_stats(base: str, stream_id: str) -> dict[str, object]:
     stats: dict[str, object] = httpx.get(f"{base}/model/{stream_id}").json()
     return stats

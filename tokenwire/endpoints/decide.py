@@ -50,7 +50,7 @@ from .openai import (
     models_answer,
     retrieve_response,
 )
-from .params import RequestError, spec_from_query
+from .params import RequestError, echo, spec_from_query
 from .registry import Busy, LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, QUERY_BODY, ErrorFormat, Found, Route, RouteTable
 from .writing import EventWire, Writing, write_events
@@ -234,6 +234,8 @@ class Endpoints:
 
     async def stop(self, request: LiveRequest, stream_id: str) -> Answer:
         """Stop ``stream_id`` for good, wherever it runs: 200 with its state now; 404 for one it may not touch."""
+        if request.query:           # as any live URL refuses a parameter it does not take (it was ignored)
+            raise RequestError(400, f"a stop URL takes no parameters, got {echo(request.query)}")
         await self.stream_of(request, stream_id)       # 404 for one it may not stop, as for reading
         state = await self.registry.stop_async(stream_id)
         return Answer(200, *rules.stopped(stream_id, state))
