@@ -162,6 +162,15 @@ def test_last_event_id_wins_over_start_index_so_a_reconnect_gets_no_chunk_twice(
         assert chunks(again.content) == whole[7:]
 
 
+def test_a_last_event_id_past_the_end_is_refused_naming_the_header(bases: list[str]) -> None:
+    # It was named 'startIndex 1000', a parameter the client never sent.
+    for base in bases:
+        stream_id = _post(base, tokens=5, producer_ms=0.01).headers["x-workflow-run-id"]
+        answer = httpx.get(f"{base}/chat/{stream_id}/stream", headers={"Last-Event-ID": "999"}, timeout=10)
+        assert (answer.status_code, answer.json()) == (
+            400, {"error": "Last-Event-ID 999 is past the end: this stream has chunks 0..10 so far"})
+
+
 @pytest.mark.parametrize(("target", "status", "message"), [
     ("/chat/{id}/stream?startIndex=12", 400, "startIndex 12 is past the end: this stream has chunks 0..10 so far"),
     ("/chat/{id}/stream?startIndex=x", 400, "startIndex must be a decimal integer without sign or leading zeros "

@@ -152,7 +152,7 @@ async def stream_named(endpoints: Endpoints, request: LiveRequest, name: str) ->
 
 async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> OpenStream | Answer:
     """``GET /chat/<name>/stream``: a chat's or a stream's chunks (see the module)."""
-    start = _start(request)
+    start, asked = _start(request)
     registry = endpoints.registry
     stream_id = await stream_named(endpoints, request, name)
     try:
@@ -172,7 +172,7 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
     if start < 0:
         start, extra = max(0, count + start), ((_TAIL, str(count - 1)),)
     if start > count:
-        raise RequestError(400, f"startIndex {start} is past the end: this stream has chunks 0..{count - 1} so far")
+        raise RequestError(400, f"{asked} is past the end: this stream has chunks 0..{count - 1} so far")
     cursor = min(cursor_of(start), generated - 1)
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
     return _opened(endpoints, live, cursor, ChatFrames(start), _headers(stream_id, *extra))
@@ -196,8 +196,9 @@ def _start_index(value: str) -> int:
     return -back
 
 
-def _start(request: LiveRequest) -> int | None:
-    """The chunk a resume asks to start at: ``Last-Event-ID`` + 1, else ``?startIndex=`` (may be negative).
+def _start(request: LiveRequest) -> tuple[int | None, str]:
+    """The chunk a resume asks to start at: ``Last-Event-ID`` + 1, else ``?startIndex=`` (may be negative), and
+    how a refusal names what was asked (``startIndex 12``, ``Last-Event-ID 999``: the one the client sent).
 
     The header wins, as on ``/streams/<id>/events``: an EventSource (or ``tokenwire.client``) reconnecting to
     a ``?startIndex=0`` URL sends the last chunk it has, and must not get chunk 0 again.
@@ -212,7 +213,7 @@ def _start(request: LiveRequest) -> int | None:
     start = None if not given else _start_index(given[0])
     last = rules.last_event_id(request.header_values("last-event-id"), created=False)
     if last is None or last == "":
-        return start
+        return start, f"startIndex {start}"
     if len(last) > MAX_ID_DIGITS:
         raise RequestError(400, f"Last-Event-ID must be a chunk number, got {echo(last)}")
-    return parse_count("Last-Event-ID", last) + 1
+    return parse_count("Last-Event-ID", last) + 1, f"Last-Event-ID {last}"
