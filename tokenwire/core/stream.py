@@ -37,7 +37,9 @@ cursor from the log, so no reader kicks another off and each gets every
 index once.  A reader leaving cancels the producer (``cancel``) only when no
 other reader is attached.
 
-Every driver runs a stream's processes on one thread, so nothing here
+What one connection sends (its writer, ``serve``) is ``connection``'s; how
+an answer or a connection ends (``LOST``, ``STOPPED_ENDING``, ``Ending``) is
+``endings``'.  Every driver runs a stream's processes on one thread, so nothing here
 locks.  ``cond`` is a ``SingleThread`` notifier: every change a parked
 process could be waiting for calls its ``notify_all``, which the simulation
 counts and the event-loop driver hooks to retry the processes parked on the
@@ -46,47 +48,23 @@ stream.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
 
 from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
-from .effects import TIMEOUT, Effect, Get, Process, Put, Send, Sleep, Spawn
-from .frames import DEFAULT_RETRY_MS, HEARTBEAT, TokenItem, done_frame
+from .connection import Attached, serve
+from .effects import Effect, Process, Put, Sleep
+from .endings import LOST, STOPPED_ENDING, STOPPED_REASON, Ending, Lost, Stopped
+from .frames import DEFAULT_RETRY_MS, TokenItem, done_frame
 from .model import Model
 from .rendering import FRAMES, EarlyEnding, Rendering
 from .sync import SingleThread
-from .tokenlog import LogError, StreamLost, StreamState, TokenLog
+from .tokenlog import LogError, StreamState, TokenLog
 
-__all__ = ["LOST", "STOPPED_ENDING", "STOPPED_REASON", "CursorOutOfRange", "Ending", "Lost", "OnDisconnect",
-           "Stopped", "Stream", "StreamError", "TraceEntry"]
-
-# Why an answer stopped early when someone asked it to (``POST /streams/<id>/stop``).
-STOPPED_REASON = "stopped"
-
-
-@dataclass(frozen=True, slots=True)
-class Lost:
-    """The early ending of a stream whose tokens a shared log lost (``StreamLost``): ``reason`` says so."""
-
-    reason: str = "lost"
-    error: str | None = None
-
-
-LOST = Lost()
-
-
-@dataclass(frozen=True, slots=True)
-class Stopped:
-    """The ending of a stream asked to stop (an ``EarlyEnding``): ``reason`` ``stopped``, no error."""
-
-    reason: str = STOPPED_REASON
-    error: str | None = None
-
-
-STOPPED_ENDING = Stopped()
+# The endings and ``Attached`` live in ``endings`` and ``connection``; they are imported from here too.
+__all__ = ["LOST", "STOPPED_ENDING", "STOPPED_REASON", "Attached", "CursorOutOfRange", "Ending", "Lost",
+           "OnDisconnect", "Stopped", "Stream", "StreamError", "TraceEntry"]
 
 
 class StreamError(Exception):
@@ -101,23 +79,9 @@ class CursorOutOfRange(StreamError):
         self.cursor, self.total = cursor, total
 
 
-# What attaching a reader gives: the tokens to replay, and a producer to start (or None).
-Attached = tuple[list["TokenItem"], "Process | None"]
-
-
 class OnDisconnect(StrEnum):
     CANCEL = "cancel"
     DETACH = "detach"
-
-
-class Ending(StrEnum):
-    """How one connection ended."""
-
-    DONE = "done"                  # the done frame was sent
-    CUT = "cut"                    # the disconnect policy cut the reader off
-    CLOSED_BY_SERVER = "closed"    # the server closed it after cut_after token frames
-    PEER_GONE = "peer-gone"        # the reader hung up (or a write failed)
-    REPLACED = "replaced"          # the channel was let go under it: the peer declared gone, or the log lost it
 
 
 class TraceEntry(NamedTuple):
@@ -135,7 +99,7 @@ class TraceEntry(NamedTuple):
 
 
 class Stream:
-    """Shared state of one stream; the producer and writers are its generator methods.
+    """Shared state of one stream; the producer is its generator method, a connection's writer ``serve``.
 
     ``meta`` is stored in the log with the stream (what another instance needs
     to rebuild it); ``attach=True`` joins a stream another instance already
@@ -350,7 +314,7 @@ class Stream:
         self.channel, self.followers = None, []
         self.cond.notify_all()
 
-    def _lose(self, reached: int) -> None:
+    def lose(self, reached: int) -> None:
         """The log lost the stream's tokens (``StreamLost``): it ends after ``reached`` tokens (the most a reader
         here was given), and every reader ends after what it holds, with the early ending ``LOST``."""
         self.total = max(self.total, reached) if self.ending is LOST else reached
@@ -386,59 +350,11 @@ class Stream:
     # -- the writer --------------------------------------------------------
     def serve(self, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,
               heartbeat_ns: int | None = None, rendering: Rendering = FRAMES) -> Process:
-        """Write one connection's frames: open, replay, live tokens, done, each as ``rendering`` puts it.
+        """Write one connection's frames (``connection.serve``); returns (as the generator's value) the ``Ending``.
 
-        Returns (as the generator's value) the ``Ending``.  ``cut_after``
-        closes the connection after that many token frames (0: right after
-        the open frame).  A follower (see
-        ``connect``) takes its tokens from the log each time its doorbell rings.
+        A follower (see ``connect``) takes its tokens from the log each time its doorbell rings.
         """
-        lost = False
-        try:
-            replay, producer = yield from self.attach(cursor, channel)
-        except StreamLost:
-            self._lose(cursor + 1)
-            replay, producer, lost = [], None, True
-        follower = self.is_follower(channel)
-        if producer is not None:
-            yield Spawn(producer)
-        opened = rendering.opening(self, cursor)
-        if opened and not (yield Send(opened)):
-            return self._left(channel, Ending.PEER_GONE)
-        if cut_after == 0:                  # the connection dies before its first token
-            return self._left(channel, Ending.CLOSED_BY_SERVER)
-        sent, last = 0, cursor
-        got: object                         # a TokenItem, a Taken reason, or TIMEOUT
-        pending: deque[TokenItem | Taken] = deque(replay)
-        if lost:
-            pending.append(Taken.END)       # nothing to replay: the lost ending at once
-        while True:
-            if pending:
-                got = pending.popleft()
-            else:
-                got = yield Get(self, channel, heartbeat_ns)
-                if follower and (isinstance(got, TokenItem) or got is Taken.END):
-                    pending.extend((yield from self._caught_up(last)))    # the doorbell rang: read the log
-                    if got is Taken.END or self.ending is LOST:
-                        pending.append(Taken.END)
-                    continue
-            if isinstance(got, TokenItem):
-                if got.index <= last:
-                    continue                # read from the log and then offered live too: sent once
-                if not (yield Send(rendering.token(got))):
-                    return self._left(channel, Ending.PEER_GONE)
-                sent, last = sent + 1, got.index
-                if cut_after is not None and sent >= cut_after:
-                    return self._left(channel, Ending.CLOSED_BY_SERVER)
-            elif got is TIMEOUT:
-                if not (yield Send(HEARTBEAT)):      # between two frames, never inside one
-                    return self._left(channel, Ending.PEER_GONE)
-            elif got is Taken.END:
-                yield Send(rendering.closing(self, cursor + 1, channel.stats().dropped))
-                self._left(channel, Ending.DONE)
-                return Ending.DONE
-            else:
-                return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+        return serve(self, cursor, channel, cut_after=cut_after, heartbeat_ns=heartbeat_ns, rendering=rendering)
 
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
         """Return the last frame of a connection that reached the end: ``done``, with the reason of an early
@@ -446,19 +362,7 @@ class Stream:
         return done_frame(self.total, delivered_from=delivered_from, dropped=dropped,
                           reason=None if self.ending is None else self.ending.reason)
 
-    def _caught_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
-        """``catch_up``, or nothing once the log has lost the stream (the reader then gets the lost ending)."""
-        if self.ending is not LOST:
-            try:
-                return (yield from self.catch_up(last))
-            except StreamLost:
-                self._lose(last + 1)
-        return []
-
     def _logged_after(self, last: int) -> list[TokenItem]:
         count = self.log.length(self.stream_id) - last - 1
         return [TokenItem(i, t) for i, t in enumerate(self.log.read_after(self.stream_id, last, count), last + 1)]
 
-    def _left(self, channel: BoundedChannel[TokenItem], ending: Ending) -> Ending:
-        self.disconnect(channel)
-        return ending

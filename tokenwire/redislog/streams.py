@@ -254,7 +254,7 @@ class SharedStream(AwaitedReads, Stream):
     def _fail(self, exc: LogError) -> Process:
         self.failure = exc
         if isinstance(exc, StreamLost):
-            self._lose(self.offered + 1)    # never generated again: every reader gets the "lost" ending
+            self.lose(self.offered + 1)    # never generated again: every reader gets the "lost" ending
         else:
             self._lost()                    # the writers end their connections without `done`
         try:

@@ -1,0 +1,113 @@
+"""One connection to a stream: the writer process that sends its opening, the replay, live tokens and its end.
+
+How this works: ``serve`` attaches the connection's channel to the stream
+(``attach``: the tokens to replay from the log, and a producer to start if
+none runs), then sends what its ``Rendering`` makes of the opening, of each
+token and of the end.  Replayed tokens come first, then what arrives in the
+channel; an index already sent is never sent again.  A follower (another
+reader was attached first) takes its tokens from the log each time its
+doorbell rings (``catch_up``).  A heartbeat goes out between two frames when
+the channel stays empty for ``heartbeat_ns``.  A log that lost the stream
+(``StreamLost``) ends the connection after what it holds, with the lost
+ending.  The stream is reached through ``Connected``, a protocol, so this
+module does not import the stream module that calls it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from typing import Any, Protocol
+
+from .channel import BoundedChannel, Taken
+from .effects import TIMEOUT, Effect, Get, Mailbox, Process, Send, Spawn
+from .endings import LOST, Ending
+from .frames import HEARTBEAT, TokenItem
+from .rendering import FRAMES, Rendered, Rendering
+from .tokenlog import StreamLost
+
+__all__ = ["Attached", "Connected", "serve"]
+
+# What attaching a reader gives: the tokens to replay, and a producer to start (or None).
+Attached = tuple[list[TokenItem], "Process | None"]
+
+
+class Connected(Rendered, Mailbox, Protocol):
+    """What a connection's writer asks of its stream (``Stream`` is one)."""
+
+    def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]: ...
+    def catch_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]: ...
+    def is_follower(self, channel: BoundedChannel[TokenItem]) -> bool: ...
+    def lose(self, reached: int) -> None: ...
+    def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None: ...
+
+
+def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,
+          heartbeat_ns: int | None = None, rendering: Rendering = FRAMES) -> Process:
+    """Write one connection's frames: open, replay, live tokens, done, each as ``rendering`` puts it.
+
+    Returns (as the generator's value) the ``Ending``.  ``cut_after``
+    closes the connection after that many token frames (0: right after
+    the open frame).
+    """
+    lost = False
+    try:
+        replay, producer = yield from stream.attach(cursor, channel)
+    except StreamLost:
+        stream.lose(cursor + 1)
+        replay, producer, lost = [], None, True
+    follower = stream.is_follower(channel)
+    if producer is not None:
+        yield Spawn(producer)
+    opened = rendering.opening(stream, cursor)
+    if opened and not (yield Send(opened)):
+        return _left(stream, channel, Ending.PEER_GONE)
+    if cut_after == 0:                  # the connection dies before its first token
+        return _left(stream, channel, Ending.CLOSED_BY_SERVER)
+    sent, last = 0, cursor
+    got: object                         # a TokenItem, a Taken reason, or TIMEOUT
+    pending: deque[TokenItem | Taken] = deque(replay)
+    if lost:
+        pending.append(Taken.END)       # nothing to replay: the lost ending at once
+    while True:
+        if pending:
+            got = pending.popleft()
+        else:
+            got = yield Get(stream, channel, heartbeat_ns)
+            if follower and (isinstance(got, TokenItem) or got is Taken.END):
+                pending.extend((yield from _caught_up(stream, last)))    # the doorbell rang: read the log
+                if got is Taken.END or stream.ending is LOST:
+                    pending.append(Taken.END)
+                continue
+        if isinstance(got, TokenItem):
+            if got.index <= last:
+                continue                # read from the log and then offered live too: sent once
+            if not (yield Send(rendering.token(got))):
+                return _left(stream, channel, Ending.PEER_GONE)
+            sent, last = sent + 1, got.index
+            if cut_after is not None and sent >= cut_after:
+                return _left(stream, channel, Ending.CLOSED_BY_SERVER)
+        elif got is TIMEOUT:
+            if not (yield Send(HEARTBEAT)):      # between two frames, never inside one
+                return _left(stream, channel, Ending.PEER_GONE)
+        elif got is Taken.END:
+            yield Send(rendering.closing(stream, cursor + 1, channel.stats().dropped))
+            _left(stream, channel, Ending.DONE)
+            return Ending.DONE
+        else:
+            return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+
+
+def _caught_up(stream: Connected, last: int) -> Generator[Effect, Any, list[TokenItem]]:
+    """``catch_up``, or nothing once the log has lost the stream (the reader then gets the lost ending)."""
+    if stream.ending is not LOST:
+        try:
+            return (yield from stream.catch_up(last))
+        except StreamLost:
+            stream.lose(last + 1)
+    return []
+
+
+def _left(stream: Connected, channel: BoundedChannel[TokenItem], ending: Ending) -> Ending:
+    stream.disconnect(channel)
+    return ending
