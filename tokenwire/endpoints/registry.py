@@ -10,28 +10,26 @@ past ``max_live`` it raises ``Busy`` (a 503 with ``Retry-After``).  Producers ru
 processes on the server's event-loop driver (``driver``, set when the server
 starts); ``producers_running`` counts them, so a test can see a cancelled
 producer actually end.  ``admit_creation`` is the per-client creation
-quota: a token bucket per address, so one client's flood is refused (429)
+quota (``admission.CreationQuota``), so one client's flood is refused (429)
 before it can crowd out other clients' streams.
 
 The token log is passed in (``MemoryTokenLog`` on this registry's clock by
 default), which is the one seam a shared log such as Redis Streams plugs
 into, with the factories (plain and awaited) that build ``Stream`` objects for it.  A
-stream's spec is written to the log's meta (``spec_to_meta``), so when
+stream's spec is written to the log's meta (``live_stream.spec_to_meta``), so when
 ``get`` does not know an id it asks the log and, if another instance (or an
 earlier eviction from this registry) left the stream there, rebuilds it
-(``attach_stream``).
+(``attach_stream``).  The limits' names (``admission``) and the live
+stream's (``live_stream``) are imported from here too.
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.clock import RealClock
@@ -47,6 +45,18 @@ from ..core.tokenlog import (
     UnknownStream,
 )
 from ..realtime import LoopDriver
+from .admission import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Busy, CreationQuota, OverQuota
+from .live_stream import (
+    AttachStream,
+    AttachStreamAsync,
+    LiveStream,
+    NewStream,
+    NewStreamAsync,
+    attach_stream,
+    new_stream,
+    spec_from_meta,
+    spec_to_meta,
+)
 
 if TYPE_CHECKING:
     from ..redislog.aio import AsyncRedisLog
@@ -58,105 +68,6 @@ __all__ = ["AttachStreamAsync", "DEFAULT_CREATE_BURST", "DEFAULT_CREATE_RATE", "
 # 16 random bytes (22 URL-safe characters, 128 bits): the id is the only key
 # to a stream, so it must not be guessable or enumerable.
 STREAM_ID_BYTES = 16
-# Open event streams at once.  Each costs a socket, a writer and a producer
-# on the one event loop (a few KiB); 1,024 holds the 1,000-stream bench and
-# refuses a flood with 503 long before file descriptors run out (the common
-# default limit is 1,024 per process; ``tokenwire serve`` raises its soft limit).
-DEFAULT_MAX_LIVE = 1024
-# Streams one client address may create in a burst, and how fast its
-# allowance refills: a load test that opens 2,000 streams from one address
-# at once passes; a client creating streams without pause is held to 50 a
-# second (429 with Retry-After).
-DEFAULT_CREATE_BURST = 2048
-DEFAULT_CREATE_RATE = 50.0
-# Client addresses whose allowance is remembered (the least recently seen
-# is forgotten past it; a forgotten client starts with a full burst).
-QUOTA_CLIENTS = 4096
-
-
-class OverQuota(Exception):
-    """A client address has used up its stream-creation allowance; ``retry_after_s`` until the next one."""
-
-    def __init__(self, client: str, retry_after_s: int) -> None:
-        super().__init__(f"too many new streams from {client}: try again in {retry_after_s} s")
-        self.client, self.retry_after_s = client, retry_after_s
-
-
-class Busy(Exception):
-    """The server already holds ``max_live`` open event streams."""
-
-    def __init__(self, max_live: int) -> None:
-        super().__init__(f"too many open streams: this server holds at most {max_live}")
-        self.max_live = max_live
-
-
-@dataclass(slots=True)
-class LiveStream:
-    """A stream and its live-only settings.
-
-    ``cut_after``: close the first connection that reaches this many token
-    frames; used once, so the reconnect that follows completes the stream.
-    """
-
-    stream: Stream
-    spec: RunSpec
-    cut_after: int | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def stream_id(self) -> str:
-        return self.stream.stream_id
-
-    def take_cut(self, requested: int | None) -> int | None:
-        """Return the cut to apply to a new connection (``requested`` or the stored one), at most once."""
-        with self._lock:
-            cut = requested if requested is not None else self.cut_after
-            if cut is None or self.cut_after == -1:
-                return None
-            self.cut_after = -1          # spent: later connections run to the end
-            return cut
-
-
-# The meta key a stream's spec is kept under (``redislog.streams`` uses the
-# same functions, so any instance can rebuild the others' streams).
-SPEC_KEY = "spec"
-
-
-def spec_to_meta(spec: RunSpec) -> dict[str, Any]:
-    """Return the JSON-able meta a token log keeps for a live stream (enough to rebuild it)."""
-    return {SPEC_KEY: {key: getattr(value, "value", value) for key, value in asdict(spec).items()}}
-
-
-def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
-    """Return the spec stored by ``spec_to_meta``; raises ``ValueError`` if there is none or it is bad."""
-    values = meta.get(SPEC_KEY)
-    if not isinstance(values, dict):
-        raise ValueError(f"the log's meta carries no stream spec: {dict(meta)!r}")
-    try:
-        return RunSpec(**values)
-    except TypeError as exc:
-        raise ValueError(f"the log's meta carries a bad stream spec: {exc}") from None
-
-
-def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
-               meta: Mapping[str, Any] | None = None) -> Stream:
-    """Create a stream of ``spec`` (and ``meta``, its principal) in ``log``; returns it (traced if ``keep_trace``)."""
-    return spec.stream(Stream, stream_id, log, meta={**spec_to_meta(spec), **(meta or {})}, keep_trace=keep_trace)
-
-
-def attach_stream(stream_id: str, log: TokenLog) -> Stream:
-    """Rebuild a stream that is in ``log`` but not in this registry; raises ``UnknownStream``."""
-    try:
-        spec = spec_from_meta(log.meta(stream_id))
-    except ValueError:
-        raise UnknownStream(stream_id) from None      # made by something that is not a live server
-    return spec.stream(Stream, stream_id, log, attach=True, keep_trace=False)
-
-
-NewStream = Callable[..., Stream]
-NewStreamAsync = Callable[..., Awaitable[Stream]]
-AttachStreamAsync = Callable[[str, TokenLog], Awaitable[Stream]]
-AttachStream = Callable[[str, TokenLog], Stream]
 
 
 def _check_cut(spec: RunSpec, cut_after: int | None) -> None:
@@ -194,14 +105,11 @@ class Registry:
                  new_stream: NewStream = new_stream, attach_stream: AttachStream = attach_stream,
                  new_stream_async: NewStreamAsync | None = None,
                  attach_stream_async: AttachStreamAsync | None = None) -> None:
-        for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_live", max_live),
-                            ("create_burst", create_burst)):
+        for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_live", max_live)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if isinstance(create_rate, bool) or not isinstance(create_rate, (int, float)) or not 0 < create_rate < 1e9:
-            raise ValueError(f"create_rate must be a positive number of streams per second, got {create_rate!r}")
-        self.create_burst, self.create_rate, self.keep_trace = create_burst, float(create_rate), keep_trace
-        self._allowance: OrderedDict[str, tuple[float, float]] = OrderedDict()   # client -> (tokens, when)
+        self.quota = CreationQuota(create_burst, create_rate)
+        self.keep_trace = keep_trace
         self.driver: LoopDriver | None = None        # the server's, set when it starts
         self.clock = clock or RealClock()
         self.log: TokenLog = log if log is not None else MemoryTokenLog(
@@ -377,17 +285,8 @@ class Registry:
 
     # -- creation quota ----------------------------------------------------------
     def admit_creation(self, client: str) -> None:
-        """Take one stream creation from ``client``'s allowance; raises ``OverQuota`` when it has none."""
-        now = time.monotonic()
-        with self._lock:
-            tokens, then = self._allowance.pop(client, (float(self.create_burst), now))
-            tokens = min(float(self.create_burst), tokens + (now - then) * self.create_rate)
-            if tokens < 1:
-                self._allowance[client] = (tokens, now)
-                raise OverQuota(client, max(1, math.ceil((1 - tokens) / self.create_rate)))
-            self._allowance[client] = (tokens - 1, now)
-            while len(self._allowance) > QUOTA_CLIENTS:
-                self._allowance.popitem(last=False)
+        """Take one stream creation from ``client``'s allowance (``CreationQuota``); raises ``OverQuota``."""
+        self.quota.admit(client)
 
     # -- producers -----------------------------------------------------------
     def spawn(self, proc: Process) -> None:
