@@ -144,7 +144,7 @@ def test_presence_joins_leaves_is_renewed_and_runs_out(loop_kind: str) -> None:
         seen.append(("A leaves, B reads", await a.aio.leave("s")))
         await asyncio.sleep(0.6)                       # past a lease: B's entry lives on by its renewals
         seen.append(("B renewed", await a.aio.deserted("s")))
-        b.aio.writer.unattend("s")                     # B stops renewing (as a process that died)
+        b.aio.writer.renewal.unattend("s")                     # B stops renewing (as a process that died)
         while not await a.aio.deserted("s"):           # until Redis lets B's entry run out
             await asyncio.sleep(POLL_S)
         seen.append(("B ran out", True))

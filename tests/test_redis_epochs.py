@@ -52,8 +52,7 @@ def test_a_stale_owner_is_refused_even_before_the_new_owner_appends(url):
         assert (await a.aio.claim("s")).epoch == 1
         for i in range(3):
             await a.aio.append("s", i, f"a{i}")
-        a.aio.writer._renewal.cancel()                 # A stalls: its lease runs out, nobody renews it
-        a.aio.writer._renewal = None
+        a.aio.writer.renewal.stop()                    # A stalls: its lease runs out, nobody renews it
         await asyncio.to_thread(lease_expired, url, "s")
         claim = await b.aio.claim("s")
         assert claim.owned and claim.epoch == 2 and claim.length == 3

@@ -266,7 +266,7 @@ def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_a
     async def scene() -> tuple[list[object], int]:
         await asyncio.gather(*(a.aio.create(sid, {}, 3) for sid in ids))
         claims = await asyncio.gather(*(a.aio.claim(sid) for sid in ids))
-        assert all(claim.owned for claim in claims) and len(a.aio.writer.owned) == 200
+        assert all(claim.owned for claim in claims) and len(a.aio.writer.renewal.owned) == 200
         await b.aio.command("DEL", b._keys("s7")[2])                      # s7's lease runs out, and B
         assert (await b.aio.claim("s7")).owned                             # claims it meanwhile
         b.aio.disown("s7")

@@ -187,7 +187,7 @@ class SharedModelStream(AwaitedReads, ModelStream):
         self._present = False
         if not cancel:
             with contextlib.suppress(RuntimeError):      # no running loop: nothing is renewed there either
-                self.aio.writer.unattend(self.stream_id)
+                self.aio.writer.renewal.unattend(self.stream_id)
             return
         deserted = self._presence(self.aio.leave)
         if deserted is not None and self.source is not None:

@@ -146,7 +146,7 @@ class AsyncRedisLog:
         """Record ``state`` (``done`` is final; ``done``/``cancelled`` release this instance's lease)."""
         writer = self._here().writer
         if state is not StreamState.GENERATING:
-            writer.disown(stream_id)
+            writer.renewal.disown(stream_id)
         stored = await writer.script("set_state", self.log._keys(stream_id),
                                      [self.log.owner_id, StreamState(state).value, self.log.ttl_ms])
         if not stored:
@@ -201,12 +201,12 @@ class AsyncRedisLog:
     async def _lease(self, script: str, stream_id: str, hold_ms: int | None) -> Claim:
         """Run the lease ``script`` (claim, take_over); a lease taken is renewed on the writer's timer."""
         writer = self._here().writer
-        held = stream_id in writer.owned
+        held = stream_id in writer.renewal.owned
         claim: Claim = await writer.script(script, self.log._keys(stream_id),
                                            [self.log.owner_id, hold_ms or self.log.lease_ms],
                                            parse=lambda reply: claimed(stream_id, reply))
         if claim.owned:
-            writer.own(stream_id, claim.epoch)
+            writer.renewal.own(stream_id, claim.epoch)
             if claim.length and not held:
                 self.takeovers += 1         # generation goes on here from where another producer left it
         return claim
@@ -222,7 +222,7 @@ class AsyncRedisLog:
 
     async def release(self, stream_id: str) -> bool:
         writer = self._here().writer
-        writer.disown(stream_id)
+        writer.renewal.disown(stream_id)
         return bool(await writer.script("release", [self.log._keys(stream_id)[2]], [self.log.owner_id]))
 
     async def stop(self, stream_id: str) -> StreamState:
@@ -237,25 +237,25 @@ class AsyncRedisLog:
 
     def watch_stop(self, stream_id: str, stopped: Callable[[], None]) -> None:
         """Call ``stopped`` when the lease renewal finds the stream this instance generates stopped."""
-        self._here().writer.watch_stop(stream_id, stopped)
+        self._here().writer.renewal.watch_stop(stream_id, stopped)
 
     def disown(self, stream_id: str) -> None:
         """Stop renewing ``stream_id``'s lease here (fenced off, or its producer ended); needs no running loop."""
         for engine in list(self._engines.values()):
-            engine.writer.disown(stream_id)
+            engine.writer.renewal.disown(stream_id)
 
     # -- readers' presence (``presence``) ------------------------------------------------------
     def attend(self, stream_id: str) -> asyncio.Future[Any]:
         """Say a reader of ``stream_id`` is attached here (renewed on the timer until ``leave``)."""
         writer = self._here().writer
-        writer.attend(stream_id)
+        writer.renewal.attend(stream_id)
         return writer.script("join", self._presence_keys(stream_id), [self.log.owner_id, self.log.lease_ms,
                                                                       self.log.ttl_ms])
 
     def leave(self, stream_id: str) -> asyncio.Future[bool]:
         """Say no reader of ``stream_id`` is attached here any more; the future: the stream is deserted now."""
         writer = self._here().writer
-        writer.unattend(stream_id)
+        writer.renewal.unattend(stream_id)
         return writer.script("leave", self._presence_keys(stream_id), [self.log.owner_id], parse=bool)
 
     def deserted(self, stream_id: str) -> asyncio.Future[bool]:

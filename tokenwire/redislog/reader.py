@@ -21,8 +21,9 @@ import asyncio
 from typing import Any
 
 from ..core.tokenlog import LogError
+from .clients import STALL_TIMEOUT_S, Settings, client, unavailable
 from .scripts import entry_index
-from .writer import STALL_TIMEOUT_S, LogWriter, Settings, client, unavailable
+from .writer import LogWriter
 
 __all__ = ["FOLLOW_COUNT", "FOLLOW_LINGER_S", "LogReader"]
 

@@ -22,44 +22,31 @@ down, no answer within ``STALL_TIMEOUT_S``) fails every future in it with
 ``LogUnavailable``, as does an append's own error that is not a refusal
 (Redis out of memory).
 
-The owner's leases are renewed here too: ``own`` adds a stream (and the
-epoch its appends are fenced by) to those a timer renews, a third of a
-lease apart, in one ``RENEW_MANY`` call (which also re-arms the streams'
-TTLs), so neither the per-token path nor a long model step claims anything.
-The same timer renews this process's reader presence (``attend``: the
-streams read here, ``presence``) in one ``PRESENT_MANY`` call.
+The owner's leases and the readers' presence are renewed through these
+rounds too, on the timer of ``renewal`` (the writer's ``renewal``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any
 
 import redis
-import redis.asyncio
-from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
-from redis.retry import Retry
 
-from ..core.tokenlog import LogError, LogUnavailable
-from .presence import ignored, readers_key
-from .redact import scrub
+from ..core.tokenlog import LogError
+from .clients import OP_TIMEOUT_S, STALL_TIMEOUT_S, Settings, client, unavailable
+from .renewal import Renewal
 from .resp import Replies, pack
 from .rounds import Append, Appends, Command, Parse, RoundFigures, settle
 from .scripts import REFUSED, SCRIPTS, appended
 
+# The timeouts, Settings, client and unavailable live in ``clients``; they are imported from here too.
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
-           "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter", "Settings"]
+           "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter", "Settings", "client", "unavailable"]
 
-# A request's wait for Redis before it is answered 503: Redis answers in well
-# under a millisecond on a LAN, so a second means it is down or wedged.
-OP_TIMEOUT_S = 1.0
-# The writer's socket timeout: a Redis that stalls for less (a fork, a slow
-# disk, SIGSTOP in the tests) pauses the streams, which then go on; past it
-# the round fails and the streams end without `done` (their readers resume).
-STALL_TIMEOUT_S = 10.0
 # Appends in one round: 1,024 covers a process's 1,000 streams each with a
 # token waiting; more wait one round (a script call's arguments stay ~100 KB).
 MAX_APPENDS_PER_ROUND = 1024
@@ -85,36 +72,6 @@ _REFUSED_ID = "equal or smaller than the target stream top item"
 _NOSCRIPT_RETRIES = 2
 
 
-class Settings(Protocol):
-    """What the writer and reader read of the log: where Redis is, who this instance is, its settings."""
-
-    url: str                # carries the password: only redis-py reads it
-    where: str              # the URL as output shows it (``redact_url``)
-    owner_id: str
-    lease_ms: int
-    ttl_ms: int
-    maxlen: int
-    block_ms: int
-
-    def _keys(self, stream_id: str) -> tuple[str, str, str]: ...
-    def kept_key(self, kind: str, key: str) -> str: ...
-
-
-def client(settings: Settings, socket_timeout_s: float) -> Any:
-    """A redis.asyncio client of one connection (its user never runs two commands at once).
-
-    Any: redis-py types every reply as a union of bytes/str/None whatever decode_responses says.
-    """
-    return redis.asyncio.Redis.from_url(settings.url, decode_responses=True, max_connections=1,
-                                        socket_timeout=socket_timeout_s, socket_connect_timeout=OP_TIMEOUT_S,
-                                        retry=Retry(NoBackoff(), 1))   # one immediate retry: a reconnect
-
-
-def unavailable(settings: Settings, exc: BaseException) -> LogUnavailable:
-    """The operator's account of ``exc``: the host (``where`` is redacted), never the password; clients see less."""
-    return LogUnavailable(f"redis at {settings.where}: {type(exc).__name__}: {scrub(str(exc), settings.url)}")
-
-
 class LogWriter:
     """One event loop's queue of Redis commands, flushed a round at a time on one connection."""
 
@@ -134,10 +91,7 @@ class LogWriter:
         self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.figures = RoundFigures()         # each round's time, the appends Redis took (``/metrics``)
-        self.owned: dict[str, int] = {}       # streams whose lease this instance renews -> their epoch
-        self.present: set[str] = set()        # streams with a reader here: their presence is renewed too
-        self.on_stop: dict[str, Callable[[], None]] = {}   # owned streams' owners, told when one is stopped
-        self._renewal: asyncio.TimerHandle | None = None
+        self.renewal = Renewal(settings, loop, self.script)   # the leases and presence renewed on a timer
 
     # -- queueing ----------------------------------------------------------------------------------
     def command(self, *args: object, parse: Parse | None = None) -> asyncio.Future[Any]:
@@ -211,7 +165,8 @@ class LogWriter:
     async def _round(self, appends: list[Append], commands: list[Command]) -> None:
         self.rounds += 1
         try:
-            out = Appends(appends, self.owned, self.settings.owner_id, self.settings.maxlen, self.shas["append_one"])
+            out = Appends(appends, self.renewal.owned, self.settings.owner_id, self.settings.maxlen,
+                          self.shas["append_one"])
             added, replies = await self._send(out, commands)
             if added is not None:
                 await self._refused(out.fast, added)
@@ -351,62 +306,8 @@ class LogWriter:
         except Exception:  # noqa: BLE001 - the next round fails (and says why) or loads them again
             pass
 
-    # -- leases -------------------------------------------------------------------------------------------
-    def own(self, stream_id: str, epoch: int) -> None:
-        """Renew ``stream_id``'s lease on the timer from now on (this instance generates it, in ``epoch``)."""
-        self.owned[stream_id] = epoch
-        self._arm()
-
-    def disown(self, stream_id: str) -> None:
-        self.owned.pop(stream_id, None)
-        self.on_stop.pop(stream_id, None)
-
-    def watch_stop(self, stream_id: str, stopped: Callable[[], None]) -> None:
-        """Call ``stopped`` when a renewal finds ``stream_id`` stopped (on any instance), until it is disowned."""
-        self.on_stop[stream_id] = stopped
-
-    def attend(self, stream_id: str) -> None:
-        """Renew this process's reader presence on ``stream_id`` on the timer (``presence``), until ``unattend``."""
-        self.present.add(stream_id)
-        self._arm()
-
-    def unattend(self, stream_id: str) -> None:
-        self.present.discard(stream_id)
-
-    def _arm(self) -> None:
-        if self._renewal is None:
-            self._renewal = self.loop.call_later(self.settings.lease_ms / 3000, self._renew)
-
-    def _renew(self) -> None:
-        """The timer: one call renews every lease held here, one more every reader presence; a timer handle, so
-        a closing loop leaves no task."""
-        self._renewal = None
-        if not self.owned and not self.present:
-            return
-        s = self.settings
-        if self.present:
-            readers = [readers_key(s._keys(sid)[0]) for sid in self.present]
-            self.script("present_many", readers, [s.owner_id, s.lease_ms, s.ttl_ms]).add_done_callback(ignored)
-        if self.owned:
-            ids = list(self.owned)
-            keys = [key for sid in ids for key in s._keys(sid)]
-            self.script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen]).add_done_callback(
-                lambda done: self._renewed(ids, done))
-        self._renewal = self.loop.call_later(s.lease_ms / 3000, self._renew)
-
-    def _renewed(self, ids: list[str], done: asyncio.Future[Any]) -> None:
-        if done.cancelled() or done.exception() is not None:
-            return                          # Redis is away: the appends say so; the next period tries again
-        for sid, kept in zip(ids, done.result(), strict=True):
-            if kept != 1:
-                self.owned.pop(sid, None)   # taken over: its appends are checked (and refused) from now on
-            stopped = self.on_stop.pop(sid, None) if kept == 2 else None
-            if stopped is not None:
-                stopped()                   # stopped elsewhere: the model stops now, not at its next token
-
     async def close(self) -> None:
-        if self._renewal is not None:
-            self._renewal.cancel()
+        self.renewal.stop()
         if self._conn is not None:
             await self._conn.disconnect()
             await self.redis.connection_pool.release(self._conn)
