@@ -1,8 +1,8 @@
 """The Redis token log, on redis.asyncio: the one implementation (``RedisTokenLog`` is its blocking face).
 
 How this works: each event loop that uses the log gets one ``LogWriter``
-(every command, appends batched into one script call per round: the group
-commit, and the owner's lease renewal on a timer) and one ``LogReader`` (one
+(every command, appends batched into one round trip per round: the group
+commit; its ``renewal`` renews the owner's leases on a timer) and one ``LogReader`` (one
 ``XREAD BLOCK`` over every stream followed on that loop): two connections
 to Redis per loop, whatever the number of streams.  A redis.asyncio
 connection belongs to the loop that opened it, hence one pair per loop; a
