@@ -15,7 +15,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ import openai
 import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
 from doc_text import all_text
-from redis_fixture import running_redis
+from redis_fixture import lease_expired, running_redis
 
 from tokenwire.asgi import TokenStreams
 
@@ -144,7 +143,7 @@ def test_a_continuation_keeps_the_principal_and_the_headers_but_those_kept_out_o
             url = f"/model/streams/{stream_id}/events"
             first = read_stream(one.url + url, headers=ALICE, stop_after=5)
             one.stop(signal.SIGKILL)                                  # the owner dies mid-answer
-            time.sleep(0.5)                                           # its lease (400 ms) runs out
+            lease_expired(redis_server.url, stream_id)                # its lease (400 ms) runs out
             assert httpx.get(other.url + url, headers=BOB).status_code == 404
             rest = read_stream(other.url + url, headers={**ALICE, "Last-Event-ID": first.tokens[-1].id},
                                timeout_s=20)
