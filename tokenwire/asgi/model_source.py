@@ -185,14 +185,15 @@ class ModelSource:
             on_disconnect = OnDisconnect.DETACH      # a response goes on without its reader: it is retrieved later
         owner = owner_meta(request.principal)
         if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
+            logged = self.logged(made)
             meta: dict[str, Any] = {**META, NAME_KEY: self.name, **owner, "policy": policy.value,
                                     "capacity": capacity}
             if self.takeover == "continue":
-                meta[REQUEST_KEY] = request_to_meta(made, self.keep_out_of_log)
+                meta[REQUEST_KEY] = request_to_meta(logged)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
             await self.registry.aio.claim(stream_id)      # owned from the start: no lease means no owner
             stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
-                                       on_disconnect=on_disconnect, continuation=self.continuation(self.logged(made)),
+                                       on_disconnect=on_disconnect, continuation=self.continuation(logged),
                                        headers=made.headers)
         else:
             stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name, **owner},

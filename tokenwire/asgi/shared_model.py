@@ -54,7 +54,7 @@ import base64
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from typing import Any
 
 from ..core.channel import BoundedChannel
@@ -107,17 +107,16 @@ def is_model_meta(meta: Any) -> bool:
     return isinstance(meta, dict) and meta.get("model") == META["model"]
 
 
-def request_to_meta(request: StreamRequest, keep_out: Collection[str] = ()) -> dict[str, Any]:
+def request_to_meta(request: StreamRequest) -> dict[str, Any]:
     """The JSON-able record of ``request`` a continuable stream keeps in its meta (the body as base64).
 
     A chat's request keeps only that it was one: its ``chat`` is read again
-    from the body.  Its headers are kept but for those named in ``keep_out``
-    (lower-case: ``TokenStreams(keep_out_of_log=...)``); the principal is
-    the meta's own.
+    from the body.  Its headers are kept as given: the caller has taken out
+    those kept out of the log (``ModelSource.logged``); the principal is the
+    meta's own.
     """
-    headers = {name: value for name, value in request.headers.items() if name not in keep_out}
     return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),
-            "client": request.client, "chat": request.chat is not None, "headers": headers,
+            "client": request.client, "chat": request.chat is not None, "headers": dict(request.headers),
             "openai": None if request.openai is None else request.openai.api}
 
 

@@ -40,7 +40,7 @@ from . import rules
 from .access import chat_name
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
 from .params import MAX_ID_DIGITS, RequestError, echo, field_of, json_object, parse_count
-from .registry import Busy, LiveStream, Registry
+from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
 
@@ -129,8 +129,7 @@ async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> 
     chat = parse_chat(body)
     asked = endpoints.chat_asked(chat)
     registry = endpoints.registry
-    if registry.live >= registry.max_live:                # no stream is made for a 503
-        raise rules.busy_error(Busy(registry.max_live))
+    rules.check_room(registry)                            # no stream is made for a 503
     live = await endpoints.make(asked, request, body)
     if chat.chat_id is not None:
         await endpoints.chats.remember(chat_name(request.principal, chat.chat_id), live.stream_id)
@@ -138,10 +137,7 @@ async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> 
 
 
 def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFrames, headers: Headers) -> OpenStream:
-    try:
-        endpoints.registry.open_slot()
-    except Busy as exc:
-        raise rules.busy_error(exc) from None
+    rules.take_slot(endpoints.registry)
     return OpenStream(live, cursor, None, None, None, frames, headers)
 
 

@@ -51,7 +51,7 @@ from .openai import (
     retrieve_response,
 )
 from .params import RequestError, echo, spec_from_query
-from .registry import Busy, LiveStream, OverQuota, Registry
+from .registry import LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, QUERY_BODY, ErrorFormat, Found, Route, RouteTable
 from .writing import EventWire, Writing, write_events
 
@@ -244,8 +244,7 @@ class Endpoints:
                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
         asked = self.source.parse(request.query)
         rules.last_event_id(request.header_values("last-event-id"), created=True)  # refused before a stream is made
-        if self.registry.live >= self.registry.max_live:      # nor is one made for a 503
-            raise rules.busy_error(Busy(self.registry.max_live))
+        rules.check_room(self.registry)                       # nor is one made for a 503
         live = await self.make(asked, request, b"")
         return await self._open(request, live, created=True)
 
@@ -316,10 +315,7 @@ class Endpoints:
         await registry.check_cursor_async(stream_id, asked.cursor)     # a 410 now, while a status can say so
         if asked.complete:
             return Answer(204, rules.NO_CONTENT_HEADERS)
-        try:
-            registry.open_slot()
-        except Busy as exc:
-            raise rules.busy_error(exc) from None
+        rules.take_slot(registry)
         return OpenStream(live, asked.cursor, asked.cut, asked.header, asked.query_id)
 
     # -- writing ---------------------------------------------------------------------

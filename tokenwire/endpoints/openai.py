@@ -46,7 +46,7 @@ from .openai_wire import (
     response_status,
 )
 from .params import RequestError, echo, field_of, json_object, parse_count
-from .registry import Busy, LiveStream, Registry
+from .registry import LiveStream, Registry
 from .writing import Writing
 
 __all__ = ["CHAT_COMPLETIONS", "RESPONSES", "Records", "cancel_response", "chat_completions", "create_response",
@@ -129,16 +129,8 @@ async def _made(endpoints: Endpoints, request: LiveRequest, body: bytes, api: st
     parsed = parse_openai(body, api)
     asked = endpoints.openai_asked(parsed)
     registry = endpoints.registry
-    if registry.live >= registry.max_live:                # no stream is made for a 503
-        raise rules.busy_error(Busy(registry.max_live))
+    rules.check_room(registry)                            # no stream is made for a 503
     return parsed, await endpoints.make(asked, request, body)
-
-
-def _slot(registry: Registry) -> None:
-    try:
-        registry.open_slot()
-    except Busy as exc:
-        raise rules.busy_error(exc) from None
 
 
 class _Inside:
@@ -165,7 +157,7 @@ async def _gather(endpoints: Endpoints, live: LiveStream, gathered: Gathered) ->
     while not gathered.ended:
         if endpoints.closing:
             raise RequestError(503, "the server is shutting down; retrieve the answer from another instance")
-        _slot(endpoints.registry)
+        rules.take_slot(endpoints.registry)
         wire = _Inside()
         cursor = len(gathered.tokens) - 1
         endpoints.write(OpenStream(live, cursor, None, None, None, gathered), wire)
@@ -203,7 +195,7 @@ async def chat_completions(endpoints: Endpoints, request: LiveRequest, body: byt
     parsed, live = await _made(endpoints, request, body, CHAT_COMPLETIONS)
     answered = _answered("chatcmpl-", live, parsed.model)
     if parsed.stream:
-        _slot(endpoints.registry)
+        rules.take_slot(endpoints.registry)
         return OpenStream(live, -1, None, None, None, ChatChunks(answered, _include_usage(parsed)))
     gathered = await _gather(endpoints, live, Gathered())
     ending = gathered.ending
@@ -219,7 +211,7 @@ async def create_response(endpoints: Endpoints, request: LiveRequest, body: byte
     await endpoints.records.put(answered.id, {"model": answered.model, "created": answered.created,
                                               "background": parsed.background})
     if parsed.stream:
-        _slot(endpoints.registry)
+        rules.take_slot(endpoints.registry)
         return OpenStream(live, -1, None, None, None, ResponseEvents(answered, parsed.background))
     if parsed.background:
         _in_background(_gather(endpoints, live, Gathered()))      # it runs to the end, read by nobody
@@ -305,7 +297,7 @@ async def retrieve_response(endpoints: Endpoints, request: LiveRequest, response
     cursor = min(cursor_of(after), generated - 1)
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
     prefix = await _logged(registry, stream_id, cursor + 1)
-    _slot(registry)
+    rules.take_slot(registry)
     return OpenStream(live, cursor, None, None, None, ResponseEvents(answered, background, after, prefix))
 
 

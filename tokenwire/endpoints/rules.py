@@ -33,10 +33,10 @@ from .params import (
     split_query,
     unknown_stream_message,
 )
-from .registry import Busy, OverQuota
+from .registry import Busy, OverQuota, Registry
 
 __all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
-           "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error",
+           "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error", "check_room",
            "check_declared_body", "chunked_error", "created", "error_body", "events_request", "last_event_id",
            "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error",
            "stopped"]
@@ -203,6 +203,20 @@ def stopped(stream_id: str, state: StreamState) -> tuple[tuple[tuple[str, str], 
 def busy_error(exc: Busy) -> RequestError:
     """The 503 for a server that holds its ``max_live`` open streams."""
     return RequestError(503, str(exc), _RETRY)
+
+
+def check_room(registry: Registry) -> None:
+    """Raise the 503 when ``registry`` holds its ``max_live`` open streams (before a stream is made for one)."""
+    if registry.live >= registry.max_live:
+        raise busy_error(Busy(registry.max_live))
+
+
+def take_slot(registry: Registry) -> None:
+    """Take one of ``registry``'s open-stream slots for a connection; raises the 503 when none is free."""
+    try:
+        registry.open_slot()
+    except Busy as exc:
+        raise busy_error(exc) from None
 
 
 def quota_error(exc: OverQuota) -> RequestError:

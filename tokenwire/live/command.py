@@ -36,7 +36,7 @@ from ..endpoints.routes import LIVE_ROUTES
 from ..realtime import loop_name
 from .server import LiveServer, make_server
 
-__all__ = ["add_stream_flags", "beyond_loopback", "cli_main", "configure_logging", "raise_fd_limit"]
+__all__ = ["add_stream_flags", "beyond_loopback", "check_port", "cli_main", "configure_logging", "raise_fd_limit"]
 
 
 class _ServeFormat(logging.Formatter):
@@ -71,6 +71,12 @@ def raise_fd_limit() -> int:
 
 
 # -- the command -------------------------------------------------------------------
+def check_port(port: int) -> None:
+    """Raise ``ValueError`` for a ``--port`` (of ``add_stream_flags``) no socket can bind."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be from 0 to 65535, got {port!r}")
+
+
 def add_stream_flags(parser: FlagParser, *, serve: bool = False) -> None:
     """The flags of every command that serves the live routes (``serve``, ``proxy``): where, the limits, the log.
 
@@ -173,8 +179,7 @@ def cli_main(argv: list[str]) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-        if not 0 <= args.port <= 65535:
-            raise ValueError(f"port must be from 0 to 65535, got {args.port!r}")
+        check_port(args.port)
         routes = LIVE_ROUTES.with_limits({"max_body_bytes": args.max_body_bytes,
                                           "max_chat_body_bytes": args.max_chat_body_bytes})
         config, registry = _setup(args)

@@ -19,7 +19,14 @@ import sys
 
 from ..asgi import TokenStreams
 from ..cli import FlagParser, usage_error
-from ..live.command import add_stream_flags, beyond_loopback, configure_logging, open_warning, raise_fd_limit
+from ..live.command import (
+    add_stream_flags,
+    beyond_loopback,
+    check_port,
+    configure_logging,
+    open_warning,
+    raise_fd_limit,
+)
 from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, UpstreamConfig
 
 __all__ = ["cli_main"]
@@ -55,8 +62,7 @@ def _parser() -> FlagParser:
 
 def _app(args: argparse.Namespace) -> TokenStreams:
     """The ``TokenStreams`` the flags describe; raises ``ValueError`` naming a bad one."""
-    if not 0 <= args.port <= 65535:
-        raise ValueError(f"port must be from 0 to 65535, got {args.port!r}")
+    check_port(args.port)
     if args.takeover == "continue" and not args.continue_final_message:
         raise ValueError("--takeover continue needs an upstream that continues a partial answer: add "
                          "--continue-final-message (vLLM, SGLang), or keep --takeover end")
