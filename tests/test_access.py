@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from doc_text import marked_block
+from doc_text import DOCS, marked_block
 
 from tokenwire.asgi import Access, StreamRequest, TokenStreams
 from tokenwire.core.tokenlog import UnknownStream
-from tokenwire.endpoints.access import ask, chat_name, check_owner, header_map, redacted
+from tokenwire.endpoints.access import SECRET_HEADERS, ask, chat_name, check_owner, header_map, redacted, shown
 from tokenwire.endpoints.params import RequestError
 
 ACCESS = Access("read", header_map((("authorization", "Bearer t"),)), "some-stream")
@@ -240,3 +241,60 @@ def test_a_model_that_fails_mid_answer_on_a_header_logs_no_credentials(shared: b
         assert 'event: failed\ndata: {"error": "the model raised RuntimeError", "tokens": 1}' in asyncio.run(read())
     assert "RuntimeError: the upstream refused [redacted]" in caplog.text
     assert "tok-alice-1234" not in caplog.text
+
+
+# Every common way a request carries a credential, each secret found nowhere else (``Kz...``); and a benign header.
+CREDENTIALS = {
+    "authorization": ("Bearer {}", "Kz01authq"), "proxy-authorization": ("Basic {}", "Kz02proxyq"),
+    "cookie": ("theme=dark; session={}", "Kz03cookieq"), "set-cookie": ("sid={}; Path=/", "Kz04setcookieq"),
+    "x-api-key": ("{}", "Kz05xapikeyq"), "api-key": ("{}", "Kz06azureq"), "x-goog-api-key": ("{}", "Kz07googq"),
+    "x-auth-token": ("{}", "Kz08xauthq"), "x-access-token": ("{}", "Kz09xaccessq"),
+    "x-amz-security-token": ("{}", "Kz10amzq"), "ocp-apim-subscription-key": ("{}", "Kz11apimq"),
+    "x-csrf-token": ("{}", "Kz12csrfq"), "x-xsrf-token": ("{}", "Kz13xsrfq"),
+}
+CREDENTIAL_HEADERS = {name: shape.format(secret) for name, (shape, secret) in CREDENTIALS.items()}
+
+
+def _everything_in(url: str) -> str:
+    """Every key, field and value the Redis at ``url`` holds, as one text (whatever the key's type)."""
+    import redis
+    client = redis.Redis.from_url(url)
+    read = {"hash": client.hgetall, "stream": client.xrange, "string": client.get, "set": client.smembers,
+            "zset": lambda key: client.zrange(key, 0, -1), "list": lambda key: client.lrange(key, 0, -1)}
+    held = [(key, read[client.type(key).decode()](key)) for key in client.scan_iter()]
+    client.close()
+    return repr(held)
+
+
+def test_a_continuable_streams_logged_request_keeps_no_credential_header(redis_server: Any) -> None:
+    """Every common credential header stays out of Redis by default; a benign one is kept for the continuation."""
+    async def model(asked: StreamRequest) -> AsyncIterator[str]:
+        yield "a"
+
+    async def create() -> None:
+        streams = TokenStreams(model, log=redis_server.url, takeover="continue")
+        async with (streams.lifespan(),
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
+            made = await client.post("/streams", headers={**CREDENTIAL_HEADERS, "x-tenant": "tenant-acme-99"})
+            assert made.status_code == 201
+            assert "event: done" in (await client.get(made.json()["events_url"])).text
+
+    asyncio.run(create())
+    held = _everything_in(redis_server.url)
+    assert "tenant-acme-99" in held                                     # the request is there, benign headers too
+    assert [name for name, (_, secret) in CREDENTIALS.items() if secret in held] == []
+
+
+def test_every_header_kept_out_of_the_log_is_redacted_from_reprs_and_tracebacks() -> None:
+    headers = header_map((*CREDENTIAL_HEADERS.items(), ("x-tenant", "acme")))
+    assert shown(headers) == {**dict.fromkeys(CREDENTIAL_HEADERS, "[redacted]"), "x-tenant": "acme"}
+    said = redacted(f"{[secret for _, secret in CREDENTIALS.values()]} acme", headers)
+    assert said == f"{['[redacted]'] * len(CREDENTIALS)} acme"
+    assert TokenStreams(async_alice).models.keep_out_of_log == SECRET_HEADERS    # type: ignore[union-attr]
+    assert set(SECRET_HEADERS) >= set(CREDENTIALS)
+
+
+def test_the_docs_name_every_credential_header_and_no_other() -> None:
+    page = (DOCS / "deploying.md").read_text()
+    listed = page.partition("<!-- secret-headers -->")[2].partition("<!-- /secret-headers -->")[0]
+    assert tuple(re.findall(r"`([a-z-]+)`", listed)) == SECRET_HEADERS

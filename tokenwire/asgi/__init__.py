@@ -9,13 +9,13 @@ limits, errors, heartbeat and resume (the README's "Your own model" section).
 
 from __future__ import annotations
 
-from ..endpoints.access import Access
+from ..endpoints.access import SECRET_HEADERS, Access
 from .app import TokenStreams
 from .canned import CannedApp
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest
 
-__all__ = ["MAX_MODEL_TOKENS", "Access", "CannedApp", "ModelFactory", "ModelStream", "StreamRequest", "TokenStreams",
-           "app"]
+__all__ = ["MAX_MODEL_TOKENS", "SECRET_HEADERS", "Access", "CannedApp", "ModelFactory", "ModelStream", "StreamRequest",
+           "TokenStreams", "app"]
 
 # The canned answer with the report's parameters, on the token log $TOKENWIRE_LOG_URL names (memory if unset).
 app = CannedApp()

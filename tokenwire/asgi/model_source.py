@@ -37,7 +37,7 @@ from ..core.channel import Policy
 from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
-from ..endpoints.access import header_map, owner_meta, told
+from ..endpoints.access import SECRET_HEADERS, header_map, owner_meta, told
 from ..endpoints.decisions import Asked, ChatRequest, LiveRequest, OpenAIRequest
 from ..endpoints.openai import RESPONSES
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
@@ -64,7 +64,7 @@ __all__ = ["KEEP_OUT_OF_LOG", "TAKEOVERS", "ModelSource", "attach", "check_keep_
 TAKEOVERS = ("end", "continue")
 # The request headers a continuable stream never writes to the log: credentials.  The others are kept with the
 # stream (in Redis) for as long as it is, so a continuation's factory gets them again.
-KEEP_OUT_OF_LOG = ("authorization", "cookie")
+KEEP_OUT_OF_LOG = SECRET_HEADERS
 
 logger = logging.getLogger("tokenwire.asgi")
 

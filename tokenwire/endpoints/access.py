@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import re
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -40,8 +41,19 @@ __all__ = ["DEFAULT_CHALLENGE", "PRINCIPAL_KEY", "SECRET_HEADERS", "Access", "Au
 PRINCIPAL_KEY = "principal"
 # What a 401 names in ``WWW-Authenticate`` unless the app says otherwise: a bearer token, the common API scheme.
 DEFAULT_CHALLENGE = 'Bearer realm="tokenwire"'
-# The headers whose values are credentials: no log line and no repr shows them.
-SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie")
+# The headers whose values are credentials: no log line and no repr shows them, and a continuable stream's
+# logged request leaves them out (``keep_out_of_log``'s default).  HTTP's own, then the API keys and tokens
+# the common APIs and gateways take (OpenAI's and Anthropic's ``x-api-key``, Azure's ``api-key``, Google's,
+# AWS's session token, Azure API Management's and Functions' keys), the session and anti-CSRF tokens web
+# front ends send, and those an authenticating proxy (oauth2-proxy, AWS ALB, Google IAP, Cloudflare Access)
+# forwards.
+SECRET_HEADERS = (
+    "authorization", "proxy-authorization", "cookie", "set-cookie",
+    "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token", "ocp-apim-subscription-key",
+    "x-functions-key", "private-token", "x-auth-token", "x-access-token", "x-session-token", "x-csrf-token",
+    "x-xsrf-token", "x-forwarded-access-token", "x-auth-request-access-token", "x-amzn-oidc-accesstoken",
+    "x-amzn-oidc-data", "x-goog-iap-jwt-assertion", "cf-access-jwt-assertion", "cf-access-token",
+)
 _REDACTED = "[redacted]"
 # A credential shorter than this is no secret worth hiding, and hiding it would garble the line ("1" everywhere).
 _SHORTEST = 4
@@ -141,8 +153,8 @@ def redacted(text: str, headers: Mapping[str, str]) -> str:
     for name in SECRET_HEADERS:
         value = headers.get(name, "").strip()
         found.add(value)
-        if name == "cookie":
-            found.update(pair.partition("=")[2].strip().strip('"') for pair in value.split(";"))  # RFC 6265 quotes
+        if name in ("cookie", "set-cookie"):       # no cookie value holds ';' or ',' (RFC 6265), which join them
+            found.update(pair.partition("=")[2].strip().strip('"') for pair in re.split("[;,]", value))  # quotes
         else:
             found.add(value.partition(" ")[2].strip())
     for secret in sorted((one for one in found if len(one) >= _SHORTEST), key=len, reverse=True):  # whole, then parts
