@@ -6,7 +6,7 @@ send (``DefaultChatTransport``: ``{id, messages, trigger, messageId, ...}``;
 ``POST /chat`` makes a stream as ``POST /streams`` does (the same quota, the
 same source: the canned answer takes the report's parameters from the body's
 fields, a model gets the ``ChatRequest``), remembers it as the chat's stream
-(``Registry.set_chat_stream``: in memory, or in the shared log so any
+(``Endpoints.chats``, a ``Kept``: in memory, or in the shared log so any
 instance resumes any chat; a new POST for the chat replaces it) and opens
 it at once, rendered as a UI message stream (``ui_stream``) with the stream id
 in ``x-workflow-run-id``.
@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 from ..core.stream import Stream
@@ -39,12 +38,16 @@ from ..report.params import NAMES
 from . import rules
 from .access import chat_name
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
+from .kept import Kept
 from .params import MAX_ID_DIGITS, RequestError, echo, field_of, json_object, parse_count
 from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
 
-__all__ = ["CHAT_FIELDS", "Chats", "canned_query", "open_chat", "stream_named",
+if TYPE_CHECKING:
+    from .decide import StreamSource
+
+__all__ = ["CHAT_FIELDS", "canned_query", "open_chat", "stream_named",
            "parse_chat", "resume_chat"]
 
 # A chat id: what the SDK's ids are made of (generateId: 16 alphanumerics; UUIDs), as a path segment takes it.
@@ -56,37 +59,14 @@ _CANNED_FIELDS = frozenset((*NAMES, "cut_after"))
 _RUN_ID, _TAIL = "x-workflow-run-id", "x-workflow-stream-tail-index"
 
 
-class Chats:
-    """Each chat's latest stream: in memory (at most ``registry.max_streams`` chats), or in a shared log."""
-
-    def __init__(self, registry: Registry) -> None:
-        self.registry = registry
-        self._memory: OrderedDict[str, str] = OrderedDict()
-
-    async def stream_of(self, chat_id: str) -> str | None:
-        """The id of ``chat_id``'s latest stream (None: none known); raises ``LogUnavailable``."""
-        if self.registry.aio is not None:
-            return await self.registry.aio.chat_stream(chat_id)
-        return self._memory.get(chat_id)
-
-    async def remember(self, chat_id: str, stream_id: str) -> None:
-        """Make ``stream_id`` the chat's stream (a new POST replaces the last); raises ``LogUnavailable``."""
-        if self.registry.aio is not None:
-            await self.registry.aio.set_chat_stream(chat_id, stream_id)
-            return
-        self._memory[chat_id] = stream_id
-        self._memory.move_to_end(chat_id)
-        while len(self._memory) > self.registry.max_streams:
-            self._memory.popitem(last=False)
-
-
 class Endpoints(Protocol):
-    """What the chat routes use of the endpoints (``decide.Endpoints``): the registry, the chats, making streams."""
+    """What the chat routes use of the endpoints (``decide.Endpoints``): the registry, the source, the chats,
+    making streams."""
 
     registry: Registry
-    chats: Chats
+    source: StreamSource
+    chats: Kept
 
-    def chat_asked(self, chat: ChatRequest) -> Asked: ...
     async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
 
@@ -127,12 +107,12 @@ def _headers(stream_id: str, *extra: tuple[str, str]) -> Headers:
 async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> OpenStream:
     """``POST /chat``: make the chat's stream, remember it as the chat's, open it from chunk 0."""
     chat = parse_chat(body)
-    asked = endpoints.chat_asked(chat)
+    asked = endpoints.source.parse_chat(chat)
     registry = endpoints.registry
     rules.check_room(registry)                            # no stream is made for a 503
     live = await endpoints.make(asked, request, body)
     if chat.chat_id is not None:
-        await endpoints.chats.remember(chat_name(request.principal, chat.chat_id), live.stream_id)
+        await endpoints.chats.put(chat_name(request.principal, chat.chat_id), live.stream_id)
     return _opened(endpoints, live, -1, ChatFrames(0), _headers(live.stream_id))
 
 
@@ -143,7 +123,7 @@ def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFra
 
 async def stream_named(endpoints: Endpoints, request: LiveRequest, name: str) -> str:
     """The stream a chat path's ``name`` means: the asking principal's chat's latest, else the stream ``name``."""
-    return await endpoints.chats.stream_of(chat_name(request.principal, name)) or name
+    return await endpoints.chats.get(chat_name(request.principal, name)) or name
 
 
 async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> OpenStream | Answer:

@@ -36,14 +36,14 @@ from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
 from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
-from .chat import Chats, canned_query, open_chat, resume_chat, stream_named
+from .chat import canned_query, open_chat, resume_chat, stream_named
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream
 from .exposition import Exposition, exposition
+from .kept import Kept
 from .metering import Meter
 from .openai import (
     RESPONSES,
-    Records,
     cancel_response,
     chat_completions,
     create_response,
@@ -147,8 +147,8 @@ class Endpoints:
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.writing: set[Writing] = set()      # the streams being written now
         self.closing = False                    # a shutdown has closed the streams (close_streams)
-        self.chats = Chats(registry)            # each chat's latest stream
-        self.records = Records(registry)        # each OpenAI response's record
+        self.chats = Kept(registry, "chat")          # each chat's latest stream's id
+        self.records = Kept(registry, "response")    # each OpenAI response's record (JSON)
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
                                              "create_and_open": self._create_and_open, "chat": self._chat,
@@ -287,14 +287,6 @@ class Endpoints:
 
     async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         return models_answer(await self.source.model_ids())
-
-    def openai_asked(self, request: OpenAIRequest) -> Asked:
-        """What an OpenAI body asks the source for; raises ``RequestError`` (400)."""
-        return self.source.parse_openai(request)
-
-    def chat_asked(self, chat: ChatRequest) -> Asked:
-        """What a ``POST /chat`` body asks the source for; raises ``RequestError`` (400)."""
-        return self.source.parse_chat(chat)
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         """Make the stream ``asked`` describes, within ``request``'s client's creation quota (429 past it)."""

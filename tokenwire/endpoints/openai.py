@@ -17,7 +17,7 @@ reader leaves (``detach``), so ``GET /v1/responses/{id}?stream=true&
 starting_after=N`` gets the events after N, live while it generates and
 whole after it ends, from any instance on a shared log.  A response's id is
 ``resp_`` and its stream's id; its model, creation time and background flag
-are kept beside it (``Records``: in memory, or in the shared log).
+are kept beside it, as JSON (``Endpoints.records``, a ``Kept``: in memory, or in the shared log).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl
 
 from ..core.rendering import EarlyEnding
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
 from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream
+from .kept import Kept
 from .openai_wire import (
     Answered,
     ChatChunks,
@@ -49,7 +49,10 @@ from .params import RequestError, echo, field_of, json_object, parse_count
 from .registry import LiveStream, Registry
 from .writing import Writing
 
-__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "Records", "cancel_response", "chat_completions", "create_response",
+if TYPE_CHECKING:
+    from .decide import StreamSource
+
+__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "cancel_response", "chat_completions", "create_response",
            "models_answer", "parse_openai", "retrieve_response"]
 
 CHAT_COMPLETIONS, RESPONSES = "chat.completions", "responses"
@@ -62,39 +65,13 @@ class Endpoints(Protocol):
     """What the OpenAI routes use of the endpoints (``decide.Endpoints``)."""
 
     registry: Registry
-    records: Records
+    source: StreamSource
+    records: Kept
     closing: bool
 
-    def openai_asked(self, request: OpenAIRequest) -> Asked: ...
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
     def write(self, decision: OpenStream, wire: Any) -> Writing: ...
     async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
-
-
-class Records:
-    """Each response's record (model, creation time, background): in memory (``max_streams`` of them) or shared."""
-
-    def __init__(self, registry: Registry) -> None:
-        self.registry = registry
-        self._memory: OrderedDict[str, str] = OrderedDict()
-
-    async def get(self, response_id: str) -> Mapping[str, Any] | None:
-        """The record of ``response_id`` (None: none kept); raises ``LogUnavailable``."""
-        if self.registry.aio is not None:
-            kept = await self.registry.aio.kept("response", response_id)
-        else:
-            kept = self._memory.get(response_id)
-        return None if kept is None else dict(json.loads(kept))
-
-    async def put(self, response_id: str, record: Mapping[str, Any]) -> None:
-        """Keep ``record`` for ``response_id``; raises ``LogUnavailable``."""
-        value = json.dumps(record)
-        if self.registry.aio is not None:
-            await self.registry.aio.keep("response", response_id, value)
-            return
-        self._memory[response_id] = value
-        while len(self._memory) > self.registry.max_streams:
-            self._memory.popitem(last=False)
 
 
 def _flag(data: Mapping[str, Any], name: str) -> bool:
@@ -127,7 +104,7 @@ def _include_usage(request: OpenAIRequest) -> bool:
 
 async def _made(endpoints: Endpoints, request: LiveRequest, body: bytes, api: str) -> tuple[OpenAIRequest, LiveStream]:
     parsed = parse_openai(body, api)
-    asked = endpoints.openai_asked(parsed)
+    asked = endpoints.source.parse_openai(parsed)
     registry = endpoints.registry
     rules.check_room(registry)                            # no stream is made for a 503
     return parsed, await endpoints.make(asked, request, body)
@@ -208,8 +185,8 @@ async def create_response(endpoints: Endpoints, request: LiveRequest, body: byte
     """``POST /v1/responses``: its events (``stream``), its record at once (``background``), or it whole."""
     parsed, live = await _made(endpoints, request, body, RESPONSES)
     answered = _answered(_RESPONSE_PREFIX, live, parsed.model)
-    await endpoints.records.put(answered.id, {"model": answered.model, "created": answered.created,
-                                              "background": parsed.background})
+    await endpoints.records.put(answered.id, json.dumps({"model": answered.model, "created": answered.created,
+                                                         "background": parsed.background}))
     if parsed.stream:
         rules.take_slot(endpoints.registry)
         return OpenStream(live, -1, None, None, None, ResponseEvents(answered, parsed.background))
@@ -249,9 +226,10 @@ async def _found(endpoints: Endpoints, request: LiveRequest, response_id: str) -
         live = await endpoints.stream_of(request, response_id.removeprefix(_RESPONSE_PREFIX))
     except UnknownStream:
         raise unknown from None
-    record = await endpoints.records.get(response_id)
-    if record is None:
+    kept = await endpoints.records.get(response_id)
+    if kept is None:
         raise unknown
+    record = json.loads(kept)
     return Answered(response_id, str(record["model"]), int(record["created"])), bool(record["background"]), live
 
 

@@ -273,14 +273,6 @@ class AsyncRedisLog:
         """
         return await self._here().reader.wait(self.log._keys(stream_id)[1], cursor)
 
-    async def chat_stream(self, chat_id: str) -> str | None:
-        """The stream a chat id was last given (``set_chat_stream``), None if none; raises ``LogUnavailable``."""
-        return await self.kept("chat", chat_id)
-
-    async def set_chat_stream(self, chat_id: str, stream_id: str) -> None:
-        """Make ``stream_id`` the chat's stream, for as long as a stream is kept; raises ``LogUnavailable``."""
-        await self.keep("chat", chat_id, stream_id)
-
     async def kept(self, kind: str, key: str) -> str | None:
         """The value ``keep`` last gave ``kind``'s ``key`` (a chat's stream, a response's record), None if none."""
         value = await self._ask(self._command("GET", self.log.kept_key(kind, key)), False)
