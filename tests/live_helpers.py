@@ -11,8 +11,10 @@ bounded in time; assertions are about states and counts, not durations.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
+import inspect
 import json
 import os
 import resource
@@ -20,7 +22,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from http.server import ThreadingHTTPServer
 from typing import TypeVar
 
@@ -32,7 +34,9 @@ from tokenwire.handler import handler
 from tokenwire.live.server import LiveServer, make_server
 
 TIMEOUT_S = 10.0
+POLL_S = 0.005                     # how often wait_until asks its condition again
 S = TypeVar("S", bound=socketserver.BaseServer)
+T = TypeVar("T")
 SERVER_NAME = "tokenwire"          # the whole Server header: a name, no version
 
 
@@ -72,13 +76,38 @@ def serving(registry: Registry | None = None, routes: RouteTable = LIVE_ROUTES,
         yield server
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout_s: float = TIMEOUT_S) -> None:
-    """Poll ``condition`` until true; fail naming ``what`` after ``timeout_s``."""
+def wait_until(condition: Callable[[], T], what: str | Callable[[], str], timeout_s: float = TIMEOUT_S) -> T:
+    """Poll ``condition`` until it is true and return what it gave; fail naming ``what`` after ``timeout_s``.
+
+    The one way a test waits for something to have happened (a state, a count, a line said): never a
+    sleep of a guessed length.  ``what`` may be a function, asked at the failure, to say what was seen.
+    """
     deadline = time.monotonic() + timeout_s
-    while not condition():
+    while not (got := condition()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.005)
+            _timed_out(what, timeout_s)
+        time.sleep(POLL_S)
+    return got
+
+
+def _timed_out(what: str | Callable[[], str], timeout_s: float) -> None:
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what if isinstance(what, str) else what()}")
+
+
+async def await_until(condition: Callable[[], T | Awaitable[T]], what: str | Callable[[], str],
+                      timeout_s: float = TIMEOUT_S) -> T:
+    """``wait_until`` for a condition on the running event loop (awaited if it is a coroutine, as a log's
+    call is): polls it between the loop's turns."""
+    async def ask() -> T:
+        got = condition()
+        return await got if inspect.isawaitable(got) else got  # type: ignore[return-value]
+
+    deadline = time.monotonic() + timeout_s
+    while not (got := await ask()):
+        if time.monotonic() > deadline:
+            _timed_out(what, timeout_s)
+        await asyncio.sleep(POLL_S)
+    return got
 
 
 def request(server: LiveServer, method: str, target: str, headers: dict[str, str] | None = None,

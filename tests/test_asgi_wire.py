@@ -14,22 +14,38 @@ Message = dict[str, Any]
 
 
 class FakeServer:
-    """A ``send`` that records bodies; while ``gate`` is set, each body waits for it (a paused transport)."""
+    """A ``send`` that records bodies; while ``gate`` is set, each body waits for it (a paused transport).
+
+    ``held`` is set once a body waits at the gate, ``listening`` once someone waits in ``receive``.
+    """
 
     def __init__(self) -> None:
         self.bodies: list[bytes] = []
         self.gate: asyncio.Future[None] | None = None
-        self.disconnect = asyncio.Event()
+        self.held, self.listening, self.disconnect = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.body" and self.gate is not None:
+            self.held.set()
             await self.gate
         if message["type"] == "http.response.body":
             self.bodies.append(message["body"])
 
     async def receive(self) -> Message:
+        self.listening.set()
         await self.disconnect.wait()
         return {"type": "http.disconnect"}
+
+    async def open_gate_once_held(self) -> None:
+        """A slow reader: the transport resumes once a body has had to wait for it."""
+        await self.held.wait()
+        assert self.gate is not None
+        self.gate.set_result(None)
+
+    async def leave_once_listened_to(self) -> None:
+        """The peer leaves once the response listens for it."""
+        await self.listening.wait()
+        self.disconnect.set()
 
 
 async def _respond(wire: AsgiWire, server: FakeServer, frames: list[bytes], results: list[bool | None],
@@ -54,8 +70,10 @@ def _run(eager: bool, gate: bool, frames: list[bytes]) -> tuple[FakeServer, list
         wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5, eager=eager)
         if gate:
             server.gate = asyncio.get_running_loop().create_future()
-            asyncio.get_running_loop().call_later(0.05, server.gate.set_result, None)
+            opening = asyncio.ensure_future(server.open_gate_once_held())
         await asyncio.wait_for(_respond(wire, server, frames, results, []), 5)
+        if gate:
+            assert opening.done() and server.held.is_set()      # a body did wait for the gate
         return server, results, wire
     return asyncio.run(main())
 
@@ -86,8 +104,9 @@ def test_a_disconnect_lets_go_at_once() -> None:
         server, gone = FakeServer(), []
         wire = AsgiWire(server.send, asyncio.get_running_loop(), write_timeout_s=5)
         wire.on_gone = lambda: gone.append("gone")
-        asyncio.get_running_loop().call_later(0.3, server.disconnect.set)
+        leaving = asyncio.ensure_future(server.leave_once_listened_to())
         await asyncio.wait_for(wire.respond([], server.receive, lambda w: None), 5)
+        assert leaving.done()
         return server, gone
     server, gone = asyncio.run(main())
     assert server.bodies == []                  # no end of response: the peer left

@@ -14,12 +14,12 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from live_helpers import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0
@@ -106,9 +106,8 @@ def test_sigterm_says_how_many_streams_it_waits_for_and_the_grace(loop: str) -> 
     with serve(loop, "--grace-s", "10") as server:
         streams = [_open_stream(server.port, "/stream?tokens=60&producer_ms=50") for _ in range(2)]
         server.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 2.0      # said at once, long before the 3 s the streams still need
-        while not any("stopping" in line for line in server.err_lines) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: any("stopping" in line for line in server.err_lines), "the stopping line",
+                   timeout_s=2.0)             # said at once, long before the 3 s the streams still need
         said = [line for line in server.err_lines if "stopping" in line]
         running = server.proc.poll() is None
         for sock in streams:
@@ -173,12 +172,21 @@ def test_sigkill_leaves_no_helper_process(loop: str) -> None:
         helpers = _descendants(server.proc.pid)
         server.proc.send_signal(signal.SIGKILL)
         server.wait()
-        deadline = time.monotonic() + 5.0
-        while (left := [pid for pid, start in helpers.items() if _alive(pid, start)]) and time.monotonic() < deadline:
-            time.sleep(0.05)
+
+        def left() -> list[int]:
+            return [pid for pid, start in helpers.items() if _alive(pid, start)]
+
+        def described() -> str:
+            return f"every helper to exit; still running: {[_cmdline(pid) for pid in left()]}"
+        wait_until(lambda: not left(), described, timeout_s=5.0)
     assert len(helpers) >= 3, helpers            # the fork server, the resource tracker, page workers
-    described = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120] for pid in left}
-    assert left == [], f"still running 5 s after SIGKILL: {described}"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
+    except OSError:
+        return b"(gone)"
 
 
 def test_a_page_pool_whose_worker_was_killed_is_replaced() -> None:
@@ -209,7 +217,8 @@ def test_a_helper_whose_parent_died_before_it_asked_exits_at_once() -> None:
         "from tokenwire.live.pages import die_with_parent\n"
         "parent = os.getpid()\n"
         "if os.fork() == 0:\n"
-        "    time.sleep(0.5)\n"                       # the parent has exited by now: re-parented
+        "    while os.getppid() == parent:\n"        # until the parent has exited: re-parented
+        "        time.sleep(0.001)\n"
         "    die_with_parent(parent, os.getppid())\n"
         "    print('survived', flush=True)\n"
         "    os._exit(0)\n"
@@ -225,10 +234,8 @@ def test_a_helper_whose_parent_died_before_it_asked_exits_at_once() -> None:
 def test_the_access_log_gives_an_event_streams_bytes(loop: str) -> None:
     with serve(loop) as server:
         status, body = server.get("/stream?tokens=5&producer_ms=1")
-        deadline = time.monotonic() + IO_TIMEOUT_S
-        while not any('"GET /stream?tokens=5&producer_ms=1"' in line for line in server.err_lines) \
-                and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: any('"GET /stream?tokens=5&producer_ms=1"' in line for line in server.err_lines),
+                   "the stream's access log line", timeout_s=IO_TIMEOUT_S)
         lines = [line for line in server.err_lines if '"GET /stream?tokens=5&producer_ms=1"' in line]
         server.proc.send_signal(signal.SIGTERM)
         assert server.wait() == 0

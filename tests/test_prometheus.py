@@ -7,7 +7,6 @@ import asyncio
 import bisect
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -17,7 +16,7 @@ from conftest import require_binary
 from fastapi import FastAPI
 from hypothesis import given
 from hypothesis import strategies as st
-from live_helpers import serving
+from live_helpers import serving, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 from test_redis_instances import Instance, create, owners, request, runs
 
@@ -182,12 +181,11 @@ def test_on_redis_a_takeover_and_the_log_rounds_are_counted(redis_server) -> Non
         assert second.done and first.ids + second.ids == list(range(n))
         made = runs(owners(redis_server.url, events.split("/")[2], a, b))
         assert [name for name, _ in made] == ["A", "B"]
-        deadline = time.monotonic() + 10
-        while True:                                     # the writer's last round is counted once it is back
+
+        def counted() -> tuple[str, dict[str, float]] | None:   # the writer's last round, once it is back
             text, samples = scrape(f"http://127.0.0.1:{b.port}")
-            if samples["tokenwire_tokens_logged_total"] == made[1][1] or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+            return (text, samples) if samples["tokenwire_tokens_logged_total"] == made[1][1] else None
+        text, samples = wait_until(counted, f"B's scrape to count the {made[1][1]} tokens it logged")
     finally:
         a.kill()
         b.kill()

@@ -99,9 +99,15 @@ def test_timers_fire_in_deadline_order_whatever_the_order_asked(precise: bool) -
         start = clock.now()
         deadlines = {"c": start + 9 * TICK_NS, "a": start + 3 * TICK_NS, "past": start - TICK_NS,
                      "b": start + 6 * TICK_NS}
+        all_fired = loop.create_future()
+
+        def fire(name: str) -> None:
+            fired.append((name, clock.now()))
+            if len(fired) == len(deadlines):
+                all_fired.set_result(None)
         for name, deadline in deadlines.items():
-            timers.at(deadline, lambda name: fired.append((name, clock.now())), name)
-        loop.run_until_complete(asyncio.sleep(0.03))
+            timers.at(deadline, fire, name)
+        loop.run_until_complete(asyncio.wait_for(all_fired, 5))
     finally:
         loop.close()
     assert [name for name, _ in fired] == ["past", "a", "b", "c"]
@@ -122,11 +128,17 @@ def test_a_servers_deadlines_in_one_millisecond_share_a_loop_timer_and_keep_thei
         loop.call_later = counted  # type: ignore[method-assign]
         timers: Timers[int] = Timers(loop, clock.now, precise=False)
         fired: list[int] = []
+        all_fired = loop.create_future()
+
+        def fire(i: int) -> None:
+            fired.append(i)
+            if len(fired) == 10:
+                all_fired.set_result(None)
         due = (clock.now() // TICK_NS + 5) * TICK_NS        # the start of a tick 4-5 ms away
         for i in range(10):
-            timers.at(due - i * 1000, fired.append, i)      # ten deadlines within one tick, latest first
+            timers.at(due - i * 1000, fire, i)              # ten deadlines within one tick, latest first
         assert len(loop_timers) == 1
-        loop.run_until_complete(asyncio.sleep(0.02))
+        loop.run_until_complete(asyncio.wait_for(all_fired, 5))
     finally:
         loop.close()
     assert fired == list(range(10))

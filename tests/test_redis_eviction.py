@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from asgi_helpers import uvicorn
+from live_helpers import wait_until
 from redis_fixture import running_redis
 from test_redis_instances import Instance, Reply, request
 
@@ -93,7 +94,7 @@ def _follow(stream: Stream, seen: Seen, first: int, cut: int | None) -> None:
             seen.endings.append((stream.sid, str(reply.status)))
             return
         elif reply.status == 503:
-            time.sleep(0.2)
+            time.sleep(0.2)                         # a client's back-off before it retries (as an EventSource's)
         else:
             seen.problems.append(f"{stream.sid}: {reply.status} {reply.body[:200]!r} to cursor {cursor}")
             return
@@ -119,7 +120,7 @@ def _fill(url: str, stop: threading.Event, written: list[int]) -> None:
             written[0] += 1
         except redis.RedisError:
             pass                                    # out of memory for a moment: write on
-        time.sleep(FILL_EVERY_S)
+        time.sleep(FILL_EVERY_S)                    # the filler's pace: the memory pressure, not an order
     raw.close()
 
 
@@ -161,13 +162,12 @@ def test_under_allkeys_lru_pressure_no_index_has_two_versions_and_every_reader_e
                                 reader = threading.Thread(target=_follow, args=(stream, seen, first, cut))
                                 reader.start()
                                 readers.append(reader)
-                        time.sleep(WAVE_GAP_S)
+                        time.sleep(WAVE_GAP_S)      # the load's shape: waves of streams, not an order
                     for reader in readers:
                         reader.join(120)
                     for sweep in range(SWEEPS):                # fresh readers of the finished streams,
-                        filled = written[0]                    # while they are evicted
-                        while written[0] < filled + SWEEP_FILLS:
-                            time.sleep(0.02)
+                        wanted = written[0] + SWEEP_FILLS      # while they are evicted
+                        wait_until(lambda wanted=wanted: written[0] >= wanted, f"{SWEEP_FILLS} more filler keys")
                         for stream in streams:
                             _follow(stream, seen, sweep, None)
                 finally:

@@ -9,9 +9,9 @@ serve`` processes, SIGKILL) are in test_redis_instances.py.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from live_helpers import wait_until
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec
@@ -199,9 +199,7 @@ def test_redis_restart_ends_the_stream_then_recovers(own_redis):
     on_a = new_stream("s", _spec(tokens=200, producer_ms=3.0), a)
     reader, results = MemoryReader(), []
     driver = _connect(on_a, reader, -1, results)
-    deadline = time.monotonic() + 10
-    while len(reader.ids) < 20 and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: len(reader.ids) >= 20, "the reader's 20th token")
     own_redis.stop()
     driver.join(30)                                       # the producer stops, the connection ends without done
     assert results == [Ending.REPLACED] and reader.done_at is None

@@ -7,7 +7,8 @@ import threading
 import time
 
 import pytest
-from redis_fixture import free_port, lease_expired
+from live_helpers import await_until, wait_until
+from redis_fixture import client_list, free_port, lease_expired
 
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import (
@@ -132,41 +133,43 @@ def test_ttl_is_armed_at_creation_and_rearmed_by_the_lease_renewal(url):
     log = _redis_log(url, ttl_ms=5_000, lease_ms=300)
     log.create("s", {}, total=3)
     log.append("s", 0, "a")
-    time.sleep(0.3)                                     # a duration, not an order: the TTLs run down meanwhile
-    before = log.key_ttls_ms("s")
-    assert all(0 < t <= 4_800 for t in before)
+    assert all(0 < t <= 5_000 for t in log.key_ttls_ms("s"))       # armed at creation
+
+    def run_down() -> tuple[int, int] | None:          # by Redis's clock: the TTLs have run down 200 ms
+        ttls = log.key_ttls_ms("s")
+        return ttls if all(0 < t <= 4_800 for t in ttls) else None
+    before = wait_until(run_down, "the TTLs to run down to 4.8 s")
 
     import redis
     plain = redis.Redis.from_url(url)                   # its own connection: the log's is this loop's
     keys = (f"{log.prefix}:{{s}}:meta", f"{log.prefix}:{{s}}:tokens")
 
+    def renewed() -> list[int] | None:
+        ttls = [plain.pttl(key) for key in keys]
+        return ttls if all(t > b for t, b in zip(ttls, before, strict=True)) else None
+
     async def own_until_renewed() -> list[int]:
         await log.aio.claim("s")                        # owned: the writer renews the lease on its timer
-        deadline = time.monotonic() + 10                # a condition, not a guess at the timer's pace
-        after = [plain.pttl(key) for key in keys]
-        while not all(t > b for t, b in zip(after, before, strict=True)) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            after = [plain.pttl(key) for key in keys]
+        after = await await_until(renewed, "the renewal to re-arm the TTLs")
         log.aio.disown("s")
         await log.aio.close()
         return after
     after = asyncio.run(own_until_renewed())
-    assert all(t > b for t, b in zip(after, before, strict=True)) and all(t <= 5_000 for t in after)
+    assert all(t <= 5_000 for t in after)
 
 
 def test_expired_stream_is_unknown(url):
     log = _redis_log(url, ttl_ms=100)
     log.create("s", {}, total=3)
     log.append("s", 0, "a")
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+
+    def unknown() -> bool:
         try:
             log.length("s")
         except UnknownStream:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the stream's keys never expired")
+            return True
+        return False
+    wait_until(unknown, "the stream's keys to expire")
 
 
 def test_lease_fences_a_second_instance(url):
@@ -212,15 +215,26 @@ def test_a_retried_append_that_already_landed_succeeds(url):
     assert log.length("s") == 1
 
 
-def test_wait_after_blocks_until_a_token_lands(url):
+def test_wait_after_blocks_until_a_token_lands(redis_server):
+    url = redis_server.url
     a, b = _redis_log(url, name="A", block_ms=2_000), _redis_log(url, name="B", block_ms=100)
     a.create("s", {}, total=3)
     assert b.wait_after("s", -1) == []                 # times out: the follower's heartbeat
-    timer = threading.Timer(0.1, lambda: a.append("s", 0, "a"))
-    timer.start()
+    failed: list[BaseException] = []
+
+    def append_once_blocked() -> None:                 # the token lands while A's read is blocked in Redis
+        try:
+            wait_until(lambda: any(client["cmd"] == "xread" and "b" in client["flags"]
+                                   for client in client_list(redis_server.port)), "A's read to block in Redis")
+            a.append("s", 0, "a")
+        except BaseException as exc:  # noqa: BLE001 - the test thread reports it
+            failed.append(exc)
+    appender = threading.Thread(target=append_once_blocked)
+    appender.start()
     started = time.monotonic()
     got = a.wait_after("s", -1)
-    timer.join()
+    appender.join(10)
+    assert not failed, failed
     assert got == [(0, "a")] and time.monotonic() - started < 2.0
 
 

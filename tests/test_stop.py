@@ -15,7 +15,7 @@ import httpx
 import pytest
 from asgi_helpers import Read, read_stream, uvicorn
 from httpx_sse import connect_sse
-from live_helpers import serving
+from live_helpers import serving, wait_until
 from redis_fixture import running_redis
 
 from tokenwire.core.model import ANSWER
@@ -150,9 +150,7 @@ def test_a_models_stream_stops_and_its_iterator_is_closed(mode: str) -> None:
             read = reader.result()
         assert (stopped.status_code, stopped.json()["state"]) == (200, "stopped")
         _stopped_ending(read)
-        deadline = time.monotonic() + TIMEOUT_S
-        while not _model_stats(base, made["stream_id"])["closed"] and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: _model_stats(base, made["stream_id"])["closed"], "the model to be closed", TIMEOUT_S)
         stats = _model_stats(base, made["stream_id"])
         assert stats["closed"] is True and stats["finished"] is False and int(stats["steps"]) < 1000  # type: ignore[call-overload]
 
@@ -174,9 +172,8 @@ def test_a_stop_on_another_process_stops_the_model_where_it_runs(mode: str) -> N
                 read = reader.result()
             took = reader.ended_at - asked
             again = httpx.post(f"{other.url}/tokens/streams/{made['stream_id']}/stop")
-            deadline = time.monotonic() + TIMEOUT_S
-            while not _model_stats(one.url, made["stream_id"])["closed"] and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_until(lambda: _model_stats(one.url, made["stream_id"])["closed"], "the model on A to be closed",
+                       TIMEOUT_S)
             stats = _model_stats(one.url, made["stream_id"])
             last = read.tokens[-1].id if read.tokens else None
             resumed = read_stream(other.url + made["events_url"], headers={"Last-Event-ID": last} if last else {})
