@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import os
+import re
+import socket
 import subprocess
 import sys
 import tomllib
@@ -480,6 +482,45 @@ def test_read_prints_a_chat_streams_text_and_tells_how_it_ended(ending: list[str
     got = Decoder().feed(_chat('{"type":"text-end","id":"text-0"}', *ending) + b"data: [DONE]\n\n")
     assert read(iter(got), sys.stdout) == status
     assert capsys.readouterr() == (" a b", said)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_retry_after_nothing_new_is_told_what_the_last_attempt_did(kind: str) -> None:
+    _, handle = script(
+        body(OPEN, token(0, "a")),                                             # moved on, then cut: no retry to tell
+        httpx.ConnectError("[Errno 111] Connection refused"),
+        httpx.Response(503, headers={"Retry-After": "4"}, json={"error": "busy"}),
+        body(OPEN, token(1, "b"), DONE),
+    )
+    told: list[tuple[int, str, float]] = []
+    got, _ = run(kind, handle, on_retry=lambda request: told.append((request.attempt, request.after, request.wait_s)))
+    assert got[-1].event == "done"
+    assert told == [(2, "ConnectError: [Errno 111] Connection refused", 1.5),
+                    (3, "/streams/abc/events answered 503 Service Unavailable: busy", 4.0)]
+
+
+def test_read_says_each_retry_of_a_refused_connection_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenwire.client.command import cli_main
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))                  # bound and never listening: each connection is refused
+        port = closed.getsockname()[1]
+        status = cli_main([f"http://127.0.0.1:{port}/stream", "--max-attempts", "3"], sleep=lambda seconds: None)
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    refused = "ConnectError: [Errno 111] Connection refused"
+    waits = [float(wait) for wait in re.findall(r" again in (\d+\.\d) s ", err)]
+    assert re.sub(r" again in \d+\.\d s ", " again in N s ", err).splitlines() == [
+        f"tokenwire read: {refused}; trying 127.0.0.1:{port} again in N s (attempt 2 of 3)",
+        f"tokenwire read: {refused}; trying 127.0.0.1:{port} again in N s (attempt 3 of 3)",
+        f"tokenwire read: gave up on /stream after 3 attempts in a row without a new event; the last: {refused}"]
+    assert 2.0 <= waits[0] <= 3.0 and 4.0 <= waits[1] <= 6.0          # 1 s doubled per attempt, jitter up to half
+
+
+def test_a_failed_streams_message_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenwire.client.command import read
+    failed = b'id: 0\nevent: failed\ndata: {"error": "the model raised\\n  ValueError: bad"}\n\n'
+    assert read(iter(Decoder().feed(failed)), sys.stdout) == 1
+    assert capsys.readouterr() == ("", "tokenwire read: the stream failed: the model raised ValueError: bad\n")
 
 
 def test_without_httpx_the_import_error_names_the_extra() -> None:

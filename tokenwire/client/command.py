@@ -8,6 +8,9 @@ reader has everything) exits 0; anything else is one line on stderr,
 ``tokenwire read: ...``: exit 1 for a failed stream, one that ended early (a
 ``done`` with ``stopped_early``: stopped, cancelled, lost), a refusal or
 attempts run out, 2 for bad flags.  Nothing reaches the user as a traceback.
+While it retries after attempts that brought nothing (a refused connection,
+a 503), each retry is a line on stderr saying what failed, how long it waits
+and which attempt of how many comes next: a wait is never silent.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
+from urllib.parse import urlsplit
 
 from ..cli import FlagParser, usage_error
 from ..core.sse import Event
-from .reconnect import DEFAULT_MAX_ATTEMPTS, ClientError
+from .reconnect import DEFAULT_MAX_ATTEMPTS, ClientError, Request, error_text
 from .streams import events
 
 __all__ = ["cli_main", "read"]
@@ -73,7 +77,7 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
         if args.last_event_id is not None and any(c in args.last_event_id for c in "\r\n\0"):
             raise ValueError(f"--last-event-id must be one line; got {args.last_event_id!r}")
         stream = events(args.url, headers=headers, last_event_id=args.last_event_id,
-                        max_attempts=args.max_attempts, sleep=sleep)
+                        max_attempts=args.max_attempts, sleep=sleep, on_retry=_retrying(args.max_attempts))
     except ValueError as exc:                       # a ParamError from the flags, or a bad value
         return usage_error("read", parser.refusal(_url_message(str(exc)), argv))
     try:
@@ -97,7 +101,7 @@ def read(stream: Iterator[Event], out: TextIO) -> int:
             out.flush()
             tokens += 1
         elif event.event in ("failed", "error"):
-            return _fail(f"the stream failed: {_failure(event.data)}")
+            return _fail(f"the stream failed: {error_text(event.data)}")
         elif kind == "error":
             return _fail(f"the stream failed: {chunk.get('errorText')}")
         elif event.event == "done" and (early := _early(event.data)) is not None:
@@ -108,14 +112,6 @@ def read(stream: Iterator[Event], out: TextIO) -> int:
     if out.isatty():
         out.write("\n")
     return 0
-
-
-def _failure(data: str) -> str:
-    try:
-        error = json.loads(data).get("error")
-    except (ValueError, AttributeError):
-        error = None
-    return str(error) if error else data
 
 
 def _ui_chunk(event: Event) -> dict[str, object]:
@@ -141,6 +137,14 @@ def _early(data: str) -> str | None:
     reason = ending.get("reason")
     return (f"the stream ended early ({reason if isinstance(reason, str) and reason else 'stopped'}) after "
             f"{ending.get('tokens', '?')} tokens; what was printed is not the whole answer")
+
+
+def _retrying(max_attempts: int) -> Callable[[Request], None]:
+    """What says, on stderr, each retry after an attempt that brought nothing: the wait is not a hang."""
+    def say(request: Request) -> None:
+        print(f"tokenwire read: {request.after}; trying {urlsplit(request.url).netloc} again in "
+              f"{request.wait_s:.1f} s (attempt {request.attempt} of {max_attempts})", file=sys.stderr, flush=True)
+    return say
 
 
 def _url_message(message: str) -> str:

@@ -70,7 +70,8 @@ END_EVENTS = frozenset({"done", "failed", "error",
 # ``?startIndex=0`` was replayed from 0 on every reconnect.
 DONE_DATA = "[DONE]"
 # Five connections in a row with nothing new: with the default backoff
-# about 1 + 2 + 4 + 8 s of waiting, long enough to ride out a restart.
+# 2 + 4 + 8 + 16 s of waiting (up to half as much again with jitter), long
+# enough to ride out a restart.
 DEFAULT_MAX_ATTEMPTS = 5
 # Statuses worth asking again: the server's trouble, or its "not now".
 RETRIED = frozenset({408, 429})
@@ -132,12 +133,13 @@ class Backoff:
 class Request:
     """The next request: GET ``url`` with ``headers`` (the caller's replace ours of the same name) after
     waiting ``wait_s``; ``attempt`` counts from 1 the connections in a row since the last one that brought a
-    new event."""
+    new event, and from attempt 2 on ``after`` says what the one before did (a retry a user may be told of)."""
 
     url: str
     headers: tuple[tuple[str, str], ...]
     wait_s: float
     attempt: int
+    after: str = ""
 
 
 class Reconnect:
@@ -158,6 +160,7 @@ class Reconnect:
         self._max_attempts, self._backoff = max_attempts, backoff or Backoff()
         self._end_events, self._random, self._clock = frozenset(end_events), random, clock
         self._failures = 0           # connections in a row that brought no new event
+        self._failure = ""           # what the last of them did
         self._wait_s = 0.0
         self._sent_id = self._decoder.last_event_id
         self._moved = False          # this connection brought an event with a new id
@@ -183,7 +186,7 @@ class Reconnect:
         given = {name.lower() for name, _ in self._headers}
         headers = (*((k, v) for k, v in mine if k.lower() not in given), *self._headers)
         self._sent_id, self._moved = self.last_event_id, False
-        return Request(self.url, headers, self._wait_s, self._failures + 1)
+        return Request(self.url, headers, self._wait_s, self._failures + 1, self._failure if self._failures else "")
 
     def opened(self, content_type: str) -> None:
         """A 200 came; raises ``ProtocolError`` if it is not ``text/event-stream``."""
@@ -225,7 +228,7 @@ class Reconnect:
         raise StreamRefused(self._path(), status, message)
 
     def _fail(self, reason: str, at_least_s: float) -> None:
-        self._failures = 0 if self._moved else self._failures + 1
+        self._failures, self._failure = (0 if self._moved else self._failures + 1), reason
         if self._failures >= self._max_attempts:
             raise AttemptsExhausted(self._path(), self._failures, reason)
         base_s = self._backoff.initial_s if self.retry_ms is None else self.retry_ms / 1000
@@ -269,10 +272,10 @@ def _http_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.netloc) and port != 0
 
 
-def error_text(body: bytes) -> str:
-    """A refusal's message on one line: JSON ``{"error": text}`` or ``{"error": {"message": text}}``, else the
-    body's text; cut at ``MAX_ERROR_TEXT`` characters."""
-    text = body.decode("utf-8", "replace")
+def error_text(body: bytes | str) -> str:
+    """A refusal's (or a ``failed`` event's) message on one line: JSON ``{"error": text}`` or
+    ``{"error": {"message": text}}``, else the body's text; cut at ``MAX_ERROR_TEXT`` characters."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         found = json.loads(text)
     except ValueError:
@@ -281,7 +284,7 @@ def error_text(body: bytes) -> str:
         error = found.get("error", found.get("message"))
         if isinstance(error, dict):
             error = error.get("message")
-        if isinstance(error, str):
+        if isinstance(error, str) and error:
             text = error
     text = " ".join(text.split())
     return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 1] + "…"

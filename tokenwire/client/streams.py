@@ -37,14 +37,18 @@ def events(url: str, *, headers: Mapping[str, str] | None = None, last_event_id:
            max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff: Backoff | None = None,
            timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT, client: httpx.Client | None = None,
            end_events: Collection[str] = END_EVENTS, sleep: Callable[[float], object] = time.sleep,
-           random: Callable[[], float] = _random) -> Iterator[Event]:
+           random: Callable[[], float] = _random, on_retry: Callable[[Request], object] | None = None,
+           ) -> Iterator[Event]:
     """Yield the SSE events at ``url`` (any server), reconnecting with ``Last-Event-ID`` until the end event.
 
     A dropped connection (EOF before the end event, a read error, a 5xx, 408
     or 429) is resumed after the stream's ``retry`` with ``Backoff``; a 204
     ends the stream, as do ``end_events`` (yielded, last).  ``client`` is
-    used as given (else one of our own, following redirects); ``sleep`` and
-    ``random`` are for tests.  Raises ``StreamRefused`` on a 4xx,
+    used as given (else one of our own, following redirects); ``on_retry``
+    is called with each request that follows attempts that brought nothing
+    new (``Request.after`` says what the last did), before its wait, so a
+    user can be told it is still trying; ``sleep`` and ``random`` are for
+    tests.  Raises ``StreamRefused`` on a 4xx,
     ``AttemptsExhausted`` after ``max_attempts`` connections in a row
     without a new event, ``ProtocolError`` if the answer is no event stream,
     and ValueError for bad arguments (at the call, not at the first event).
@@ -53,27 +57,30 @@ def events(url: str, *, headers: Mapping[str, str] | None = None, last_event_id:
                       backoff=backoff, end_events=end_events, random=random)
     own: AbstractContextManager[httpx.Client] = (
         nullcontext(client) if client is not None else httpx.Client(follow_redirects=True))
-    return _run(state, own, timeout, sleep)
+    return _run(state, own, timeout, sleep, on_retry)
 
 
 def aevents(url: str, *, headers: Mapping[str, str] | None = None, last_event_id: str | None = None,
             max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff: Backoff | None = None,
             timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT, client: httpx.AsyncClient | None = None,
             end_events: Collection[str] = END_EVENTS, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-            random: Callable[[], float] = _random) -> AsyncIterator[Event]:
+            random: Callable[[], float] = _random, on_retry: Callable[[Request], object] | None = None,
+            ) -> AsyncIterator[Event]:
     """``events`` over ``httpx.AsyncClient``: the same arguments, decisions and errors, as an async iterator
     (close it with ``contextlib.aclosing`` if you stop early)."""
     state = Reconnect(url, headers=headers, last_event_id=last_event_id, max_attempts=max_attempts,
                       backoff=backoff, end_events=end_events, random=random)
     own: AbstractAsyncContextManager[httpx.AsyncClient] = (
         nullcontext(client) if client is not None else httpx.AsyncClient(follow_redirects=True))
-    return _arun(state, own, timeout, sleep)
+    return _arun(state, own, timeout, sleep, on_retry)
 
 
 def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: float | httpx.Timeout | None,
-         sleep: Callable[[float], object]) -> Iterator[Event]:
+         sleep: Callable[[float], object], on_retry: Callable[[Request], object] | None) -> Iterator[Event]:
     with own as http:
         while (request := state.request()) is not None:
+            if request.attempt > 1 and on_retry is not None:
+                on_retry(request)
             if request.wait_s:
                 sleep(request.wait_s)
             try:
@@ -94,9 +101,11 @@ def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: f
 
 async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncClient],
                 timeout: float | httpx.Timeout | None, sleep: Callable[[float], Awaitable[object]],
-                ) -> AsyncIterator[Event]:
+                on_retry: Callable[[Request], object] | None) -> AsyncIterator[Event]:
     async with own as http:
         while (request := state.request()) is not None:
+            if request.attempt > 1 and on_retry is not None:
+                on_retry(request)
             if request.wait_s:
                 await sleep(request.wait_s)
             try:
