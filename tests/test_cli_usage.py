@@ -8,6 +8,7 @@ interpreter as a user types it.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,14 @@ def test_the_value_quoted_is_the_one_argparse_kept(argv: list[str], typed: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", *argv]) == 2
     assert capsys.readouterr().err == f"tokenwire serve: --port must be from 0 to 65535; got {typed}\n"
+
+
+@pytest.mark.parametrize("argv", [["serve"], ["proxy", "--upstream", "http://127.0.0.1:9/v1"]], ids=["serve", "proxy"])
+def test_a_port_in_use_is_one_line_naming_it_and_exit_1(argv: list[str]) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "tokenwire", *argv, "--port", str(port)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", f"tokenwire {argv[0]}: cannot listen on 127.0.0.1:{port}: Address already in use\n")

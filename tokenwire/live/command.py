@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
 import resource
 import sys
 import time
@@ -36,7 +37,8 @@ from ..endpoints.routes import LIVE_ROUTES
 from ..realtime import loop_name
 from .server import LiveServer, make_server
 
-__all__ = ["add_stream_flags", "beyond_loopback", "check_port", "cli_main", "configure_logging", "raise_fd_limit"]
+__all__ = ["add_stream_flags", "beyond_loopback", "cannot_listen", "check_port", "cli_main", "configure_logging",
+           "raise_fd_limit"]
 
 
 class _ServeFormat(logging.Formatter):
@@ -75,6 +77,16 @@ def check_port(port: int) -> None:
     """Raise ``ValueError`` for a ``--port`` (of ``add_stream_flags``) no socket can bind."""
     if not 0 <= port <= 65535:
         raise ValueError(f"port must be from 0 to 65535, got {port!r}")
+
+
+def cannot_listen(command: str, host: str, port: int, exc: OSError) -> int:
+    """Say on stderr that ``tokenwire <command>`` cannot listen on ``host``:``port``, and why; returns 1.
+
+    The why is the system's word for the error: ``socket.create_server``'s message says the address again.
+    """
+    reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+    print(f"tokenwire {command}: cannot listen on {host}:{port}: {reason}", file=sys.stderr, flush=True)
+    return 1
 
 
 def add_stream_flags(parser: FlagParser, *, serve: bool = False) -> None:
@@ -191,8 +203,7 @@ def cli_main(argv: list[str]) -> int:
         server = make_server(args.host, args.port, registry=registry, config=config, routes=routes,
                              metrics=not args.no_metrics)
     except OSError as exc:
-        print(f"tokenwire serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return cannot_listen("serve", args.host, args.port, exc)
     with server:
         print(_banner(server), flush=True)
         problem = getattr(registry.log, "check", lambda: None)()

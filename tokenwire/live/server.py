@@ -42,7 +42,6 @@ import errno
 import os
 import resource
 import signal
-import socket
 import threading
 import time
 from collections import OrderedDict, deque
@@ -62,7 +61,7 @@ from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..realtime import LoopDriver, new_loop
 from .http import Answer, HttpConnection, Request
 from .routes import Routes
-from .sockets import TransportWire
+from .sockets import TransportWire, listening
 
 __all__ = ["LiveServer", "make_server"]
 
@@ -106,9 +105,7 @@ class LiveServer:
         self.idle: OrderedDict[HttpConnection, None] = OrderedDict()
         self.fd_cap = 1 << 30                   # set when serving starts (_descriptor_cap)
         self._last_accept_error = 0.0
-        host, port = address
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.socket = socket.create_server((host, port), family=family, backlog=REQUEST_QUEUE_SIZE)
+        self.socket = listening(*address, REQUEST_QUEUE_SIZE)
         self.socket.setblocking(False)
         self.routes: Routes | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

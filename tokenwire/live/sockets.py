@@ -17,7 +17,9 @@ queue, not yet acknowledged by the peer) and ``FIONREAD`` (bytes received
 and not yet read by the application); on other systems they return None.
 ``shrink_buffers`` sets ``SO_SNDBUF``/``SO_RCVBUF``; Linux doubles the value
 asked for (bookkeeping overhead) and enforces a floor, so the effective size
-is read back with ``getsockopt`` and reported, never assumed.
+is read back with ``getsockopt`` and reported, never assumed.  ``listening``
+is the one way a server here binds (``tokenwire serve``'s ``LiveServer``,
+``tokenwire proxy``'s uvicorn): IPv4, or IPv6 alone for a host with a ':'.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "MAX_BUFFER_BYTES",
     "TransportWire",
     "buffer_sizes",
+    "listening",
     "recv_queue_bytes",
     "send_queue_bytes",
     "shrink_buffers",
@@ -55,6 +58,12 @@ class SocketLike(Protocol):
 # setsockopt takes a C int; Linux caps a buffer at net.core.wmem_max/rmem_max
 # anyway, so a larger request is a mistake, refused with a message.
 MAX_BUFFER_BYTES = 2**31 - 1
+
+
+def listening(host: str, port: int, backlog: int) -> socket.socket:
+    """A TCP socket listening on ``host``:``port`` (0: any free port), ``SO_REUSEADDR`` set; raises ``OSError``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=backlog)
 
 
 def _ioctl_int(sock: SocketLike, request: int) -> int | None:

@@ -15,18 +15,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
-import sys
 
 from ..asgi import TokenStreams
 from ..cli import FlagParser, usage_error
 from ..live.command import (
     add_stream_flags,
     beyond_loopback,
+    cannot_listen,
     check_port,
     configure_logging,
     open_warning,
     raise_fd_limit,
 )
+from ..live.sockets import listening
 from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, UpstreamConfig
 
 __all__ = ["cli_main"]
@@ -89,18 +90,12 @@ def cli_main(argv: list[str]) -> int:
 
     configure_logging(args.quiet)
     raise_fd_limit()
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((args.host, args.port))
-        sock.listen(BACKLOG)              # before the banner: a client that reads it may connect at once
+        sock = listening(args.host, args.port, BACKLOG)   # before the banner: its reader may connect at once
     except OSError as exc:
-        sock.close()
-        print(f"tokenwire proxy: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return cannot_listen("proxy", args.host, args.port, exc)
     host, port = sock.getsockname()[:2]
-    where = f"[{host}]" if family == socket.AF_INET6 else host
+    where = f"[{host}]" if sock.family == socket.AF_INET6 else host
     warning = f"\n{open_warning('proxy', ', and anyone may ask your upstream, with its key')}" \
         if beyond_loopback(host) else ""
     print(f"tokenwire proxy serving on http://{where}:{port}/ relaying {args.upstream}{warning}", flush=True)
