@@ -120,3 +120,97 @@ def test_serve_answers_expect_100_continue_on_a_body_route_before_the_body(loop_
         status, headers, answer = split_response(read_to_end(sock, 10))
     assert status == 200 and headers["x-vercel-ai-ui-message-stream"] == "v1"
     assert answer.endswith(b"data: [DONE]\n\n")
+
+
+# Routes that read no body, each with its error format: (method, target, format); {id} is a finished stream's.
+BODILESS = [
+    ("GET", "/streams/{id}/events", "tokenwire"),
+    ("GET", "/metrics", "tokenwire"),
+    ("POST", "/streams/{id}/stop", "tokenwire"),
+    ("GET", "/chat/{id}/stream", "tokenwire"),
+    ("GET", "/v1/models", "openai"),
+    ("GET", "/v1/responses/{id}", "openai"),
+    ("GET", "/streams?tokens=3", "tokenwire"),        # a 405 (POST only): still the route's format
+    ("GET", "/live", "text"),                         # the server's own pages: plain text
+    ("GET", "/?scenario=block", "text"),
+]
+
+
+def _error(body: bytes, headers: dict[str, str], kind: str, status: int) -> str:
+    """The message of an error answer in ``kind`` (``tokenwire``, ``openai`` or ``text``) format, checked whole."""
+    if kind == "text":
+        assert headers["content-type"] == "text/plain; charset=utf-8"
+        text = body.decode()
+        assert text.startswith(f"{status} ") and text.endswith("\n")
+        return text[len(f"{status} "):-1]
+    assert headers["content-type"] == "application/json"
+    error = json.loads(body)["error"]
+    if kind == "openai":
+        assert set(error) == {"message", "type", "code"}
+        return str(error["message"])
+    return str(error)
+
+
+def _head(method: str, target: str, *lines: str) -> bytes:
+    return "\r\n".join([f"{method} {target} HTTP/1.1", "Host: x", "Connection: close", *lines, "", ""]).encode()
+
+
+@pytest.mark.parametrize("value", [*MALFORMED, "5, 5", "abc"])
+def test_serve_refuses_a_malformed_content_length_on_a_bodiless_route_in_its_own_format(loop_kind: str,
+                                                                                        value: str) -> None:
+    """It was h11's plain-text ``400 bad request: bad Content-Length`` (naming nothing) on every route but a body's."""
+    with serving() as server:
+        stream_id = _finished(server.url)
+        for method, target, kind in BODILESS:
+            status, headers, body = split_response(raw(server, declared(method, target.format(id=stream_id), value)))
+            assert status == 400, (target, body)
+            assert _error(body, headers, kind, 400) == f"Content-Length {value!r} is not a number of bytes", target
+
+
+def test_serve_refuses_two_different_content_lengths_in_the_routes_own_format(loop_kind: str) -> None:
+    """Each within the limit: a body route's check passed them, and h11 refused them in plain text."""
+    message = "Content-Length given 2 times, as '5' and '6'; send it once"
+    with serving() as server:
+        stream_id = _finished(server.url)
+        for method, target, kind in [*BODILESS, ("POST", "/streams?tokens=3", "tokenwire"),
+                                     ("POST", "/v1/responses", "openai")]:
+            answer = raw(server, _head(method, target.format(id=stream_id), "Content-Length: 5", "Content-Length: 6"))
+            status, headers, body = split_response(answer)
+            assert (status, _error(body, headers, kind, 400)) == (400, message), target
+
+
+def test_serve_answers_a_bodiless_route_past_its_parsers_length_or_coding_in_the_routes_format(loop_kind: str) -> None:
+    """A length past 20 digits (h11's bound) is 413, a transfer coding h11 does not decode 501, each named."""
+    with serving() as server:
+        stream_id = _finished(server.url)
+        for method, target, kind in BODILESS:
+            target = target.format(id=stream_id)
+            status, headers, body = split_response(raw(server, declared(method, target, "9" * 21)))
+            assert (status, _error(body, headers, kind, 413)) == (
+                413, "request body of a 21-digit number of bytes; this server reads a Content-Length of at most "
+                     "20 digits"), target
+            status, headers, body = split_response(raw(server, _head(method, target, "Transfer-Encoding: gzip")))
+            assert (status, _error(body, headers, kind, 501)) == (
+                501, "Transfer-Encoding 'gzip' is not supported; send a body chunked or with its "
+                     "Content-Length"), target
+        # a length h11 holds is no fault on a route that ignores the body
+        assert split_response(raw(server, declared("GET", "/metrics", "9" * 20)))[0] == 200
+
+
+def test_what_the_http_layer_refuses_on_a_live_route_is_in_the_routes_format(loop_kind: str) -> None:
+    """HTTP/1.1 without ``Host`` (h11's 400) and an unknown method (501): JSON on a live route, text on a page."""
+    with serving() as server:
+        for target, kind in (("/metrics", "tokenwire"), ("/v1/models", "openai"), ("/live", "text")):
+            status, headers, body = split_response(raw(server, f"GET {target} HTTP/1.1\r\n\r\n".encode()))
+            assert (status, _error(body, headers, kind, 400)) == (400, "bad request: Missing mandatory Host: header")
+            status, headers, body = split_response(raw(server, _head("PROPFIND", target)))
+            assert (status, _error(body, headers, kind, 501)) == (501, "method 'PROPFIND' is not implemented here")
+
+
+@pytest.mark.parametrize("value", MALFORMED)
+def test_uvicorn_refuses_a_malformed_content_length_on_any_route_itself(asgi: Uvicorn, value: str) -> None:
+    """The accepted limit (docs/serving.md): uvicorn's parser answers before the app, in its own plain text."""
+    for method, target, _ in BODILESS[:6]:
+        status, headers, body = _raw_uvicorn(asgi, declared(method, target.format(id="x"), value))
+        assert (status, headers["content-type"], body) == (400, "text/plain; charset=utf-8",
+                                                           b"Invalid HTTP request received."), target

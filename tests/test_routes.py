@@ -110,6 +110,29 @@ def test_a_stream_made_on_an_added_route_is_read_on_another_on_both_servers(asgi
         assert read.ids == [0, 1, 2, 3] and read.text == "".join(ANSWER[:4])
 
 
+def test_a_body_is_judged_before_it_is_read_by_its_route_alone(serve: LiveServer) -> None:
+    """``Route.check_body`` is the one judge: the endpoints ask it, and so does serve's HTTP layer (which made up a
+    request to ask the endpoints' check before), with the raw header values."""
+    route = EXTENDED.body_route("/v2/streams", "PUT")
+    assert route is not None and route.body_limit == 16
+
+    def judged(coding: list[str], lengths: list[str]) -> tuple[int, str] | None:
+        try:
+            route.check_body(coding, lengths)
+        except RequestError as exc:
+            return exc.status, exc.message
+        return None
+
+    assert judged([], []) is None and judged([], ["16"]) is None and judged([], ["16", "16"]) is None
+    assert judged([], ["0017"]) == (413, "request body of 17 bytes; at most 16 are read")
+    assert judged(["chunked"], []) == (411, "send the body with its Content-Length; chunked bodies are refused")
+    assert judged([], ["5", "05"]) == (400, "Content-Length given 2 times, as '5' and '05'; send it once")
+    assert judged([], ["5, 5"]) == (400, "Content-Length '5, 5' is not a number of bytes")
+    status, _, body = split_response(raw(serve, b"PUT /v2/streams HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                                b"Content-Length: 05\r\n\r\n"))
+    assert (status, json.loads(body)) == (400, {"error": "Content-Length given 2 times, as '5' and '05'; send it once"})
+
+
 def test_every_body_limit_is_settable_by_its_setting_name() -> None:
     table = EXTENDED.with_limits({"max_body_bytes": 2048, "max_v2_body_bytes": 1})
     # /chat and OpenAI's two POST routes take a conversation: max_chat_body_bytes.

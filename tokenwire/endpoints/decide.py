@@ -52,10 +52,10 @@ from .openai import (
 )
 from .params import RequestError, echo, spec_from_query
 from .registry import LiveStream, OverQuota, Registry
-from .routes import LIVE_ROUTES, QUERY_BODY, ErrorFormat, Found, Route, RouteTable
+from .routes import LIVE_ROUTES, ErrorFormat, Found, RouteTable
 from .writing import EventWire, Writing, write_events
 
-__all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "check_body", "logger", "refusal"]
+__all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "logger", "refusal"]
 
 # The one logger: ``tokenwire serve`` (and ``--quiet``) configures it; an
 # ASGI server's logging configuration reaches it as any library's.
@@ -194,7 +194,7 @@ class Endpoints:
                 access = Access(route.action, header_map(request.headers), found.params.get("id"))
                 request = dataclasses.replace(request, principal=await ask(self.authorize, access, self.challenge))
             if route.takes_body:
-                check_body(request, route)
+                route.check_body(request.header_values("transfer-encoding"), request.header_values("content-length"))
             return await self.handlers[route.kind](request, found, lambda: read_body(route.body_limit))
         except RequestError as exc:
             return refusal(exc, route.errors)
@@ -348,13 +348,6 @@ async def _no_body(limit: int) -> bytes:
 def refusal(exc: RequestError, errors: ErrorFormat = "tokenwire") -> Answer:
     """A live endpoint's refusal as an answer: JSON in the route's format ``errors``, with the error's own headers."""
     return Answer(exc.status, (*rules.JSON_HEADERS, *exc.headers), rules.error_body(exc.message, exc.status, errors))
-
-
-def check_body(request: LiveRequest, route: Route) -> None:
-    """Refuse, before anything is read, a chunked body (411) or one ``Content-Length`` puts past the limit (413)."""
-    if request.header_values("transfer-encoding"):
-        raise rules.chunked_error(query=route.body_setting == QUERY_BODY)
-    rules.check_declared_body(request.header_values("content-length"), route.body_limit)
 
 
 def process_error(exc: BaseException) -> None:

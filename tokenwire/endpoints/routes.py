@@ -30,7 +30,14 @@ from typing import Literal
 
 from .config import MAX_BODY_BYTES, MAX_CHAT_BODY_BYTES
 from .params import RequestError, echo
-from .rules import KNOWN_METHODS, method_error, no_route_error, not_implemented_error
+from .rules import (
+    KNOWN_METHODS,
+    check_declared_body,
+    chunked_error,
+    method_error,
+    no_route_error,
+    not_implemented_error,
+)
 
 __all__ = ["ERROR_FORMATS", "ID_SEGMENT", "LIVE_ROUTES", "QUERY_BODY", "Action", "ErrorFormat", "Found", "Route",
            "RouteTable", "routed_path"]
@@ -117,6 +124,16 @@ class Route:
     def allow(self) -> str:
         """The ``Allow`` value of this route's path."""
         return ", ".join(self.methods)
+
+    def check_body(self, transfer_encoding: list[str], content_length: list[str]) -> None:
+        """Refuse, before anything is read, a chunked body (411) or one ``Content-Length`` puts past the limit (413).
+
+        ``transfer_encoding``, ``content_length``: the request's values of
+        those headers.  Raises ``RequestError`` (a malformed length is 400).
+        """
+        if transfer_encoding:
+            raise chunked_error(query=self.body_setting == QUERY_BODY)
+        check_declared_body(content_length, self.body_limit)
 
     def described(self) -> str:
         """``POST /streams``: the methods and the pattern, as the README and a 404 name it."""

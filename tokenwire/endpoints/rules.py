@@ -37,8 +37,8 @@ from .registry import Busy, OverQuota, Registry
 
 __all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error", "check_room",
-           "check_declared_body", "chunked_error", "created", "error_body", "events_request", "last_event_id",
-           "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error",
+           "check_declared_body", "chunked_error", "created", "declared_length", "error_body", "events_request",
+           "last_event_id", "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error",
            "stopped"]
 
 # Methods some route answers (with 405 where a path does not take one); any
@@ -101,19 +101,33 @@ def chunked_error(query: bool = True) -> RequestError:
     return RequestError(411, "send the body with its Content-Length; chunked bodies are refused")
 
 
-def check_declared_body(content_length: list[str], limit: int) -> None:
-    """Refuse a body whose ``Content-Length`` says it is past ``limit``, before anything is read.
+def declared_length(content_length: list[str]) -> str | None:
+    """The body length the ``Content-Length`` values declare, its digits without leading zeros; None without one.
 
-    Raises ``RequestError``: 413 for a length past ``limit``, however many
-    digits it has; 400 for a value that is not a decimal number of bytes.
+    Raises ``RequestError`` 400 for a value that is not a decimal number of
+    bytes (``5, 5`` too), or for two values spelled differently.
     """
+    spelled = []
     for value in content_length:
         digits = value.strip(" \t")
         if not (digits.isascii() and digits.isdigit()):
             raise RequestError(400, f"Content-Length {echo(value)} is not a number of bytes")
-        significant = digits.lstrip("0") or "0"
-        if len(significant) > len(str(limit)) or int(significant) > limit:   # no int() of 10,000 digits
-            raise body_error(limit, significant)
+        spelled.append(digits)
+    if len(set(spelled)) > 1:
+        raise RequestError(400, f"Content-Length given {len(spelled)} times, as "
+                                f"{', '.join(map(echo, spelled[:-1]))} and {echo(spelled[-1])}; send it once")
+    return (spelled[0].lstrip("0") or "0") if spelled else None
+
+
+def check_declared_body(content_length: list[str], limit: int) -> None:
+    """Refuse a body whose ``Content-Length`` says it is past ``limit``, before anything is read.
+
+    Raises ``RequestError``: 413 for a length past ``limit``, however many
+    digits it has; 400 for a malformed one (``declared_length``).
+    """
+    size = declared_length(content_length)
+    if size is not None and (len(size) > len(str(limit)) or int(size) > limit):   # no int() of 10,000 digits
+        raise body_error(limit, size)
 
 
 def body_error(limit: int, size: str | None = None) -> RequestError:

@@ -1,13 +1,15 @@
 """HTTP/1.1 for the live server: one ``asyncio.Protocol`` per connection, each request parsed by h11.
 
 How this works: bytes arrive in ``data_received`` and go to an
-``h11.Connection`` (sans-IO and strict: a bare CR or a NUL in a header, two
-different ``Content-Length``s, a missing ``Host`` are its
-``RemoteProtocolError``, answered 400 at once).  Before h11 sees them, the
-head is held to this server's own limits so each has its own status: a
-request line past ``MAX_REQUEST_LINE`` is 414, headers past
-``MAX_HEADER_BYTES`` or ``MAX_HEADERS`` lines 431, an HTTP/0.9 line or one
-that is not three words 400, a method this server does not know 501.
+``h11.Connection`` (sans-IO and strict: a bare CR or a NUL in a header, a
+missing ``Host`` are its ``RemoteProtocolError``, answered 400 at once).
+Before h11 sees them, the head is held to this server's own limits so each
+has its own status: a request line past ``MAX_REQUEST_LINE`` is 414, headers
+past ``MAX_HEADER_BYTES`` or ``MAX_HEADERS`` lines 431, an HTTP/0.9 line or
+one that is not three words 400, a method this server does not know 501; and
+its body's framing to its route's (``Route.check_body``), or on a route that
+reads none to what h11 would refuse, each naming the value.  A refusal is in
+the error format of the route at the request's path, plain text elsewhere.
 
 A request has ``request_timeout_s`` in total to arrive (request line,
 headers, and the body of a route that reads one: the route table says which, and
@@ -36,11 +38,11 @@ from typing import Any, Protocol
 import h11
 
 from ..endpoints.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
-from ..endpoints.decide import check_body, refusal
-from ..endpoints.decisions import Answer, LiveRequest
+from ..endpoints.decide import refusal
+from ..endpoints.decisions import Answer
 from ..endpoints.params import RequestError, echo, utf8
 from ..endpoints.routes import Route, RouteTable
-from ..endpoints.rules import KNOWN_METHODS, body_error, not_implemented_error
+from ..endpoints.rules import KNOWN_METHODS, body_error, declared_length, not_implemented_error
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
@@ -60,6 +62,9 @@ _VERSION = re.compile(rb"HTTP/1\.[01]")
 LINGER_S = 2.0
 # The answer to a refused request sent right after accepting it (--max-connections).
 _REFUSED = "too many open connections: this server holds at most {cap}"
+# The most digits h11 reads in a Content-Length (its own bound, past any body): a longer one is refused before
+# h11 sees it, on a route that reads no body too, so that the answer is in the route's format and names it.
+_H11_LENGTH_DIGITS = 20
 # h11 quotes a malformed header line whole (``illegal header line: bytearray(b'Authorization : Bearer ...')``):
 # the answer names the header and leaves out its value, which may be a credential.
 _HEADER_LINE = re.compile(r"illegal header line: bytearray\(b['\"]([^:\s'\"\\]*)")
@@ -155,38 +160,54 @@ def _precheck(buf: bytes, routes: RouteTable) -> Answer | None:
     if not _VERSION.fullmatch(words[2]):
         return text_answer(400, f"unsupported HTTP version {words[2][:20].decode('latin-1')!r}; "
                                 "send HTTP/1.0 or HTTP/1.1")
-    method = words[0].decode("latin-1")
+    method, path = words[0].decode("latin-1"), _path(words[1])
     if method not in KNOWN_METHODS:
-        return _text_refusal(not_implemented_error(method))
+        return _refused(not_implemented_error(method), routes, path)
     stop = buf.find(b"\r\n\r\n", end)
     fields = buf[end + 1: None if stop < 0 else stop]
     if len(fields) > MAX_HEADER_BYTES or fields.count(b"\n") >= MAX_HEADERS:
         return text_answer(431, f"request headers longer than {MAX_HEADER_BYTES} bytes or {MAX_HEADERS} lines")
-    route = _body_route(routes, method, words[1]) if stop >= 0 else None
-    return None if route is None else _body_limits(fields, route)
+    if stop < 0:
+        return None
+    try:
+        _check_framing(routes.body_route(path, method), fields)
+    except RequestError as exc:
+        return _refused(exc, routes, path)
+    return None
 
 
-def _text_refusal(exc: RequestError) -> Answer:
-    """A rule's refusal for a request that never reached a route: plain text."""
+def _path(target: bytes) -> str:
+    """The path of a request ``target`` as sent (Latin-1 bytes), as the route table reads it."""
+    return utf8(target.partition(b"?")[0].decode("latin-1"))
+
+
+def _refused(exc: RequestError, routes: RouteTable, path: str | None) -> Answer:
+    """``exc`` in the error format of the route at ``path``; plain text where none of ``routes`` answers it."""
+    if path is not None and routes.claims(path):
+        return refusal(exc, routes.errors_of(path))
     return text_answer(exc.status, exc.message, exc.headers)
 
 
-def _body_route(routes: RouteTable, method: str, target: bytes) -> Route | None:
-    """The route that reads the body of a request for ``target``; None if it reads none (the table says)."""
-    return routes.body_route(utf8(target.partition(b"?")[0].decode("latin-1")), method)
-
-
-def _body_limits(fields: bytes, route: Route) -> Answer | None:
-    """``route``'s refusal of a chunked body or a declared length past its limit, read from the raw header lines."""
-    headers = []
+def _check_framing(route: Route | None, fields: bytes) -> None:
+    """Refuse the body the raw header lines ``fields`` declare: past its ``route``'s limits (``Route.check_body``),
+    or, on a route that reads none, what h11 would refuse in its own words: a malformed length, one past its
+    digits (413) or a coding other than chunked (501).  Raises ``RequestError`` naming the value."""
+    values: dict[str, list[str]] = {}
     for line in fields.split(b"\n"):
         name, _, value = line.partition(b":")
-        headers.append((name.strip().lower().decode("latin-1"), value.strip().decode("latin-1")))
-    try:
-        check_body(LiveRequest(route.methods[0], route.pattern, "", tuple(headers), "-"), route)
-    except RequestError as exc:
-        return refusal(exc, route.errors)
-    return None
+        values.setdefault(name.strip().lower().decode("latin-1"), []).append(value.strip().decode("latin-1"))
+    coding, lengths = values.get("transfer-encoding", []), values.get("content-length", [])
+    if route is not None:
+        route.check_body(coding, lengths)
+        return
+    declared_length(lengths)
+    digits = max((len(value.strip(" \t")) for value in lengths), default=0)
+    if digits > _H11_LENGTH_DIGITS:
+        raise RequestError(413, f"request body of a {digits}-digit number of bytes; this server reads a "
+                                f"Content-Length of at most {_H11_LENGTH_DIGITS} digits")
+    if coding and ", ".join(coding).lower() != "chunked":
+        raise RequestError(501, f"Transfer-Encoding {echo(', '.join(coding))} is not supported; send a body "
+                                f"chunked or with its Content-Length")
 
 
 class HttpConnection(asyncio.Protocol):
@@ -236,7 +257,10 @@ class HttpConnection(asyncio.Protocol):
             self._h11.receive_data(data)
             self._events()
         except h11.RemoteProtocolError as exc:
-            self.answer(text_answer(exc.error_status_hint, f"bad request: {protocol_error(exc)}"), linger=True)
+            words = self._head.partition(b"\n")[0].split(b" ")       # three once _precheck has seen it whole
+            error = RequestError(exc.error_status_hint, f"bad request: {protocol_error(exc)}")
+            self.answer(_refused(error, self.host.route_table, _path(words[1]) if len(words) == 3 else None),
+                        linger=True)
 
     def eof_received(self) -> bool | None:
         if self._lingering:
@@ -272,8 +296,8 @@ class HttpConnection(asyncio.Protocol):
                 return
             if isinstance(event, h11.Request):
                 self._request = event
-                self._body_route = _body_route(self.host.route_table, event.method.decode("latin-1"),
-                                               event.target)
+                self._body_route = self.host.route_table.body_route(_path(event.target),
+                                                                    event.method.decode("latin-1"))
                 if self._body_route is None:
                     self._dispatch()                # a route without a body ignores what is sent
                 elif self._h11.they_are_waiting_for_100_continue and self.transport is not None:
