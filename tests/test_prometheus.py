@@ -8,6 +8,7 @@ import bisect
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -92,6 +93,45 @@ def test_after_n_streams_and_k_resumes_the_scrape_says_n_and_k_and_passes_promto
     assert grew["tokenwire_time_to_first_token_seconds_count"] == n      # the connections from the first token
     assert grew["tokenwire_inter_token_latency_seconds_count"] == n * 2   # live gaps only: a resume replays
     assert after["tokenwire_streams_open"] == 0
+
+
+def _read_whole(base: str, method: str, path: str, **asked: Any) -> httpx.Response:
+    answer = httpx.request(method, f"{base}{path}", timeout=10, **asked)
+    assert answer.status_code in (200, 201), answer.text
+    return answer
+
+
+@pytest.mark.parametrize("server", ["serve", "uvicorn"])
+def test_every_connection_that_names_a_cursor_it_holds_is_a_resume_on_every_wire(server: str, asgi: Uvicorn) -> None:
+    """A resume is a connection after a cursor the reader holds: ``Last-Event-ID``/``last_event_id``, a chat's
+    ``startIndex`` past 0 and OpenAI's ``starting_after``, also where that cursor is still in the preamble (a
+    chat's first three chunks, a response's first events: before, only a cursor past a token was counted); a
+    read from the start, a chat's tail (``startIndex=-2``) or an empty ``Last-Event-ID`` is none."""
+    chat = {"messages": [], "tokens": 4, "producer_ms": 0.1}
+    with serving() as live:
+        base = live.url if server == "serve" else asgi.url
+        made = _read_whole(base, "POST", "/streams?tokens=4&producer_ms=0.1").json()["events_url"]
+        read_stream(base + made)
+        chat_id = _read_whole(base, "POST", "/chat", json=chat).headers["x-workflow-run-id"]
+        response_id = _read_whole(base, "POST", "/v1/responses", json={"model": "m", "input": "hi", "tokens": 4,
+                                                                        "producer_ms": 0.1}).json()["id"]
+        _, before = scrape(base)
+        resumes = [("GET", made, {"Last-Event-ID": "0"}), ("GET", f"{made}?last_event_id=2", {}),
+                   ("GET", f"/chat/{chat_id}/stream?startIndex=1", {}),
+                   ("GET", f"/chat/{chat_id}/stream?startIndex=6", {}),
+                   ("GET", f"/chat/{chat_id}/stream", {"Last-Event-ID": "0"}),
+                   ("GET", f"/v1/responses/{response_id}?stream=true&starting_after=0", {}),
+                   ("GET", f"/v1/responses/{response_id}?stream=true&starting_after=5", {})]
+        none = [("GET", made, {}), ("GET", made, {"Last-Event-ID": ""}),
+                ("GET", f"/chat/{chat_id}/stream?startIndex=0", {}),
+                ("GET", f"/chat/{chat_id}/stream?startIndex=-2", {}),
+                ("GET", f"/v1/responses/{response_id}?stream=true", {})]
+        for method, path, headers in [*resumes, *none]:
+            _read_whole(base, method, path, headers=headers)
+        text, after = scrape(base)
+    promtool_check(text)
+    assert after["tokenwire_resumes_total"] - before.get("tokenwire_resumes_total", 0) == len(resumes)
+    assert after["tokenwire_streams_created_total"] - before["tokenwire_streams_created_total"] == 0
 
 
 @pytest.mark.parametrize("server", ["serve", "uvicorn"])

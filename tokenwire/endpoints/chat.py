@@ -116,9 +116,10 @@ async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> 
     return _opened(endpoints, live, -1, ChatFrames(0), _headers(live.stream_id))
 
 
-def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFrames, headers: Headers) -> OpenStream:
+def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFrames, headers: Headers,
+            resumed: bool = False) -> OpenStream:
     rules.take_slot(endpoints.registry)
-    return OpenStream(live, cursor, None, None, None, frames, headers)
+    return OpenStream(live, cursor, None, None, None, frames, headers, resumed=resumed)
 
 
 async def stream_named(endpoints: Endpoints, request: LiveRequest, name: str) -> str:
@@ -129,6 +130,7 @@ async def stream_named(endpoints: Endpoints, request: LiveRequest, name: str) ->
 async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> OpenStream | Answer:
     """``GET /chat/<name>/stream``: a chat's or a stream's chunks (see the module)."""
     start, asked = _start(request)
+    resumed = start is not None and start > 0             # it has chunks 0..start-1 (a tail, -N, has none)
     registry = endpoints.registry
     stream_id = await stream_named(endpoints, request, name)
     try:
@@ -151,7 +153,7 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
         raise RequestError(400, f"{asked} is past the end: this stream has chunks 0..{count - 1} so far")
     cursor = min(cursor_of(start), generated - 1)
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
-    return _opened(endpoints, live, cursor, ChatFrames(start), _headers(stream_id, *extra))
+    return _opened(endpoints, live, cursor, ChatFrames(start), _headers(stream_id, *extra), resumed)
 
 
 def _failed(stream: Stream) -> bool:

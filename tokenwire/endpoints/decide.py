@@ -308,14 +308,14 @@ class Endpoints:
         if asked.complete:
             return Answer(204, rules.NO_CONTENT_HEADERS)
         rules.take_slot(registry)
-        return OpenStream(live, asked.cursor, asked.cut, asked.header, asked.query_id)
+        return OpenStream(live, asked.cursor, asked.cut, asked.header, asked.query_id, resumed=asked.cursor >= 0)
 
     # -- writing ---------------------------------------------------------------------
     def write(self, decision: OpenStream, wire: EventWire) -> Writing:
         """Start writing ``decision``'s stream to ``wire``; its slot goes back when the writer ends."""
         if self.meter is not None:
             decision = dataclasses.replace(decision, rendering=self.meter.rendering(
-                decision.rendering, decision.arrived_ns, decision.cursor))
+                decision.rendering, decision.arrived_ns, decision.cursor, decision.resumed))
         try:
             writing = write_events(decision, wire, self.registry, self.config, self.journal.append,
                                    self.writing.discard)

@@ -120,7 +120,10 @@ class OpenStream:
     stream on the wire (tokenwire's frames, or the AI SDK's chunks);
     headers: what the ``200`` adds to the event-stream headers; arrived_ns:
     when the request reached the endpoints (``perf_counter_ns``; 0: not
-    metered).  One open-stream slot is held for it: the
+    metered); resumed: the request named a place the reader holds
+    (``Last-Event-ID`` or ``last_event_id``, a chat's ``startIndex`` past 0,
+    ``starting_after``), which ``tokenwire_resumes_total`` counts, even one
+    still before the first token.  One open-stream slot is held for it: the
     adapter passes it to ``Endpoints.write`` or gives it back with
     ``Endpoints.release``, exactly once.
     """
@@ -133,3 +136,4 @@ class OpenStream:
     rendering: Rendering = FRAMES
     headers: Headers = ()
     arrived_ns: int = 0
+    resumed: bool = False

@@ -44,7 +44,8 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("tokenwire_inter_token_latency_seconds", "histogram",
      "Gap between consecutive live token frames of one connection, before each token whose index is a multiple "
      "of 8."),
-    ("tokenwire_resumes_total", "counter", "Event streams opened after a cursor (Last-Event-ID, startIndex)."),
+    ("tokenwire_resumes_total", "counter",
+     "Event streams opened after a cursor the reader holds (Last-Event-ID, startIndex, starting_after)."),
     ("tokenwire_refusals_total", "counter", "Requests the endpoints refused, by status."),
     ("tokenwire_takeovers_total", "counter",
      "Leases won here on a stream with tokens logged that this process did not hold (Redis)."),

@@ -2,8 +2,9 @@
 
 How this works: one ``Meter`` per ``Endpoints`` (so per app: two apps in one
 process count apart).  The endpoints count a stream made (``created``), an
-endpoint's refusal by status (``refused``), and an event stream opened from a
-cursor (``resumed``: the ``open`` frame says ``resumed``).  Each connection's
+endpoint's refusal by status (``refused``), and an event stream opened after
+a cursor the reader holds (``resumed``: the decision says so, on every wire;
+never the server's own reads of a stream it gathers).  Each connection's
 rendering is wrapped in ``Metered``, which times its token frames as they
 are made, just before the writer hands each to the wire: TTFT is measured
 server-side from the request's arrival at the endpoints (``LiveRequest``
@@ -67,9 +68,10 @@ class Meter:
         self.ttft = Buckets(TTFT_BUCKETS)
         self.itl = Buckets(ITL_BUCKETS)
 
-    def rendering(self, rendering: Rendering, arrived_ns: int, cursor: int) -> Metered:
-        """``rendering`` for one connection of a request that arrived at ``arrived_ns`` and reads after ``cursor``."""
-        if cursor >= 0:
+    def rendering(self, rendering: Rendering, arrived_ns: int, cursor: int, resumed: bool = False) -> Metered:
+        """``rendering`` for one connection of a request that arrived at ``arrived_ns`` and reads after ``cursor``
+        (``resumed``: the request named a cursor it holds; counted)."""
+        if resumed:
             self.resumed += 1
         return Metered(rendering, self, arrived_ns, cursor)
 

@@ -276,7 +276,8 @@ async def retrieve_response(endpoints: Endpoints, request: LiveRequest, response
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
     prefix = await _logged(registry, stream_id, cursor + 1)
     rules.take_slot(registry)
-    return OpenStream(live, cursor, None, None, None, ResponseEvents(answered, background, after, prefix))
+    return OpenStream(live, cursor, None, None, None, ResponseEvents(answered, background, after, prefix),
+                      resumed=after >= 0)
 
 
 async def cancel_response(endpoints: Endpoints, request: LiveRequest, response_id: str) -> Answer:
