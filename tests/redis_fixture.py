@@ -25,14 +25,13 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import require_all, require_binary
+from live_helpers import await_until, wait_until
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 # How long a test waits for a condition in Redis (a lease to expire, a read to block) before it fails.
 CONDITION_TIMEOUT_S = 10.0
-# How often that condition is asked again (polling a condition, not ordering by a sleep).
-POLL_S = 0.005
 
 
 def require_redis() -> str:
@@ -155,12 +154,9 @@ def lease_expired(url: str, *stream_ids: str) -> None:
     however long the test's own steps take; raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
     """
     import redis
-    deadline = time.monotonic() + CONDITION_TIMEOUT_S
     with redis.Redis.from_url(url) as raw:
-        while raw.exists(*(f"tokenwire:{{{stream_id}}}:lease" for stream_id in stream_ids)):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the leases of {stream_ids!r} were still there after {CONDITION_TIMEOUT_S} s")
-            time.sleep(POLL_S)
+        wait_until(lambda: not raw.exists(*(f"tokenwire:{{{stream_id}}}:lease" for stream_id in stream_ids)),
+                   f"the leases of {stream_ids!r} to expire", CONDITION_TIMEOUT_S)
 
 
 def client_list(port: int) -> list[dict[str, str]]:
@@ -191,11 +187,7 @@ async def until_a_new_read_blocks(port: int, known: set[str]) -> None:
     def blocked() -> bool:
         return any(client["cmd"] == "xread" and "b" in client["flags"] and client["id"] not in known
                    for client in client_list(port))
-    deadline = time.monotonic() + CONDITION_TIMEOUT_S
-    while not await asyncio.to_thread(blocked):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no new connection blocked in XREAD after {CONDITION_TIMEOUT_S} s")
-        await asyncio.sleep(POLL_S)
+    await await_until(lambda: asyncio.to_thread(blocked), "a new connection blocked in XREAD", CONDITION_TIMEOUT_S)
 
 
 def until_logged(url: str, stream_id: str, count: int) -> None:
@@ -204,10 +196,7 @@ def until_logged(url: str, stream_id: str, count: int) -> None:
     Raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
     """
     import redis
-    deadline = time.monotonic() + CONDITION_TIMEOUT_S
+    key = f"tokenwire:{{{stream_id}}}:tokens"
     with redis.Redis.from_url(url) as raw:
-        while (logged := raw.xlen(f"tokenwire:{{{stream_id}}}:tokens")) < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{stream_id!r} had {logged} tokens logged, not {count}, "
-                                     f"after {CONDITION_TIMEOUT_S} s")
-            time.sleep(POLL_S)
+        wait_until(lambda: raw.xlen(key) >= count, lambda: f"{count} tokens of {stream_id!r} logged, not "
+                   f"{raw.xlen(key)}", CONDITION_TIMEOUT_S)

@@ -8,6 +8,7 @@ import signal
 from typing import Any
 
 import pytest
+from live_helpers import await_until
 
 from tokenwire.asgi import TokenStreams
 from tokenwire.asgi.exiting import EXIT_SIGNALS, watch_exit
@@ -45,9 +46,13 @@ def test_a_new_loop_after_an_exit_is_a_server_not_yet_told_to_exit() -> None:
     app = TokenStreams()
     saved = {sig: signal.getsignal(sig) for sig in EXIT_SIGNALS}
     try:
+        for sig in EXIT_SIGNALS:
+            signal.signal(sig, lambda signum, frame: None)      # the server's own handler, which exits later
+
         async def first() -> None:
             app.lifecycle.start()
-            app.lifecycle._exiting()
+            signal.raise_signal(signal.SIGTERM)                 # the server is told to exit
+            await await_until(lambda: app.lifecycle.exiting, "the app to hear the exit")
         asyncio.run(first())
         assert app.lifecycle.exiting
 
@@ -90,9 +95,7 @@ def test_a_send_that_fails_mid_stream_gives_the_slot_back_and_lets_go_of_the_str
     async def main() -> None:
         with pytest.raises(Boom):
             await asyncio.wait_for(app(_scope("GET", "/stream?tokens=50&producer_ms=1"), _never, send), 10)
-        for _ in range(100):                                  # the writer's end runs on the loop's next turns
-            if app.registry.live == 0 and not app.endpoints.writing:
-                break
-            await asyncio.sleep(0.01)
+        await await_until(lambda: app.registry.live == 0 and not app.endpoints.writing,   # on the loop's next turns
+                          "the writer's end to free the slot")
     asyncio.run(main())
     assert app.registry.live == 0 and not app.endpoints.writing

@@ -11,6 +11,7 @@ import asyncio
 from collections import Counter
 
 import httpx
+from live_helpers import await_until
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 
@@ -50,10 +51,8 @@ async def _run(streams: TokenStreams, unread: int) -> None:
         assert read.status_code == 200 and read.text.count("event: token") == 5
         for _ in range(unread):
             assert (await client.post("/streams?n=3")).status_code == 201
-    for _ in range(100):                          # closing is awaited on the loop: let it run
-        if all(upstream.closes for upstream in Upstream.made):
-            break
-        await asyncio.sleep(0.01)
+    await await_until(lambda: all(upstream.closes for upstream in Upstream.made),    # awaited on the loop
+                      lambda: f"every iterator closed; {[u.closes for u in Upstream.made].count(0)} are not")
 
 
 def test_every_model_iterator_is_closed_once_even_if_never_read() -> None:

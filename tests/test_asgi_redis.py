@@ -10,6 +10,7 @@ import signal
 
 import httpx
 from asgi_helpers import read_stream, uvicorn
+from live_helpers import TIMEOUT_S
 from redis_fixture import running_redis, until_logged
 
 from tokenwire.asgi.shared_model import SharedModelStream
@@ -116,10 +117,7 @@ def test_a_model_stream_whose_lease_cannot_be_taken_ends_its_reader() -> None:
         stream = SharedModelStream("m", model(), _DownLog())  # type: ignore[arg-type]
         wire = _Frames()
         writer = driver.spawn(stream.serve(-1, stream.new_channel(), heartbeat_ns=50_000_000), wire)
-        for _ in range(100):
-            if writer.done():
-                break
-            await asyncio.sleep(0.01)
+        await asyncio.wait({writer}, timeout=TIMEOUT_S)         # the reader's end, whatever it raised
         return writer.done(), stream.producer_running, wire.frames
 
     done, running, frames = asyncio.run(scenario())

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 from asgi_helpers import Uvicorn, read_stream, uvicorn
-from live_helpers import wait_until
-from redis_fixture import POLL_S, running_redis
+from live_helpers import await_until, wait_until
+from redis_fixture import running_redis
 
 # A short lease, so that a dead process's presence runs out within half a second.
 LOG_QUERY = "lease_ms=400&block_ms=50"
@@ -145,8 +145,7 @@ def test_presence_joins_leaves_is_renewed_and_runs_out(loop_kind: str) -> None:
         await asyncio.sleep(0.6)                       # past a lease: B's entry lives on by its renewals
         seen.append(("B renewed", await a.aio.deserted("s")))
         b.aio.writer.renewal.unattend("s")                     # B stops renewing (as a process that died)
-        while not await a.aio.deserted("s"):           # until Redis lets B's entry run out
-            await asyncio.sleep(POLL_S)
+        await await_until(lambda: a.aio.deserted("s"), "Redis to let B's entry run out")
         seen.append(("B ran out", True))
         await b.aio.attend("s")
         seen.append(("B again", await a.aio.deserted("s")))

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
+from live_helpers import wait_until
 
 TIMEOUT_S = 30.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,11 +146,8 @@ class Page:
         return reply["result"].get("value")
 
     def wait_until(self, expression: str, what: str, timeout_s: float = TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not self.eval(expression):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-            time.sleep(0.05)
+        """Until ``expression`` is true in the page."""
+        wait_until(lambda: self.eval(expression), what, timeout_s)
 
     def problems(self) -> list[str]:
         """Console messages, uncaught exceptions, log entries and HTTP errors since the last ``open``."""

@@ -11,7 +11,6 @@ stream is unknown (404).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import signal
@@ -23,7 +22,8 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 from asgi_helpers import Read, Uvicorn, read_stream, uvicorn
-from redis_fixture import POLL_S, running_redis
+from live_helpers import await_until
+from redis_fixture import running_redis
 from test_redis_epochs import _log, _run
 from test_redis_instances import Instance, create, request
 
@@ -346,8 +346,8 @@ def test_an_owner_whose_stream_meta_is_evicted_stops_appending(redis_server, loo
         await _three_tokens_by(a)
         await a.aio.claim("s")
         await a.aio.command("DEL", meta)
-        while "s" in a.aio.writer.renewal.owned:         # until a renewal (every 50 ms) lets the stream go
-            await asyncio.sleep(POLL_S)
+        await await_until(lambda: "s" not in a.aio.writer.renewal.owned,    # a renewal (every 50 ms)
+                          "the renewal to let the stream go")
         with pytest.raises(UnknownStream):
             await a.aio.append("s", 3, "t3")
         length = await a.aio.command("XLEN", tokens)

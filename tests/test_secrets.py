@@ -21,13 +21,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from live_helpers import wait_until
 from redis_fixture import RedisServer, free_port
 
 from tokenwire.asgi.hosted import hosted_app, missing_log
@@ -147,15 +147,12 @@ class Server:
             return "".join(self.said)
 
     def wait_for(self, pattern: re.Pattern[str]) -> re.Match[str]:
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
+        def said() -> re.Match[str] | None:
             match = pattern.search(self.output())
-            if match:
-                return match
-            if self.proc.poll() is not None and not any(r.is_alive() for r in self._readers):
-                break
-            time.sleep(0.02)
-        raise AssertionError(f"never said {pattern.pattern!r}: {self.output()!r}")
+            if match is None and self.proc.poll() is not None and not any(r.is_alive() for r in self._readers):
+                raise AssertionError(f"exited without saying {pattern.pattern!r}: {self.output()!r}")
+            return match
+        return wait_until(said, lambda: f"{pattern.pattern!r} said; it said {self.output()!r}", TIMEOUT_S)
 
     def interrupt(self) -> int:
         """SIGINT to the whole process group, as a terminal's Ctrl-C; returns the exit status."""

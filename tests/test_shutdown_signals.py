@@ -15,10 +15,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from live_helpers import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 60.0
@@ -67,13 +67,10 @@ def _wait_workers_idle(server: int) -> None:
     Earlier, a worker still returning its result catches the KeyboardInterrupt
     with the result's own ``except BaseException`` and the test could not see it.
     """
-    deadline = time.monotonic() + TIMEOUT_S
-    while time.monotonic() < deadline:
+    def idle() -> bool:
         workers = [worker for child in _children(server) for worker in _children(child)]
-        if workers and all("pipe_read" in _wchan(worker) for worker in workers):
-            return
-        time.sleep(0.01)
-    raise AssertionError("the page workers never waited on their queue")
+        return bool(workers) and all("pipe_read" in _wchan(worker) for worker in workers)
+    wait_until(idle, "the page workers to wait on their queue", TIMEOUT_S)
 
 
 def _page(port: int) -> tuple[int, bytes]:
