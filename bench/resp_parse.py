@@ -167,7 +167,7 @@ def main() -> int:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         setup = RedisTokenLog(url)
         stream_id = asyncio.run(_stream(setup.aio, ENTRIES))
-        data = asyncio.run(_raw_reply(port, setup._keys(stream_id)))
+        data = asyncio.run(_raw_reply(port, setup.keys(stream_id)))
         rows = [
             (f"resume read of {ENTRIES} entries, parsed alone ({len(data):,} bytes)", "us",
              _turns(lambda c: _parse_s(c, data) * 1e6, variants)),

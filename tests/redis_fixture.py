@@ -173,6 +173,14 @@ def client_list(port: int) -> list[dict[str, str]]:
             for line in rest[:int(head[1:])].decode().splitlines() if line]
 
 
+def redis_command(url: str, *args: object) -> object:
+    """One command sent to the Redis at ``url`` from outside any log (as an operator, or eviction, acts);
+    replies decoded."""
+    import redis
+    with redis.Redis.from_url(url, decode_responses=True) as plain:
+        return plain.execute_command(*args)
+
+
 def client_ids(port: int) -> set[str]:
     """The ids of the connections the Redis on ``port`` holds now."""
     return {client["id"] for client in client_list(port)}

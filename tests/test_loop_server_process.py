@@ -62,7 +62,7 @@ class Served:
         self.proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", *flags],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, text=True,
                                      preexec_fn=limit)
-        self.banner = self._line()
+        self.banner = self.line()
         if "serving on http://127.0.0.1:" not in self.banner:
             self.proc.kill()
             raise AssertionError(f"the server did not start: {self.banner!r} {self.proc.stderr.read()!r}")
@@ -74,7 +74,8 @@ class Served:
         self.signalled = True
         self.proc.send_signal(sig)
 
-    def _line(self) -> str:
+    def line(self) -> str:
+        """The next line the server prints on stdout ("" if none comes within the start-up timeout)."""
         box: list[str] = []
         reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)
         reader.start()
@@ -157,7 +158,7 @@ def _stream(port: int, target: str, out: list[bytes], headers: str = "",
 
 def test_the_banner_names_the_urls_and_the_token_log() -> None:
     with served("--quiet") as server:
-        rest = [server._line() for _ in range(3)]
+        rest = [server.line() for _ in range(3)]
     assert server.banner.startswith(f"tokenwire serving on http://127.0.0.1:{server.port}/")
     assert any(f"http://127.0.0.1:{server.port}/live" in line for line in rest)
     assert any(line.startswith("token log: memory") for line in rest)

@@ -12,7 +12,7 @@ import asyncio
 import time
 
 import pytest
-from redis_fixture import client_ids, lease_expired, until_a_new_read_blocks
+from redis_fixture import client_ids, lease_expired, redis_command, until_a_new_read_blocks
 
 from tokenwire.core.tokenlog import IndexConflict, LeaseLost, UnknownStream
 from tokenwire.realtime import new_loop
@@ -68,7 +68,7 @@ def test_a_stale_owner_is_refused_even_before_the_new_owner_appends(url):
     _run(scene)
     assert [(i, t, by.split("/")[0]) for i, t, by in a.entries("s")] == [
         (0, "a0", "A"), (1, "a1", "A"), (2, "a2", "A"), (3, "b3", "B"), (4, "b4", "B")]
-    epoch, epochs = a._run(a.aio.command("HMGET", "tokenwire:{s}:meta", "epoch", "epochs"))
+    epoch, epochs = redis_command(url, "HMGET", "tokenwire:{s}:meta", "epoch", "epochs")
     assert epoch == "2" and epochs == "1:0,2:3,"
     a.close()
     b.close()
@@ -124,10 +124,10 @@ def test_an_owned_append_to_a_stream_that_expired_is_unknown_and_makes_no_key(ur
         await a.aio.create("s", {}, 3)
         await a.aio.claim("s")
         await a.aio.append("s", 0, "t0")
-        await a.aio.command("DEL", *a._keys("s"))          # gone, as an expired stream is
+        await a.aio.command("DEL", *a.keys("s"))          # gone, as an expired stream is
         with pytest.raises(UnknownStream):
             await a.aio.append("s", 1, "t1")
-        exists = await a.aio.command("EXISTS", *a._keys("s"))
+        exists = await a.aio.command("EXISTS", *a.keys("s"))
         a.aio.disown("s")
         await a.aio.close()
         return exists
@@ -149,7 +149,7 @@ def test_reads_and_followers_cross_epochs_in_index_order_from_any_cursor(url, re
         for log in (a, b):
             await log.aio.close()
     _run(epochs)
-    assert a._run(a.aio.command("HGET", "tokenwire:{s}:meta", "epochs")) == "1:0,2:3,3:5,"
+    assert redis_command(url, "HGET", "tokenwire:{s}:meta", "epochs") == "1:0,2:3,3:5,"
     everything = [f"t{i}" for i in range(7)]
     for cursor in range(-1, 7):
         assert c.read_after("s", cursor) == everything[cursor + 1:]
@@ -207,7 +207,7 @@ def test_a_stream_no_owner_claimed_gets_an_empty_tokens_key_from_its_first_claim
     claim gives it an empty tokens key before the fence, leaving no half-written epoch.  (A stream an owner
     claimed whose tokens key is gone is lost: test_redis_loss.py.)"""
     a, b = _log(url, "A"), _log(url, "B")
-    meta, tokens, _ = a._keys("s")
+    meta, tokens, _ = a.keys("s")
 
     async def scene():
         await a.aio.create("s", {}, 3)
@@ -270,7 +270,7 @@ def test_a_follower_joining_while_the_ids_are_looked_up_is_read_at_once(url, mon
         first = asyncio.ensure_future(c.aio.wait_after("s", -1))      # starts the shared read
         await looking[0].wait()                                        # inside its first look-up
         second = asyncio.ensure_future(c.aio.wait_after("t", -1))
-        while c._keys("t")[1] not in c.aio.reader.follows:           # "t" has joined the read
+        while c.keys("t")[1] not in c.aio.reader.follows:           # "t" has joined the read
             await asyncio.sleep(0)
         looking[1].set()                                               # the look-up's answer arrives
         await a.aio.append("t", 0, "t0")

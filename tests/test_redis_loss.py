@@ -23,7 +23,7 @@ import httpx
 import pytest
 from asgi_helpers import Read, Uvicorn, read_stream, uvicorn
 from live_helpers import await_until
-from redis_fixture import running_redis
+from redis_fixture import redis_command, running_redis
 from test_redis_epochs import _log, _run
 from test_redis_instances import Instance, create, request
 
@@ -75,7 +75,7 @@ async def _calls(log, sid: str) -> list[str]:
 
 def test_a_claimed_stream_whose_tokens_key_is_gone_is_lost_and_never_made_again(redis_server, loop_kind):
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
-    meta, tokens, lease = a._keys("s")
+    meta, tokens, lease = a.keys("s")
 
     async def scene():
         await _three_tokens_by(a)
@@ -109,7 +109,7 @@ def test_a_tokens_key_made_again_shorter_than_its_epoch_began_is_lost(redis_serv
     """The fence moved the key's last id to where B's epoch began (index 3); a key made again since (by an
     instance of a version that made it again) is shorter: lost, never continued from the shorter prefix."""
     a, b = _log(redis_server.url, "A", lease_ms=200), _log(redis_server.url, "B", lease_ms=200)
-    _, tokens, lease = a._keys("s")
+    _, tokens, lease = a.keys("s")
 
     async def scene():
         await _three_tokens_by(a)
@@ -175,7 +175,7 @@ def test_serve_a_stream_whose_tokens_are_evicted_mid_answer_ends_its_readers_and
 def _evicted_mid_answer(url: str, a: Instance, b: Instance) -> None:
     log = _log(url, "test")
     events = create(a, "tokens=200&producer_ms=10")
-    tokens_key = log._keys(events.split("/")[2])[1]
+    tokens_key = log.keys(events.split("/")[2])[1]
     following = threading.Event()
     followed: list = []
     follower = threading.Thread(target=lambda: followed.append(
@@ -186,7 +186,7 @@ def _evicted_mid_answer(url: str, a: Instance, b: Instance) -> None:
             follower.start()
         if len(reply.ids) == 20:
             assert following.wait(IO_WAIT_S)
-            log._run(log.aio.command("DEL", tokens_key))                      # Redis loses the tokens
+            redis_command(url, "DEL", tokens_key)                             # Redis loses the tokens
 
     owner = request(a.port, "GET", events, on_token=on_token)
     follower.join(IO_WAIT_S)
@@ -200,7 +200,7 @@ def _evicted_mid_answer(url: str, a: Instance, b: Instance) -> None:
     lost = _lost_message(events)
     assert _refusals(events, a, b) == [("A", None, 410, lost), ("A", 5, 410, lost), ("B", None, 410, lost),
                                        ("B", 5, 410, lost)]
-    assert log._run(log.aio.command("EXISTS", tokens_key)) == 0              # never made again
+    assert redis_command(url, "EXISTS", tokens_key) == 0                      # never made again
     log.close()
 
 
@@ -215,12 +215,12 @@ def _evicted_when_finished(url: str, a: Instance, b: Instance) -> None:
     log = _log(url, "test")
     events = create(a, "tokens=30&producer_ms=1")
     assert request(a.port, "GET", events).done
-    meta, tokens, _ = log._keys(events.split("/")[2])
-    log._run(log.aio.command("DEL", tokens))
+    meta, tokens, _ = log.keys(events.split("/")[2])
+    redis_command(url, "DEL", tokens)
     lost = _lost_message(events)
     assert _refusals(events, a, b) == [("A", None, 410, lost), ("A", 5, 410, lost), ("B", None, 410, lost),
                                        ("B", 5, 410, lost)]
-    log._run(log.aio.command("DEL", meta))
+    redis_command(url, "DEL", meta)
     assert {(status, "never created here" in error) for _, _, status, error in _refusals(events, a, b)} == {
         (404, True)}
     log.close()
@@ -242,7 +242,7 @@ def _two_apps(calls: Path) -> Iterator[tuple[RedisTokenLog, Uvicorn, Uvicorn]]:
 
 
 def _evict(log: RedisTokenLog, stream_id: str) -> None:
-    log._run(log.aio.command("DEL", log._keys(stream_id)[1]))
+    redis_command(log.url, "DEL", log.keys(stream_id)[1])
 
 
 def _factory_calls(path: Path, stream_id: str) -> list[int]:
@@ -324,7 +324,7 @@ def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_c
     whole, results = MemoryReader(), []
     _connect(new_stream("s", _spec(tokens=30), a), whole, -1, results).join(30)
     stream = attach_stream("s", b)                         # known to B before the key goes
-    b._run(b.aio.command("DEL", b._keys("s")[1]))
+    redis_command(redis_server.url, "DEL", b.keys("s")[1])
     late = MemoryReader(last_event_id="" if cursor < 0 else str(cursor))
     _connect(stream, late, cursor, results).join(30)
     assert whole.ids == list(range(30)) and results == [Ending.DONE, Ending.DONE]
@@ -340,7 +340,7 @@ def test_an_owner_whose_stream_meta_is_evicted_stops_appending(redis_server, loo
     """The renewal lets such a stream go, so the owner's next append is checked and refused as unknown
     (before, its plain XADDs went on landing in a tokens key nobody could read)."""
     a = _log(redis_server.url, "A", lease_ms=150)
-    meta, tokens, _ = a._keys("s")
+    meta, tokens, _ = a.keys("s")
 
     async def scene():
         await _three_tokens_by(a)

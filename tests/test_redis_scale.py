@@ -267,7 +267,7 @@ def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_a
         await asyncio.gather(*(a.aio.create(sid, {}, 3) for sid in ids))
         claims = await asyncio.gather(*(a.aio.claim(sid) for sid in ids))
         assert all(claim.owned for claim in claims) and len(a.aio.writer.renewal.owned) == 200
-        await b.aio.command("DEL", b._keys("s7")[2])                      # s7's lease runs out, and B
+        await b.aio.command("DEL", b.keys("s7")[2])                      # s7's lease runs out, and B
         assert (await b.aio.claim("s7")).owned                             # claims it meanwhile
         b.aio.disown("s7")
         rounds = a.aio.writer.rounds                # A's writer is idle: its last round answered the claims

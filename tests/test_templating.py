@@ -69,7 +69,7 @@ def test_the_precompiled_templates_are_used_when_valid(tmp_path: Path) -> None:
         pytest.skip(f"the compiled set is for another jinja2 release than {jinja2.__version__}")
     assert isinstance(templating.ENV.loader, jinja2.ChoiceLoader)
     assert str(templating.ENV.get_template("report.txt").filename).endswith(".py")   # the page renders from it
-    env = templating._make_env(templating._loader(_copy(tmp_path)))
+    env = templating.make_env(_copy(tmp_path))
     for name in RENDERED:
         assert str(env.get_template(name).filename).endswith(".py"), name   # a compiled module, not the source
 
@@ -78,18 +78,18 @@ def test_a_manifest_that_does_not_match_is_bypassed_with_the_same_output(
         tmp_path: Path, reports: list[Report], monkeypatch: pytest.MonkeyPatch) -> None:
     stale = _copy(tmp_path, jinja2_key="0.0")
     assert not templating.compiled_is_valid(stale)
-    env = templating._make_env(templating._loader(stale))
+    env = templating.make_env(stale)
     assert isinstance(env.loader, jinja2.PackageLoader)
     for name in RENDERED:
         assert Path(str(env.get_template(name).filename)).name == name    # compiled from the source
     from_source = _pages(env, reports, monkeypatch)
-    assert from_source == _pages(templating._make_env(templating._loader()), reports, monkeypatch)
+    assert from_source == _pages(templating.make_env(), reports, monkeypatch)
 
 
 def test_another_jinja2_release_compiles_the_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jinja2, "__version__", "99.0.0")
     assert not templating.compiled_is_valid()
-    assert isinstance(templating._loader(), jinja2.PackageLoader)
+    assert isinstance(templating.make_env().loader, jinja2.PackageLoader)
 
 
 def test_a_missing_or_broken_manifest_compiles_the_sources(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ class AsyncRedisLog:
     async def create(self, stream_id: str, meta: Mapping[str, Any], total: int) -> None:
         """Make the stream; raises ``ValueError`` if the id exists, ``LogUnavailable``."""
         args = create_args(meta, total, self.log.ttl_ms, self.log.owner_id)
-        made = await self._ask(self._here().writer.script("create", self.log._keys(stream_id), args), False)
+        made = await self._ask(self._here().writer.script("create", self.log.keys(stream_id), args), False)
         created(stream_id, made)
 
     async def info(self, stream_id: str, *, patient: bool = False) -> tuple[Mapping[str, Any], int, int, StreamState]:
@@ -102,7 +102,7 @@ class AsyncRedisLog:
             if int(reply[2]) < 0:
                 raise StreamLost(stream_id)
             return json.loads(reply[0]), int(reply[1]), int(reply[2]), StreamState(reply[3])
-        meta, tokens, _ = self.log._keys(stream_id)
+        meta, tokens, _ = self.log.keys(stream_id)
         return await self._ask(self._here().writer.script("info", (meta, tokens), [], parse=parse), patient)
 
     async def _field(self, stream_id: str, name: str, patient: bool) -> str:
@@ -110,18 +110,18 @@ class AsyncRedisLog:
             if reply is None:
                 raise UnknownStream(stream_id)
             return str(reply)
-        return await self._ask(self._command("HGET", self.log._keys(stream_id)[0], name, parse=parse), patient)
+        return await self._ask(self._command("HGET", self.log.keys(stream_id)[0], name, parse=parse), patient)
 
     async def set_failure(self, stream_id: str, message: str) -> None:
         """Record why the stream's model failed (the ``failed`` event's message: the error's type, no secret),
         before its state says cancelled, so that a reader on any process ends ``failed`` as the owner's do."""
-        await self._ask(self._command("HSET", self.log._keys(stream_id)[0], "failure", message), False)
+        await self._ask(self._command("HSET", self.log.keys(stream_id)[0], "failure", message), False)
 
     async def failure(self, stream_id: str, *, patient: bool = False) -> str | None:
         """The message ``set_failure`` recorded, None if the stream did not fail."""
         def parse(reply: Any) -> str | None:
             return None if reply is None else str(reply)
-        return await self._ask(self._command("HGET", self.log._keys(stream_id)[0], "failure", parse=parse), patient)
+        return await self._ask(self._command("HGET", self.log.keys(stream_id)[0], "failure", parse=parse), patient)
 
     async def meta(self, stream_id: str, *, patient: bool = False) -> Mapping[str, Any]:
         meta: dict[str, Any] = json.loads(await self._field(stream_id, "params", patient))
@@ -139,7 +139,7 @@ class AsyncRedisLog:
 
     async def owner(self, stream_id: str, *, patient: bool = False) -> str | None:
         """The owner id holding the stream's lease, or None (nobody: free, or its holder died)."""
-        value = await self._ask(self._command("GET", self.log._keys(stream_id)[2]), patient)
+        value = await self._ask(self._command("GET", self.log.keys(stream_id)[2]), patient)
         return None if value is None else str(value)
 
     async def set_state(self, stream_id: str, state: StreamState) -> None:
@@ -147,7 +147,7 @@ class AsyncRedisLog:
         writer = self._here().writer
         if state is not StreamState.GENERATING:
             writer.renewal.disown(stream_id)
-        stored = await writer.script("set_state", self.log._keys(stream_id),
+        stored = await writer.script("set_state", self.log.keys(stream_id),
                                      [self.log.owner_id, StreamState(state).value, self.log.ttl_ms])
         if not stored:
             raise UnknownStream(stream_id)
@@ -180,7 +180,7 @@ class AsyncRedisLog:
     async def _read(self, stream_id: str, cursor: int, limit: int | None, patient: bool) -> list[Any]:
         if cursor < -1:
             raise ValueError(f"cursor must be -1 or a token index, got {cursor!r}")
-        meta, tokens, _ = self.log._keys(stream_id)
+        meta, tokens, _ = self.log.keys(stream_id)
         future = self._here().writer.script("read", (meta, tokens), [cursor, -1 if limit is None else limit])
         reply: list[Any] = await self._ask(future, patient)
         return reply
@@ -202,7 +202,7 @@ class AsyncRedisLog:
         """Run the lease ``script`` (claim, take_over); a lease taken is renewed on the writer's timer."""
         writer = self._here().writer
         held = stream_id in writer.renewal.owned
-        claim: Claim = await writer.script(script, self.log._keys(stream_id),
+        claim: Claim = await writer.script(script, self.log.keys(stream_id),
                                            [self.log.owner_id, hold_ms or self.log.lease_ms],
                                            parse=lambda reply: claimed(stream_id, reply))
         if claim.owned:
@@ -223,14 +223,14 @@ class AsyncRedisLog:
     async def release(self, stream_id: str) -> bool:
         writer = self._here().writer
         writer.renewal.disown(stream_id)
-        return bool(await writer.script("release", [self.log._keys(stream_id)[2]], [self.log.owner_id]))
+        return bool(await writer.script("release", [self.log.keys(stream_id)[2]], [self.log.owner_id]))
 
     async def stop(self, stream_id: str) -> StreamState:
         """Stop ``stream_id`` for good, whoever generates it (``STOP``); returns its state now (``done`` stays).
 
         Raises ``UnknownStream``, ``LogUnavailable``.
         """
-        state = await self._here().writer.script("stop", self.log._keys(stream_id), [])
+        state = await self._here().writer.script("stop", self.log.keys(stream_id), [])
         if not state:
             raise UnknownStream(stream_id)
         return StreamState(state)
@@ -263,7 +263,7 @@ class AsyncRedisLog:
         return self._here().writer.script("deserted", self._presence_keys(stream_id), [], parse=bool)
 
     def _presence_keys(self, stream_id: str) -> tuple[str, str]:
-        meta = self.log._keys(stream_id)[0]
+        meta = self.log.keys(stream_id)[0]
         return meta, readers_key(meta)
 
     async def wait_after(self, stream_id: str, cursor: int, block_ms: int | None = None) -> list[tuple[int, str]]:
@@ -271,7 +271,7 @@ class AsyncRedisLog:
 
         Served by this loop's one shared ``XREAD BLOCK`` (``block_ms`` other than the log's is ignored).
         """
-        return await self._here().reader.wait(self.log._keys(stream_id)[1], cursor)
+        return await self._here().reader.wait(self.log.keys(stream_id)[1], cursor)
 
     async def kept(self, kind: str, key: str) -> str | None:
         """The value ``keep`` last gave ``kind``'s ``key`` (a chat's stream, a response's record), None if none."""

@@ -205,7 +205,8 @@ class RedisTokenLog:
         """Close the blocking face's connections and its thread (they come back if it is used again)."""
         self._runner.stop(self.aio.close())
 
-    def _keys(self, stream_id: str) -> tuple[str, str, str]:
+    def keys(self, stream_id: str) -> tuple[str, str, str]:
+        """The stream's three keys in Redis: its meta (a hash), its tokens (a stream) and its lease."""
         base = f"{self.prefix}:{{{stream_id}}}"
         return f"{base}:meta", f"{base}:tokens", f"{base}:lease"
 
@@ -296,11 +297,11 @@ class RedisTokenLog:
 
     def delete(self, stream_id: str) -> None:
         """Forget a stream at once (its three keys). Raises ``LogUnavailable``."""
-        self._run(self.aio.command("DEL", *self._keys(stream_id)))
+        self._run(self.aio.command("DEL", *self.keys(stream_id)))
 
     def entries(self, stream_id: str) -> list[tuple[int, str, str]]:
         """Return every kept token as ``(index, text, owner that generated it)``; for tests and diagnostics."""
-        meta, tokens, _ = self._keys(stream_id)
+        meta, tokens, _ = self.keys(stream_id)
         entries = self._run(self.aio.command("XRANGE", tokens, "-", "+"))
         owners = _named(self._run(self.aio.command("HGETALL", meta)))
         out = []
@@ -312,7 +313,7 @@ class RedisTokenLog:
 
     def key_ttls_ms(self, stream_id: str) -> tuple[int, int]:
         """Return the remaining TTL of the meta and tokens keys in ms (negative: none / missing)."""
-        meta, tokens, _ = self._keys(stream_id)
+        meta, tokens, _ = self.keys(stream_id)
         return int(self._run(self.aio.command("PTTL", meta))), int(self._run(self.aio.command("PTTL", tokens)))
 
 

@@ -75,11 +75,11 @@ class Renewal:
             return
         s = self.settings
         if self.present:
-            readers = [readers_key(s._keys(sid)[0]) for sid in self.present]
+            readers = [readers_key(s.keys(sid)[0]) for sid in self.present]
             self._script("present_many", readers, [s.owner_id, s.lease_ms, s.ttl_ms]).add_done_callback(ignored)
         if self.owned:
             ids = list(self.owned)
-            keys = [key for sid in ids for key in s._keys(sid)]
+            keys = [key for sid in ids for key in s.keys(sid)]
             self._script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen]).add_done_callback(
                 lambda done: self._renewed(ids, done))
         self._timer = self.loop.call_later(s.lease_ms / 3000, self._renew)

@@ -113,7 +113,7 @@ class LogWriter:
         future: asyncio.Future[None] = self.loop.create_future()
         if not self._appends:
             self._oldest = self.loop.time()
-        self._appends.append(Append(stream_id, self.settings._keys(stream_id), index, token, future))
+        self._appends.append(Append(stream_id, self.settings.keys(stream_id), index, token, future))
         if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
             settle(self._gathering)                 # full enough: the round goes now
         self._kick()

@@ -29,7 +29,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-__all__ = ["ENV", "WIDTH", "compile_templates", "compiled_is_valid", "css", "csp", "live_stylesheet", "num"]
+__all__ = ["ENV", "WIDTH", "compile_templates", "compiled_is_valid", "css", "csp", "live_stylesheet", "make_env",
+           "num"]
 
 WIDTH = 78
 # Paragraphs whose wrapping is kept: the page's fixed prose is a dozen, and a
@@ -147,10 +148,15 @@ def compile_templates() -> None:
     (COMPILED / MANIFEST).write_text(json.dumps(_manifest(), indent=1, sort_keys=True) + "\n")
 
 
-def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
-    """The report's environment over ``loader`` (default: the compiled set when valid, else the sources)."""
+def make_env(compiled: Path = COMPILED) -> jinja2.Environment:
+    """The report's environment: over the compiled set in ``compiled`` while it is valid, else the sources."""
+    return _make_env(_loader(compiled))
+
+
+def _make_env(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    """The report's environment over ``loader``."""
     env = jinja2.Environment(
-        loader=loader or _loader(),
+        loader=loader,
         autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         auto_reload=False,   # templates ship with the package: no stat() per render
@@ -166,7 +172,7 @@ def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
     return env
 
 
-ENV = _make_env()
+ENV = make_env()
 # Templates compile on first use (the environment caches them): a cold
 # serverless start that answers in text does not pay for the HTML one.
 
