@@ -13,7 +13,7 @@ says so.  The peers are driven the way their libraries drive themselves:
 - sseclient-py: ``SSEClient(chunks).events()``.
 
 Conformance runs every vector of the project's table
-(``tests/sse_vectors.py``) through each decoder, whole and one byte at a
+(``tests/support/sse_vectors.py``) through each decoder, whole and one byte at a
 time, and compares what the WHATWG spec defines a page sees: each
 dispatched event's type, data and lastEventId, and the reconnection time.
 The encoder row times ``encode`` for a token frame against sse-starlette's
@@ -149,7 +149,7 @@ def _decoders() -> list[tuple[str, Callable[[Sequence[bytes]], Native], DecodeFn
 
 def load_vectors() -> list[Any] | None:
     """Return the project's SSE vector table, or None if it is not there."""
-    path = os.path.join(ROOT, "tests", "sse_vectors.py")
+    path = os.path.join(ROOT, "tests", "support", "sse_vectors.py")
     if not os.path.exists(path):
         return None
     spec = importlib.util.spec_from_file_location("_tokenwire_sse_vectors", path)

@@ -1,6 +1,6 @@
 """Issue 19: what a reader waits when the instance serving its stream dies, and when ``max_duration_s`` cuts it.
 
-How this works: two uvicorn instances serve ``tests/serverless_apps.py``
+How this works: two uvicorn instances serve ``tests/support/apps/serverless.py``
 (the canned answer, and a model with ``takeover="continue"``) on one
 ``redis-server`` with the log's default lease (2 s) and heartbeat (250 ms).
 
@@ -56,8 +56,8 @@ BEFORE_KILL = 25
 
 def _spawn(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "serverless_apps:app", "--app-dir", f"{ROOT}/tests", "--host", "127.0.0.1",
-         "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--log-level", "warning",
+        [sys.executable, "-m", "uvicorn", "support.apps.serverless:app", "--app-dir", f"{ROOT}/tests", "--host",
+         "127.0.0.1", "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--log-level", "warning",
          "--no-access-log"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

@@ -5,7 +5,7 @@
 or skips the test with the reason when the program is missing, except that
 with ``TOKENWIRE_REQUIRE_ALL=1`` (as ``.ci/run`` sets) a missing program is
 a failure, so CI cannot go green by skipping.  The Redis fixtures of
-``redis_fixture`` are registered here as a plugin: a test names one as a
+``support.redis`` are registered here as a plugin: a test names one as a
 parameter, without importing it.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from tokenwire.realtime import LOOP_ENV
 
 # The Redis fixtures (redis_session, redis_server, own_redis), for every test module that names one.
-pytest_plugins = ["redis_fixture"]
+pytest_plugins = ["support.redis"]
 
 REQUIRE_ALL_ENV = "TOKENWIRE_REQUIRE_ALL"
 

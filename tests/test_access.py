@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from doc_text import DOCS, marked_block
+from support.docs import DOCS, marked_block
 
 from tokenwire.asgi import Access, StreamRequest, TokenStreams
 from tokenwire.core.tokenlog import UnknownStream

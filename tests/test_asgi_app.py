@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
-from live_helpers import request, serving
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.live import request, serving
 
 from tokenwire.core.model import ANSWER
 from tokenwire.live.server import LiveServer

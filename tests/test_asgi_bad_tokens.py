@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
-from live_helpers import wait_until
-from redis_fixture import running_redis
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.live import wait_until
+from support.redis import running_redis
 
 MESSAGE = "the model yielded a str that is not valid UTF-8 (a lone surrogate at position 3) as token 2"
 
@@ -18,11 +18,11 @@ MESSAGE = "the model yielded a str that is not valid UTF-8 (a lone surrogate at 
 @pytest.fixture(params=["memory", "redis"])
 def server(request: pytest.FixtureRequest) -> Iterator[Uvicorn]:
     if request.param == "memory":
-        with uvicorn("asgi_bad_models:app") as running:
+        with uvicorn("support.apps.bad_tokens:app") as running:
             yield running
         return
     with running_redis() as redis_server:
-        with uvicorn("asgi_bad_models:app", env={"TOKENWIRE_TEST_LOG": redis_server.url}) as running:
+        with uvicorn("support.apps.bad_tokens:app", env={"TOKENWIRE_TEST_LOG": redis_server.url}) as running:
             yield running
 
 

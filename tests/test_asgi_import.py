@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asgi_helpers import free_port
+from support.asgi import free_port
 
 from tokenwire.asgi import CannedApp
 

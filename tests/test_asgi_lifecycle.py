@@ -8,7 +8,7 @@ import signal
 from typing import Any
 
 import pytest
-from live_helpers import await_until
+from support.live import await_until
 
 from tokenwire.asgi import TokenStreams
 from tokenwire.asgi.exiting import EXIT_SIGNALS, watch_exit

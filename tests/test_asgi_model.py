@@ -10,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_apps import SECRET
-from asgi_helpers import Read, Uvicorn, read_stream, uvicorn
-from live_helpers import wait_until
+from support.apps.fake_model import SECRET
+from support.asgi import Read, Uvicorn, read_stream, uvicorn
+from support.live import wait_until
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Uvicorn]:
-    with uvicorn("asgi_apps:app", env={"TOKENWIRE_TEST_HEARTBEAT_S": "0.2"}) as running:
+    with uvicorn("support.apps.fake_model:app", env={"TOKENWIRE_TEST_HEARTBEAT_S": "0.2"}) as running:
         yield running
 
 

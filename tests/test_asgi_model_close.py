@@ -11,7 +11,7 @@ import asyncio
 from collections import Counter
 
 import httpx
-from live_helpers import await_until
+from support.live import await_until
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 

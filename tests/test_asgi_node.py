@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, Uvicorn, read_stream, uvicorn
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
+from support.asgi import ROOT, Uvicorn, read_stream, uvicorn
 
 from tokenwire.core.model import ANSWER
 
@@ -56,7 +56,7 @@ def _client() -> Path:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Uvicorn]:
-    with uvicorn("asgi_apps:app") as running:
+    with uvicorn("support.apps.fake_model:app") as running:
         yield running
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-from asgi_helpers import read_stream, uvicorn
-from doc_text import code_block, section
+from support.asgi import read_stream, uvicorn
+from support.docs import code_block, section
 
 HEADING = "Your own model: `tokenwire.asgi`"
 

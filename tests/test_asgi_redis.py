@@ -9,9 +9,9 @@ import asyncio
 import signal
 
 import httpx
-from asgi_helpers import read_stream, uvicorn
-from live_helpers import TIMEOUT_S
-from redis_fixture import running_redis, until_logged
+from support.asgi import read_stream, uvicorn
+from support.live import TIMEOUT_S
+from support.redis import running_redis, until_logged
 
 from tokenwire.asgi.shared_model import SharedModelStream
 from tokenwire.core.clock import RealClock
@@ -43,7 +43,8 @@ def _redis_env(url: str) -> dict[str, str]:
 def test_your_own_model_on_redis_is_followed_by_another_process_while_it_generates() -> None:
     with running_redis() as redis_server:
         env = _redis_env(redis_server.url)
-        with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+        with (uvicorn("support.apps.fake_model:app", env=env) as one,
+              uvicorn("support.apps.fake_model:app", env=env) as other):
             made = httpx.post(f"{one.url}/tokens/streams?n=40&delay_ms=30")
             assert made.status_code == 201
             url = made.json()["events_url"]
@@ -61,7 +62,8 @@ def test_your_own_model_on_redis_is_followed_by_another_process_while_it_generat
 def test_your_own_model_ends_early_on_another_process_when_its_owner_dies() -> None:
     with running_redis() as redis_server:
         env = _redis_env(redis_server.url)
-        with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+        with (uvicorn("support.apps.fake_model:app", env=env) as one,
+              uvicorn("support.apps.fake_model:app", env=env) as other):
             made = httpx.post(f"{one.url}/tokens/streams?n=400&delay_ms=20")
             url = made.json()["events_url"]
             first = read_stream(one.url + url, stop_after=5)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, free_port
-from live_helpers import wait_until
+from support.asgi import ROOT, free_port
+from support.live import wait_until
 from test_asgi_readme import example
 
 GRACE_S = 1.0

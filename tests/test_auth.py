@@ -1,5 +1,5 @@
 """Authorization (issue 24, items 1 and 2): ``TokenStreams(model, authorize=...)`` on one uvicorn process (memory
-log) and across two uvicorn processes on one real redis-server, with a bearer-token hook (``auth_apps``).
+log) and across two uvicorn processes on one real redis-server, with a bearer-token hook (``support.apps.auth``).
 
 No credentials is a 401 with ``WWW-Authenticate``; Alice creates and reads her stream whole and her model saw her
 request's headers; Bob reading or stopping Alice's stream gets the very 404 of an id that does not exist, on either
@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
-from doc_text import all_text
-from redis_fixture import lease_expired, running_redis
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.docs import all_text
+from support.redis import lease_expired, running_redis
 
 from tokenwire.asgi import TokenStreams
 
@@ -53,13 +53,13 @@ class Pair:
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     calls = tmp_path_factory.mktemp("auth") / "calls.jsonl"
     if request.param == "one process":
-        with uvicorn("auth_apps:app", env={"TOKENWIRE_TEST_CALLS": str(calls)}) as one:
+        with uvicorn("support.apps.auth:app", env={"TOKENWIRE_TEST_CALLS": str(calls)}) as one:
             yield Pair(one, one, calls)
         return
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
                "TOKENWIRE_TEST_CALLS": str(calls)}
-        with uvicorn("auth_apps:app", env=env) as one, uvicorn("auth_apps:app", env=env) as other:
+        with uvicorn("support.apps.auth:app", env=env) as one, uvicorn("support.apps.auth:app", env=env) as other:
             yield Pair(one, other, calls)
 
 
@@ -137,7 +137,7 @@ def test_a_continuation_keeps_the_principal_and_the_headers_but_those_kept_out_o
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
                "TOKENWIRE_TEST_CALLS": str(calls)}
-        with uvicorn("auth_apps:app", env=env) as one, uvicorn("auth_apps:app", env=env) as other:
+        with uvicorn("support.apps.auth:app", env=env) as one, uvicorn("support.apps.auth:app", env=env) as other:
             pair = Pair(one, other, calls)
             stream_id = create(one, ALICE, "n=60&delay_ms=30")
             url = f"/model/streams/{stream_id}/events"

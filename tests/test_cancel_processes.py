@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
-from live_helpers import await_until, wait_until
-from redis_fixture import running_redis
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.live import await_until, wait_until
+from support.redis import running_redis
 
 # A short lease, so that a dead process's presence runs out within half a second.
 LOG_QUERY = "lease_ms=400&block_ms=50"
@@ -34,7 +34,8 @@ def two_on_redis(loop_kind: str) -> Iterator[tuple[Uvicorn, Uvicorn, str]]:
     """Two uvicorn processes on one redis-server, and that server's URL."""
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?{LOG_QUERY}"}
-        with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+        with (uvicorn("support.apps.fake_model:app", env=env) as one,
+              uvicorn("support.apps.fake_model:app", env=env) as other):
             yield one, other, redis_server.url
 
 

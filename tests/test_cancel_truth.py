@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from asgi_helpers import Read, Uvicorn, read_stream, uvicorn
-from live_helpers import wait_until
-from redis_fixture import running_redis
+from support.asgi import Read, Uvicorn, read_stream, uvicorn
+from support.live import wait_until
+from support.redis import running_redis
 
 WHERE = ["memory", "redis, same process", "redis, other process"]
 
@@ -33,16 +33,16 @@ class Pair:
 def pair(request: pytest.FixtureRequest, loop_kind: str) -> Iterator[Pair]:
     with contextlib.ExitStack() as stack:
         if request.param == "memory":
-            one = stack.enter_context(uvicorn("asgi_apps:app"))
+            one = stack.enter_context(uvicorn("support.apps.fake_model:app"))
             yield Pair(one, one, True)
             return
         redis_server = stack.enter_context(running_redis())
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50"}
-        one = stack.enter_context(uvicorn("asgi_apps:app", env=env))
+        one = stack.enter_context(uvicorn("support.apps.fake_model:app", env=env))
         if request.param == "redis, same process":
             yield Pair(one, one, True)
             return
-        yield Pair(one, stack.enter_context(uvicorn("asgi_apps:app", env=env)), False)
+        yield Pair(one, stack.enter_context(uvicorn("support.apps.fake_model:app", env=env)), False)
 
 
 def _create(pair: Pair, mount: str, query: str) -> tuple[str, str]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import uvicorn
-from live_helpers import serving
+from support.asgi import uvicorn
+from support.live import serving
 
 from tokenwire.core.frames import TokenItem
 from tokenwire.core.model import ANSWER
@@ -102,7 +102,7 @@ def test_a_chat_body_is_read_whole() -> None:
 
 @pytest.fixture(scope="module")
 def bases() -> Iterator[list[str]]:
-    with serving() as live, uvicorn("chat_apps:app") as app:
+    with serving() as live, uvicorn("support.apps.chat:app") as app:
         yield [live.url, app.url + "/canned"]
 
 

@@ -2,7 +2,7 @@
 @workflow/ai@6's ``WorkflowChatTransport``, driven from node (``chat_client.mjs``) with ``readUIMessageStream``.
 
 Each runs against ``tokenwire serve`` (the canned answer), the ASGI app's canned answer and a user's model
-(``chat_apps``), and each time the text is assembled exactly once: one text part holding exactly the answer.
+(``support.apps.chat``), and each time the text is assembled exactly once: one text part holding exactly the answer.
 ``.ci/run`` installs the packages into ``.ci/node``; without Node or them the tests skip, and fail under
 ``TOKENWIRE_REQUIRE_ALL=1``.
 """
@@ -18,16 +18,16 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, Uvicorn, uvicorn
-from chat_apps import SECRET
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
-from live_helpers import serving, wait_until
-from redis_fixture import running_redis
+from support.apps.chat import SECRET
+from support.asgi import ROOT, Uvicorn, uvicorn
+from support.live import serving, wait_until
+from support.redis import running_redis
 
 from tokenwire.core.model import ANSWER
 
 MODULES = ROOT / ".ci" / "node" / "node_modules"
-DRIVER = Path(__file__).resolve().parent / "chat_client.mjs"
+DRIVER = Path(__file__).resolve().parent / "support" / "chat_client.mjs"
 TIMEOUT_S = 60
 KINDS = ("serve", "asgi", "model")
 PREAMBLE = ["start", "start-step", "text-start"]
@@ -57,7 +57,7 @@ def drive(**job: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, str]]:
-    with serving() as live, uvicorn("chat_apps:app") as app:
+    with serving() as live, uvicorn("support.apps.chat:app") as app:
         yield {"serve": live.url + "/chat", "asgi": app.url + "/canned/chat", "model": app.url + "/model/chat",
                "app": app.url}
 
@@ -152,10 +152,10 @@ def test_a_model_error_arrives_as_the_sdks_error_chunk(servers: dict[str, str]) 
 
 @contextlib.contextmanager
 def two_on_redis() -> Iterator[tuple[Uvicorn, Uvicorn]]:
-    """Two uvicorn processes of ``chat_apps`` on one redis-server."""
+    """Two uvicorn processes of ``support.apps.chat`` on one redis-server."""
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?block_ms=50"}
-        with uvicorn("chat_apps:app", env=env) as one, uvicorn("chat_apps:app", env=env) as other:
+        with uvicorn("support.apps.chat:app", env=env) as one, uvicorn("support.apps.chat:app", env=env) as other:
             yield one, other
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from doc_text import section
+from support.docs import section
 
 from tokenwire.cli import main
 from tokenwire.client import (

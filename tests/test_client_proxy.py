@@ -1,9 +1,9 @@
 """``tokenwire.client`` and ``tokenwire read`` against both real servers, through a proxy that cuts every
-connection after a few hundred bytes (``cutting_proxy``): the whole stream, each index once, the text equal to
-the uninterrupted read; a 404, a 4xx, attempts running out, a failed model.
+connection after a few hundred bytes (``support.cutting_proxy``): the whole stream, each index once, the text
+equal to the uninterrupted read; a 404, a 4xx, attempts running out, a failed model.
 
-The servers: ``tokenwire serve``'s ``LiveServer`` (in this process) and ``asgi_apps:app`` under uvicorn (the
-canned answer mounted at ``/canned``, a fake model at ``/tokens``).  In-process reads record their waits
+The servers: ``tokenwire serve``'s ``LiveServer`` (in this process) and ``support.apps.fake_model:app`` under
+uvicorn (the canned answer mounted at ``/canned``, a fake model at ``/tokens``).  In-process reads record their waits
 instead of sleeping; the commands run as typed sleep for real (the stream's ``retry``, 750 ms).
 """
 
@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from asgi_helpers import uvicorn
-from cutting_proxy import CuttingProxy
-from doc_text import code_block, section
-from live_helpers import serving
+from support.asgi import uvicorn
+from support.cutting_proxy import CuttingProxy
+from support.docs import code_block, section
+from support.live import serving
 
 from tokenwire.client import AttemptsExhausted, Backoff, Event, StreamRefused, aevents, events
 from tokenwire.client.command import cli_main
@@ -50,7 +50,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[Server]:
         with serving() as live:
             yield Server(live.address, "")
     else:
-        with uvicorn("asgi_apps:app") as app:
+        with uvicorn("support.apps.fake_model:app") as app:
             yield Server(("127.0.0.1", app.port), "/canned")
 
 
@@ -160,7 +160,7 @@ def test_attempts_running_out_raise(server: Server) -> None:
 
 
 def test_a_failed_model_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    with uvicorn("asgi_apps:app") as app:
+    with uvicorn("support.apps.fake_model:app") as app:
         status = cli_main([f"{app.url}/tokens/stream?n=6&mode=raise&at=3"])
     out, err = capsys.readouterr()
     assert (status, out) == (1, " t0 t1 t2")

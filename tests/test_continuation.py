@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import Read, read_stream, uvicorn
-from redis_fixture import running_redis, until_logged
+from support.asgi import Read, read_stream, uvicorn
+from support.redis import running_redis, until_logged
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 from tokenwire.core.clock import RealClock
@@ -40,7 +40,8 @@ def test_a_reconnect_to_another_process_continues_the_model_from_the_logged_pref
     calls = tmp_path / "calls.jsonl"
     with running_redis() as redis_server:
         env = _env(redis_server.url, calls)
-        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+        with (uvicorn("support.apps.serverless:app", env=env) as one,
+              uvicorn("support.apps.serverless:app", env=env) as other):
             made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
             first = read_stream(one.url + made["events_url"], stop_after=10)
             until_logged(redis_server.url, made["stream_id"], 13)    # detached: the owner logs on meanwhile
@@ -64,7 +65,8 @@ def test_a_reader_following_on_another_process_is_carried_on_without_a_reconnect
     calls = tmp_path / "calls.jsonl"
     with running_redis() as redis_server:
         env = _env(redis_server.url, calls)
-        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+        with (uvicorn("support.apps.serverless:app", env=env) as one,
+              uvicorn("support.apps.serverless:app", env=env) as other):
             made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
             with httpx.Client(timeout=20) as client, client.stream("GET", other.url + made["events_url"]) as got:
                 body = b""
@@ -85,7 +87,8 @@ def test_without_continuation_the_other_process_still_ends_with_owner_lost(tmp_p
     calls = tmp_path / "calls.jsonl"
     with running_redis() as redis_server:
         env = _env(redis_server.url, calls)
-        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+        with (uvicorn("support.apps.serverless:app", env=env) as one,
+              uvicorn("support.apps.serverless:app", env=env) as other):
             made = httpx.post(f"{one.url}/ended/streams?n=200&delay_ms=20").json()
             first = read_stream(one.url + made["events_url"], stop_after=5)
             one.stop(signal.SIGKILL)
@@ -103,7 +106,8 @@ def test_a_stream_is_continued_only_by_a_model_of_the_same_name(tmp_path: Path, 
     calls = tmp_path / "calls.jsonl"
     with running_redis() as redis_server:
         env = _env(redis_server.url, calls)
-        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+        with (uvicorn("support.apps.serverless:app", env=env) as one,
+              uvicorn("support.apps.serverless:app", env=env) as other):
             made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
             meta = open_log(redis_server.url, RealClock().now).meta(made["stream_id"])
             first = read_stream(one.url + made["events_url"], stop_after=10)
@@ -116,7 +120,7 @@ def test_a_stream_is_continued_only_by_a_model_of_the_same_name(tmp_path: Path, 
     assert rest.last.event == "done" and rest.last_json()["reason"] == "owner lost"
     assert 10 + len(rest.ids) < 60 and rest.last_json()["tokens"] == 10 + len(rest.ids)
     assert [call["model"] for call in _calls(calls, made["stream_id"])] == ["model"]     # never called again
-    assert (meta["model"], meta.get("name")) == ("asgi", "serverless_apps.model")       # what the log records
+    assert (meta["model"], meta.get("name")) == ("asgi", "support.apps.serverless.model")       # what the log records
 
 
 def test_a_model_is_named_by_its_qualified_name_or_the_name_given() -> None:
@@ -142,7 +146,8 @@ def test_a_shutdown_hands_a_continuable_stream_off_to_another_process(tmp_path: 
     calls = tmp_path / "calls.jsonl"
     with running_redis() as redis_server:
         env = {**_env(redis_server.url, calls), "TOKENWIRE_TEST_GRACE_S": "0.3"}
-        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+        with (uvicorn("support.apps.serverless:app", env=env) as one,
+              uvicorn("support.apps.serverless:app", env=env) as other):
             made = httpx.post(f"{one.url}/continued/streams?n=60&delay_ms=30").json()
             cut: list[Read] = []
             reading = threading.Event()
@@ -215,7 +220,8 @@ def test_a_continuation_whose_prefix_the_log_trimmed_ends_the_stream_never_a_rec
     with running_redis() as redis_server:
         env = {**_env(redis_server.url, calls), "TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50"
                                                                       f"&maxlen=20"}
-        with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+        with (uvicorn("support.apps.serverless:app", env=env) as one,
+              uvicorn("support.apps.serverless:app", env=env) as other):
             made = httpx.post(f"{one.url}/continued/streams?n=100&delay_ms=20").json()
             first = read_stream(one.url + made["events_url"], stop_after=40)    # 0.8 s: renewals trimmed it
             one.stop(signal.SIGKILL)

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, Uvicorn, uvicorn
 from conftest import require_all
-from doc_text import marked_block
+from support.asgi import ROOT, Uvicorn, uvicorn
+from support.docs import marked_block
 from test_pages_cdp import Page, browser_page
 
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
@@ -115,7 +115,7 @@ def front() -> Iterator[int]:
 def api(front: int) -> Iterator[Uvicorn]:
     env = {"FRONT_END_ORIGIN": f"http://127.0.0.1:{front}", "API_TOKENS": "alice-token:alice,bob-token:bob",
            "WORD_DELAY_S": "0.01"}
-    with uvicorn("cors_apps:app", env=env) as server:
+    with uvicorn("support.apps.cors:app", env=env) as server:
         yield server
 
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 
 from conftest import require_binary
-from live_helpers import serving
+from support.live import serving
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder

@@ -1,6 +1,6 @@
 """The SSE decoders people run, reading a model that thinks across several heartbeats (issue 23, item 1).
 
-Both servers: a user's model through ``TokenStreams`` under uvicorn with a 20 ms heartbeat (``asgi_apps``,
+Both servers: a user's model through ``TokenStreams`` under uvicorn with a 20 ms heartbeat (``support.apps.fake_model``,
 150 ms a token), and ``tokenwire serve --heartbeat-s 0.02`` with the canned answer at 100 ms a token.  Each
 decoder reads the stream live and must see exactly ``open``, the tokens and ``done``: httpx-sse, sseclient-py,
 the openai SDK's ``SSEDecoder`` (which also parses every non-token event's JSON, as its ``Stream`` does: an
@@ -31,11 +31,11 @@ from typing import Any
 import httpx
 import pytest
 import sseclient
-from asgi_helpers import ROOT, uvicorn
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
-from doc_text import marked_block
 from httpx_sse import connect_sse
 from openai._streaming import SSEDecoder
+from support.asgi import ROOT, uvicorn
+from support.docs import marked_block
 from test_live_processes import serve
 from test_pages_cdp import Page, browser_page
 
@@ -76,8 +76,8 @@ CUT_AFTER = 2
 
 @pytest.fixture(scope="module")
 def asgi() -> Iterator[Server]:
-    """A user's model (``asgi_apps``' fake model) through ``TokenStreams`` under uvicorn."""
-    with uvicorn("asgi_apps:app", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
+    """A user's model (``support.apps.fake_model``' fake model) through ``TokenStreams`` under uvicorn."""
+    with uvicorn("support.apps.fake_model:app", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
         yield Server("asgi", running.url, "/tokens/stream?n=4&delay_ms=150", tuple(f" t{i}" for i in range(4)),
                      f"/tokens/stream?n=4&delay_ms=150&mode=raise&at={FAILING_AT}", "/tokens/chat",
                      (("n", 4), ("delay_ms", 150)))
@@ -469,7 +469,7 @@ def test_the_readme_browser_example_tells_both_opens_apart_across_a_reconnect(as
 
 
 def test_the_live_page_says_that_a_model_failed_and_stops(page: Page) -> None:
-    with uvicorn("asgi_apps:live", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
+    with uvicorn("support.apps.fake_model:live", env={"TOKENWIRE_TEST_HEARTBEAT_S": HEARTBEAT_S}) as running:
         page.open(f"{running.url}/live?n=6&delay_ms=50&mode=raise&at=3", width=800)
         page.wait_until("document.body.dataset.state === 'failed'", "the page to end on the failed frame")
         seen = page.eval("JSON.parse(document.getElementById('result').textContent)")

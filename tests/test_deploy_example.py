@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, Uvicorn, read_stream, uvicorn
 from conftest import require_binary
-from redis_fixture import running_redis
+from support.asgi import ROOT, Uvicorn, read_stream, uvicorn
+from support.redis import running_redis
 
 FRONT = "https://chat.example.com"
 

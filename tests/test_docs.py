@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from doc_text import README, ROOT, anchors, pages, prose_lines, section, slug
+from support.docs import README, ROOT, anchors, pages, prose_lines, section, slug
 
 # [text](target) or [text](target "title"); an image's ![alt](src) is a link too.  [name]: target defines one.
 _INLINE = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")

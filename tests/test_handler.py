@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_helpers import serving_report
+from support.live import serving_report
 
 from tokenwire import handler as handler_module
 from tokenwire.handler import handler, respond

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_helpers import (
+from support.live import (
     TIMEOUT_S,
     create,
     error_of,

@@ -19,7 +19,7 @@ from unittest.mock import ANY
 from urllib.parse import quote, unquote
 
 import pytest
-from live_helpers import (
+from support.live import (
     SERVER_NAME,
     create,
     error_of,

@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 
-from live_helpers import (
+from support.live import (
     TIMEOUT_S,
     error_of,
     open_events,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_helpers import (
+from support.live import (
     SERVER_NAME,
     TIMEOUT_S,
     create,

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, read_stream, uvicorn
-from redis_fixture import running_redis
-from serverless_sim import require_eventsource
+from support.asgi import ROOT, read_stream, uvicorn
+from support.redis import running_redis
+from support.serverless_sim import require_eventsource
 
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.page import LIVE_CSP

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_binary
-from live_helpers import in_thread, serving_report
+from support.live import in_thread, serving_report
 
 from tokenwire.report.templating import csp
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from live_helpers import (
+from support.live import (
     SERVER_NAME,
     TIMEOUT_S,
     raw,

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
-from live_helpers import declared, raw, read_to_end, serving, split_response
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.live import declared, raw, read_to_end, serving, split_response
 
 from tokenwire.endpoints.routes import LIVE_ROUTES
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import require_binary
-from live_helpers import serving
+from support.live import serving
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from live_helpers import wait_until
+from support.live import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0

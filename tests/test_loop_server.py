@@ -14,7 +14,7 @@ import socket
 import threading
 
 import pytest
-from live_helpers import (
+from support.live import (
     TIMEOUT_S,
     create,
     error_of,

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from live_helpers import events, token_ids, wait_until
+from support.live import events, token_ids, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from doc_text import all_text
 from prometheus_client import CollectorRegistry, generate_latest, multiprocess
+from support.docs import all_text
 
 from tokenwire.asgi import TokenStreams
 

@@ -2,8 +2,8 @@
 
 Every test runs against ``tokenwire serve`` (the canned answer),
 ``uvicorn tokenwire.asgi:app`` (the same, as an ASGI app) and a user's model
-(``openai_apps``), each on the memory log and on one redis-server.  On Redis there are two instances of each
-server, and a response made on the first is retrieved on the second.
+(``support.apps.openai_wire``), each on the memory log and on one redis-server.  On Redis there are two
+instances of each server, and a response made on the first is retrieved on the second.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from asgi_helpers import uvicorn
-from doc_text import code_block, section
-from live_helpers import serving
-from redis_fixture import RedisServer
+from support.asgi import uvicorn
+from support.docs import code_block, section
+from support.live import serving
+from support.redis import RedisServer
 from test_redis_instances import BLOCK_MS, LEASE_MS, Instance
 
 from tokenwire.core.model import ANSWER
@@ -58,7 +58,7 @@ def _servers(log: str, redis: RedisServer | None) -> Iterator[dict[str, Target]]
         if log == "memory":
             live = stack.enter_context(serving())
             canned = stack.enter_context(uvicorn("tokenwire.asgi:app"))
-            app = stack.enter_context(uvicorn("openai_apps:app"))
+            app = stack.enter_context(uvicorn("support.apps.openai_wire:app"))
             urls = {"serve": (live.url,) * 2, "asgi": (canned.url,) * 2, "model": (app.url + "/model",) * 2}
         else:
             assert redis is not None
@@ -68,7 +68,7 @@ def _servers(log: str, redis: RedisServer | None) -> Iterator[dict[str, Target]]
                 stack.callback(one.kill)
             env = {"TOKENWIRE_LOG_URL": url}
             canned = [stack.enter_context(uvicorn("tokenwire.asgi:app", env=env)) for _ in "ab"]
-            apps = [stack.enter_context(uvicorn("openai_apps:app", env=env)) for _ in "ab"]
+            apps = [stack.enter_context(uvicorn("support.apps.openai_wire:app", env=env)) for _ in "ab"]
             urls = {"serve": tuple(f"http://127.0.0.1:{one.port}" for one in serves),
                     "asgi": tuple(app.url for app in canned),
                     "model": tuple(app.url + "/model" for app in apps)}

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
-from live_helpers import wait_until
+from support.live import wait_until
 
 TIMEOUT_S = 30.0
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from live_helpers import serving, serving_report
-from redis_fixture import free_port
+from support.live import serving, serving_report
+from support.redis import free_port
 from test_pages_cdp import axe, browser_page, require_axe
 
 from tokenwire.core.model import ANSWER

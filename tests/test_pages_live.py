@@ -8,7 +8,7 @@ DevTools pipe (``test_pages_cdp``) in real time: the page's default pace
 
 from __future__ import annotations
 
-from live_helpers import serving
+from support.live import serving
 from test_pages_cdp import MEASURE, axe, browser_page, require_axe
 
 FINISHED = "['done', 'failed'].includes(document.body.dataset.state)"

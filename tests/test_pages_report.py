@@ -12,7 +12,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
-from live_helpers import serving_report
+from support.live import serving_report
 from test_pages_cdp import MEASURE, axe, browser_page, require_axe
 
 from tokenwire.core.model import ANSWER

@@ -12,13 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
 from conftest import require_binary
 from fastapi import FastAPI
 from hypothesis import given
 from hypothesis import strategies as st
-from live_helpers import serving, wait_until
 from prometheus_client.parser import text_string_to_metric_families
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.live import serving, wait_until
 from test_redis_instances import Instance, create, owners, request, runs
 
 from tokenwire.asgi import TokenStreams

@@ -1,4 +1,5 @@
-"""``tokenwire proxy`` in front of a local OpenAI-compatible stand-in (``upstream_standin``), read with the real SDK.
+"""``tokenwire proxy`` in front of a local OpenAI-compatible stand-in (``support.apps.upstream_standin``), read
+with the real SDK.
 
 The proxy is a real process (``python -m tokenwire proxy --port 0``), the
 stand-in a real uvicorn; the SDK, the relay and the sockets are real.  The
@@ -22,9 +23,9 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from asgi_helpers import ROOT, Uvicorn, free_port, uvicorn
-from live_helpers import token_text
-from redis_fixture import RedisServer
+from support.asgi import ROOT, Uvicorn, free_port, uvicorn
+from support.live import token_text
+from support.redis import RedisServer
 from test_redis_instances import BLOCK_MS, LEASE_MS
 
 START_TIMEOUT_S = 15.0
@@ -67,7 +68,8 @@ class Proxy:
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Uvicorn, Path]]:
     calls = tmp_path_factory.mktemp("standin") / "calls.jsonl"
-    with uvicorn("upstream_standin:app", env={"STANDIN_CALLS": str(calls), "STANDIN_KEY": "sk-standin-7f3a"}) as app:
+    with uvicorn("support.apps.upstream_standin:app",
+                 env={"STANDIN_CALLS": str(calls), "STANDIN_KEY": "sk-standin-7f3a"}) as app:
         yield app, calls
 
 

@@ -4,7 +4,7 @@ import pathlib
 import re
 import tomllib
 
-from doc_text import ROOT, all_text, section
+from support.docs import ROOT, all_text, section
 
 
 def _extras() -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ import asyncio
 import time
 
 import pytest
-from redis_fixture import client_ids, lease_expired, redis_command, until_a_new_read_blocks
+from support.redis import client_ids, lease_expired, redis_command, until_a_new_read_blocks
 
 from tokenwire.core.tokenlog import IndexConflict, LeaseLost, UnknownStream
 from tokenwire.realtime import new_loop

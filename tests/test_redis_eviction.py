@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from asgi_helpers import uvicorn
-from live_helpers import wait_until
-from redis_fixture import running_redis
+from support.asgi import uvicorn
+from support.live import wait_until
+from support.redis import running_redis
 from test_redis_instances import Instance, Reply, request
 
 from tokenwire.core.model import ANSWER
@@ -142,7 +142,8 @@ def test_under_allkeys_lru_pressure_no_index_has_two_versions_and_every_reader_e
                "TOKENWIRE_TEST_CALLS": str(calls)}
         serve = Instance(redis_server.url, "S", loop)
         try:
-            with uvicorn("eviction_apps:app", env=env) as one, uvicorn("eviction_apps:app", env=env) as other:
+            with (uvicorn("support.apps.eviction:app", env=env) as one,
+                  uvicorn("support.apps.eviction:app", env=env) as other):
                 canned = [(one.port, "/canned"), (other.port, "/canned"), (serve.port, "")]
                 tagged = [(one.port, "/tagged"), (other.port, "/tagged")]
                 seen, streams, readers = Seen(), [], []

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from asgi_helpers import Read, Uvicorn, read_stream, uvicorn
-from live_helpers import await_until
-from redis_fixture import redis_command, running_redis
+from support.asgi import Read, Uvicorn, read_stream, uvicorn
+from support.live import await_until
+from support.redis import redis_command, running_redis
 from test_redis_epochs import _log, _run
 from test_redis_instances import Instance, create, request
 
@@ -229,13 +229,14 @@ def _evicted_when_finished(url: str, a: Instance, b: Instance) -> None:
 # -- a user's model: TokenStreams on two uvicorn processes ---------------------------------------------------
 @contextlib.contextmanager
 def _two_apps(calls: Path) -> Iterator[tuple[RedisTokenLog, Uvicorn, Uvicorn]]:
-    """A Redis of its own, a log on it for the test, and two uvicorn processes serving ``serverless_apps``."""
+    """A Redis of its own, a log on it for the test, and two uvicorn processes serving ``support.apps.serverless``."""
     with running_redis() as redis_server:
         log = _log(redis_server.url, "test")
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
                "TOKENWIRE_TEST_CALLS": str(calls)}
         try:
-            with uvicorn("serverless_apps:app", env=env) as one, uvicorn("serverless_apps:app", env=env) as other:
+            with (uvicorn("support.apps.serverless:app", env=env) as one,
+                  uvicorn("support.apps.serverless:app", env=env) as other):
                 yield log, one, other
         finally:
             log.close()

@@ -12,7 +12,7 @@ import sys
 import threading
 
 import pytest
-from redis_fixture import running_redis
+from support.redis import running_redis
 
 WARNING = ("redis at redis://127.0.0.1:{port}/0 may evict keys (maxmemory-policy {policy}): a stream whose tokens "
            "it evicts is lost (its readers get the early-stop done, reason 'lost'; a resume gets 410); tokenwire "

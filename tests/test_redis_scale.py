@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from asgi_helpers import read_stream, uvicorn
-from redis_fixture import client_ids, client_list, lease_expired, running_redis, until_a_new_read_blocks
+from support.asgi import read_stream, uvicorn
+from support.redis import client_ids, client_list, lease_expired, running_redis, until_a_new_read_blocks
 from test_redis_instances import LEASE_MS, Instance, create, owners, request
 
 from tokenwire.core.model import ANSWER
@@ -134,7 +134,8 @@ def test_a_canned_stream_made_on_a_and_first_read_on_b_is_whole_on_both(redis_se
 
 def test_your_own_model_made_on_one_process_and_first_read_on_the_other_is_whole(redis_server):
     env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms={LEASE_MS}&block_ms=50"}
-    with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+    with (uvicorn("support.apps.fake_model:app", env=env) as one,
+          uvicorn("support.apps.fake_model:app", env=env) as other):
         made = httpx.post(f"{one.url}/tokens/streams?n=30&delay_ms=10")
         assert made.status_code == 201
         url = made.json()["events_url"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from live_helpers import wait_until
+from support.live import wait_until
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec

@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-from live_helpers import await_until, wait_until
-from redis_fixture import client_list, free_port, lease_expired
+from support.live import await_until, wait_until
+from support.redis import client_list, free_port, lease_expired
 
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import (

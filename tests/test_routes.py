@@ -10,10 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from asgi_helpers import Uvicorn, read_stream, uvicorn
-from doc_text import all_text
-from live_helpers import declared, raw, read_to_end, request, serving, split_response
-from route_apps import EXTENDED
+from support.apps.routes import EXTENDED
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.docs import all_text
+from support.live import declared, raw, read_to_end, request, serving, split_response
 
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.config import MAX_CHAT_BODY_BYTES
@@ -27,7 +27,7 @@ HEADERS = ("content-type", "cache-control", "x-content-type-options", "referrer-
 
 @pytest.fixture(scope="module")
 def asgi() -> Iterator[Uvicorn]:
-    with uvicorn("route_apps:app") as server:
+    with uvicorn("support.apps.routes:app") as server:
         yield server
 
 

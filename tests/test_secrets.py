@@ -8,7 +8,8 @@ and it is looked at after the process was stopped with SIGINT to its process gro
 none of them; a client never reads the host and port either, only "the token log is unavailable"; the
 operator's lines name the host with the password as ``***``.  The servers: ``tokenwire serve`` (on both
 event loops), ``uvicorn tokenwire.asgi:app`` (the canned answer), a ``TokenStreams`` of a model
-(``asgi_apps:detached``) and the hosted function (``api/live.py``), the last three with uvicorn's access log.
+(``support.apps.fake_model:detached``) and the hosted function (``api/live.py``), the last three with
+uvicorn's access log.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from live_helpers import wait_until
-from redis_fixture import RedisServer, free_port
+from support.live import wait_until
+from support.redis import RedisServer, free_port
 
 from tokenwire.asgi.hosted import hosted_app, missing_log
 from tokenwire.endpoints.rules import LOG_UNAVAILABLE
@@ -204,7 +205,7 @@ def running(start: Callable[[], Server]) -> Iterator[Server]:
 # The servers under test: how each starts, and the query of a stream that runs long enough to fail mid-way.
 SERVE_LOOPS = ["asyncio", "uvloop"]
 ASGI_APPS = {"canned": ("tokenwire.asgi:app", "tokens=277&producer_ms=20"),
-             "model": ("asgi_apps:detached", "n=200&delay_ms=20"),
+             "model": ("support.apps.fake_model:detached", "n=200&delay_ms=20"),
              "hosted": ("live:app", "tokens=277&producer_ms=20")}
 
 

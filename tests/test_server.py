@@ -11,7 +11,7 @@ import json
 import threading
 from urllib.parse import quote
 
-from live_helpers import (
+from support.live import (
     create,
     events,
     open_events,

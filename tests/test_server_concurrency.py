@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from live_helpers import TIMEOUT_S, serving, wait_until
+from support.live import TIMEOUT_S, serving, wait_until
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from live_helpers import token_ids, wait_until
+from support.live import token_ids, wait_until
 from test_loop_server_process import Served, served
 
 PROBES = 10

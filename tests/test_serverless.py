@@ -1,6 +1,6 @@
-"""The serverless simulator (``serverless_sim``): three uvicorn instances on one redis-server behind haproxy (round
-robin, no stickiness), each SIGKILLed after a 6-second life and replaced.  Streams of about 30 seconds are read
-through haproxy by the npm ``eventsource`` client and by httpx-sse (reconnecting as an EventSource does) while
+"""The serverless simulator (``support.serverless_sim``): three uvicorn instances on one redis-server behind haproxy
+(round robin, no stickiness), each SIGKILLed after a 6-second life and replaced.  Streams of about 30 seconds are
+read through haproxy by the npm ``eventsource`` client and by httpx-sse (reconnecting as an EventSource does) while
 instances die under them:
 
 - a model with continuation (``takeover="continue"``) arrives complete, in order, each index once, across at
@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 import pytest
-from redis_fixture import running_redis
-from serverless_sim import Followed, ServerlessSim, follow, require_eventsource
+from support.redis import running_redis
+from support.serverless_sim import Followed, ServerlessSim, follow, require_eventsource
 
 from tokenwire.core.model import ANSWER
 
@@ -86,7 +86,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=600&block_ms=100",
                "TOKENWIRE_TEST_CALLS": str(calls)}
-        with ServerlessSim("serverless_apps:app", env, instances=INSTANCES, life_s=LIFE_S) as sim:
+        with ServerlessSim("support.apps.serverless:app", env, instances=INSTANCES, life_s=LIFE_S) as sim:
             streams = {
                 "node": _made(sim, "/continued", f"n={N}&delay_ms={DELAY_MS}"),
                 "httpx": _made(sim, "/continued", f"n={N}&delay_ms={DELAY_MS}"),

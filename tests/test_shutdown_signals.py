@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from live_helpers import wait_until
+from support.live import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 60.0

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sse_vectors import VECTORS, Vector  # tests/ is on sys.path, as for redis_fixture
+from support.sse_vectors import VECTORS, Vector  # tests/ is on sys.path: support is a package in it
 
 from tokenwire.core.sse import (
     MAX_LINE_BYTES,

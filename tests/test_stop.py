@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
-from asgi_helpers import Read, read_stream, uvicorn
 from httpx_sse import connect_sse
-from live_helpers import serving, wait_until
-from redis_fixture import running_redis
+from support.asgi import Read, read_stream, uvicorn
+from support.live import serving, wait_until
+from support.redis import running_redis
 
 from tokenwire.core.model import ANSWER
 
@@ -125,7 +125,7 @@ def test_stop_refusals_and_a_finished_stream(loop_kind: str) -> None:
 
 def test_a_stop_url_with_a_parameter_is_refused_and_stops_nothing(loop_kind: str) -> None:
     # The parameter was ignored and the stream stopped, where every other live URL refuses what it does not take.
-    with serving() as server, uvicorn("asgi_apps:app") as app:
+    with serving() as server, uvicorn("support.apps.fake_model:app") as app:
         for base in (server.url, app.url + "/canned"):
             made = httpx.post(f"{base}/streams?tokens=5").json()
             for path in (f"/streams/{made['stream_id']}/stop?now=1", f"/chat/{made['stream_id']}/stop?now=1"):
@@ -142,7 +142,7 @@ def _model_stats(base: str, stream_id: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("mode", ["ok", "never"])
 def test_a_models_stream_stops_and_its_iterator_is_closed(mode: str) -> None:
-    with uvicorn("asgi_apps:app") as server:
+    with uvicorn("support.apps.fake_model:app") as server:
         base = server.url
         made = httpx.post(f"{base}/tokens/streams?n=1000&delay_ms=20&mode={mode}").json()
         with reading(base + made["events_url"], after=0 if mode == "never" else 3) as reader:
@@ -164,7 +164,8 @@ def _redis_env(url: str) -> dict[str, str]:
 def test_a_stop_on_another_process_stops_the_model_where_it_runs(mode: str) -> None:
     with running_redis() as redis_server:
         env = _redis_env(redis_server.url)
-        with uvicorn("asgi_apps:app", env=env) as one, uvicorn("asgi_apps:app", env=env) as other:
+        with (uvicorn("support.apps.fake_model:app", env=env) as one,
+              uvicorn("support.apps.fake_model:app", env=env) as other):
             made = httpx.post(f"{one.url}/tokens/streams?n=1000&delay_ms=20&mode={mode}").json()
             with reading(one.url + made["events_url"], after=0 if mode == "never" else 3) as reader:
                 asked = time.monotonic()

@@ -6,7 +6,7 @@ as the README shows it, configured by the environment
 (``FRONT_END_ORIGIN``, ``API_TOKENS``).  The test adds one mount behind the
 same middleware, ``/open``: the canned answer with no ``authorize``, which
 an ``EventSource`` without credentials reads.  Run by uvicorn with
-``--app-dir tests``: ``cors_apps:app``.
+``--app-dir tests``: ``support.apps.cors:app``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 
 from deploy import app  # noqa: E402  (examples/ is not a package)
 

@@ -1,6 +1,6 @@
 // Drives the AI SDK's own chat transports against a tokenwire server and prints what they assembled, as JSON.
 //
-// node chat_client.mjs MODULES JOB: MODULES is the node_modules folder holding ai@6 and @workflow/ai@6; JOB is
+// node tests/support/chat_client.mjs MODULES JOB: MODULES is the node_modules folder holding ai@6 and @workflow/ai@6; JOB is
 // JSON: {transport: "default" | "workflow", api, chatId, body, abortAfter, reconnect, rewrite, stopAfter,
 // stopUrl, only}.  The messages go through the transport's sendMessages (or, with only: "reconnect", straight
 // to reconnectToStream), every chunk through the SDK's readUIMessageStream; abortAfter aborts the request after

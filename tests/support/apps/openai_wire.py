@@ -4,7 +4,7 @@
 as extra body fields).  ``/model``: ``openai_model``, which yields
 ``" w<i>"`` for ``i`` from ``request.start`` to the body's ``n`` - 1 (default
 12), each after the body's ``delay_ms`` (default 5), and records each call
-(``app_parts.record``); a body with ``"fail_at": k`` raises at token k.
+(``support.apps.parts.record``); a body with ``"fail_at": k`` raises at token k.
 Both on the log ``TOKENWIRE_LOG_URL`` names (memory if unset); the model
 continues a stream whose process died (``takeover="continue"``).
 """
@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from app_parts import prefix_app, record
-
+from support.apps.parts import prefix_app, record
 from tokenwire.asgi import StreamRequest, TokenStreams
 
 

@@ -2,10 +2,10 @@
 
 ``Uvicorn(target)`` runs ``python -m uvicorn <target>`` (uvloop, or the
 loop ``TOKENWIRE_LOOP`` names as the ``loop_kind`` fixture sets it;
-httptools, as the bench does; ``--app-dir tests`` so ``asgi_apps`` imports)
+httptools, as the bench does; ``--app-dir tests`` so ``support.apps.fake_model`` imports)
 on a free port and stops it with SIGTERM; its stderr is kept to look at.
 ``read_stream`` reads an SSE response with httpx-sse until ``done`` or
-``failed`` (or ``stop_after`` tokens).  Every wait is bounded (``live_helpers.wait_until`` for the rest).
+``failed`` (or ``stop_after`` tokens).  Every wait is bounded (``support.live.wait_until`` for the rest).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent, connect_sse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 10.0
 
 

@@ -5,20 +5,19 @@ unset, Redis for the two-process tests), ``TokenStreams`` apps whose
 ``authorize`` reads a bearer token (``TOKENS``: Alice's and Bob's; Mallory's
 raises ``PermissionError``; anything else is None):
 
-- ``/model``: ``app_parts.model`` (``takeover="continue"``), which records
+- ``/model``: ``support.apps.parts.model`` (``takeover="continue"``), which records
   each call (the headers and the principal it was handed too) in the file
   ``TOKENWIRE_TEST_CALLS`` names;
 - ``/canned``: the canned answer, with the same ``authorize``.
 
-Run by uvicorn with ``--app-dir tests``: ``auth_apps:app``.
+Run by uvicorn with ``--app-dir tests``: ``support.apps.auth:app``.
 """
 
 from __future__ import annotations
 
 import os
 
-from app_parts import model, prefix_app
-
+from support.apps.parts import model, prefix_app
 from tokenwire.asgi import Access, TokenStreams
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}

@@ -34,9 +34,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from asgi_helpers import ROOT, free_port
 from conftest import REQUIRE_ALL_ENV, require_all, require_binary
 from httpx_sse import connect_sse
+
+from support.asgi import ROOT, free_port
 
 __all__ = ["Followed", "Kill", "ServerlessSim", "follow", "require_eventsource", "require_haproxy"]
 
@@ -286,16 +287,17 @@ def follow(url: str, *, timeout_s: float = 90.0) -> Followed:
 
 
 def main() -> None:
-    """``python tests/serverless_sim.py``: one continued model and the canned answer read through the simulator."""
+    """``PYTHONPATH=tests python -m support.serverless_sim``: one continued model and the canned answer, read
+    through the simulator."""
     import statistics
 
-    from redis_fixture import running_redis
+    from support.redis import running_redis
 
     calls = Path(tempfile.mkdtemp()) / "calls.jsonl"
     with running_redis() as redis_server:
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=600&block_ms=100",
                "TOKENWIRE_TEST_CALLS": str(calls)}
-        with ServerlessSim("serverless_apps:app", env) as sim:
+        with ServerlessSim("support.apps.serverless:app", env) as sim:
             made = {"continued": httpx.post(f"{sim.url}/continued/streams?n=300&delay_ms=100").json(),
                     "canned": httpx.post(f"{sim.url}/canned/streams?tokens=277&producer_ms=100").json()}
             got: dict[str, Followed] = {}

@@ -3,9 +3,9 @@
 ``app`` mounts, on the token log ``TOKENWIRE_TEST_LOG`` names (Redis):
 ``/tagged``, a model continued by a take-over (``takeover="continue"``)
 whose every token names the factory call that made it (``" g<pid>.<call>-<i>"``,
-``app_parts.counting``), so two versions of one index can be told apart at
+``support.apps.parts.counting``), so two versions of one index can be told apart at
 any reader; and ``/canned``, the canned answer.  Run by uvicorn with
-``--app-dir tests``: ``eviction_apps:app``.
+``--app-dir tests``: ``support.apps.eviction:app``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator
 
-from app_parts import counting, prefix_app
-
+from support.apps.parts import counting, prefix_app
 from tokenwire.asgi import StreamRequest, TokenStreams
 
 _LOG = os.environ.get("TOKENWIRE_TEST_LOG") or "memory"

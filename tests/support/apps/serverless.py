@@ -5,7 +5,7 @@
 - ``/continued``: a model (``TokenStreams(..., takeover="continue")``) that
   yields ``" t<i>"`` for ``i`` from ``request.start`` to ``n - 1``, each
   after ``delay_ms``; every call of its factory appends one JSON line to the
-  file ``TOKENWIRE_TEST_CALLS`` names (``app_parts.record``: the stream, the
+  file ``TOKENWIRE_TEST_CALLS`` names (``support.apps.parts.record``: the stream, the
   pid, ``start`` and the ``prefix`` it was handed), so a test reads what
   each process was given even after the process was killed;
 - ``/ended``: the same model with the default takeover (a dead owner ends
@@ -16,7 +16,7 @@
 - ``/canned``: the canned answer.
 
 ``TOKENWIRE_TEST_GRACE_S`` sets their shutdown grace.  Run by uvicorn with ``--app-dir tests``:
-``serverless_apps:app``.
+``support.apps.serverless:app``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 
-from app_parts import counting, prefix_app
-
+from support.apps.parts import counting, prefix_app
 from tokenwire.asgi import StreamRequest, TokenStreams
 
 _LOG = os.environ.get("TOKENWIRE_TEST_LOG") or "memory"

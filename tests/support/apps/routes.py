@@ -1,4 +1,4 @@
-"""A route table with routes added, served by uvicorn (``route_apps:app``) and by ``tokenwire serve``; no tests.
+"""A route table with routes added, served by uvicorn (``support.apps.routes:app``) and by ``tokenwire serve``.
 
 ``EXTENDED`` is the live table plus ``/v2/streams`` (POST or PUT, a body of
 at most 16 bytes under its own setting) and ``/v2/streams/<id>/events``

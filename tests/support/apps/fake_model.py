@@ -13,7 +13,8 @@ was closed.  The fake model is steered by its query parameters:
   yields anything).
 
 ``/canned`` mounts the canned answer (``TokenStreams()``).  Run by uvicorn with ``--app-dir tests``:
-``asgi_apps:app``.  ``asgi_apps:live`` is the live page (``HostedLive``) with the fake model, at the root.
+``support.apps.fake_model:app``.  ``support.apps.fake_model:live`` is the live page (``HostedLive``) with the
+fake model, at the root.
 With ``TOKENWIRE_TEST_LOG`` set, the mounted apps use that token log (Redis).
 """
 

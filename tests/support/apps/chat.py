@@ -8,7 +8,7 @@ iterator was closed.  The model reads its settings from the chat body's
 own fields: ``n`` tokens (``" t0"``, ``" t1"``, ...), each after
 ``delay_ms``; ``mode`` ``ok`` or ``raise`` (a ``RuntimeError`` carrying a
 secret at token ``at``).  Run by uvicorn with ``--app-dir tests``:
-``chat_apps:app``.  With ``TOKENWIRE_TEST_LOG`` set, both use that token log (Redis).
+``support.apps.chat:app``.  With ``TOKENWIRE_TEST_LOG`` set, both use that token log (Redis).
 """
 
 from __future__ import annotations

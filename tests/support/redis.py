@@ -25,7 +25,8 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import require_all, require_binary
-from live_helpers import await_until, wait_until
+
+from support.live import await_until, wait_until
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
 START_TIMEOUT_S = 10.0

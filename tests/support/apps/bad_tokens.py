@@ -1,4 +1,4 @@
-"""The app the bad-token tests serve with uvicorn (``asgi_bad_models:app``); this module holds no tests.
+"""The app the bad-token tests serve with uvicorn (``support.apps.bad_tokens:app``); this module holds no tests.
 
 ``TokenStreams`` mounted under ``/tokens`` with a model that yields ``n``
 tokens (``" t0"``, ``" t1"``, ...) and, at token ``at``, the ``str``
