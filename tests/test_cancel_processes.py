@@ -134,7 +134,12 @@ def test_presence_joins_leaves_is_renewed_and_runs_out(loop_kind: str) -> None:
     once the last reader anywhere leaves; an entry renewed on the timer stays, one no longer renewed runs out."""
     from tokenwire.core.clock import RealClock
     from tokenwire.realtime import new_loop
+    from tokenwire.redislog.presence import readers_key
     from tokenwire.redislog.streams import open_log
+
+    async def redis_now_ms(log: Any) -> float:
+        seconds, micros = await log.aio.command("TIME")
+        return int(seconds) * 1000 + int(micros) / 1000
 
     async def scene(a: Any, b: Any) -> list[tuple[str, bool]]:
         seen: list[tuple[str, bool]] = []
@@ -142,8 +147,12 @@ def test_presence_joins_leaves_is_renewed_and_runs_out(loop_kind: str) -> None:
         seen.append(("never read", await a.aio.deserted("s")))
         await a.aio.attend("s")
         await b.aio.attend("s")
+        joined = float(await a.aio.command("ZSCORE", readers_key(a.keys("s")[0]), b.owner_id))
         seen.append(("A leaves, B reads", await a.aio.leave("s")))
-        await asyncio.sleep(0.6)                       # past a lease: B's entry lives on by its renewals
+
+        async def past_first_lease() -> bool:          # B's entry as it joined has run out, by Redis's clock
+            return await redis_now_ms(a) > joined
+        await await_until(past_first_lease, "Redis's clock to pass the lease B joined with")
         seen.append(("B renewed", await a.aio.deserted("s")))
         b.aio.writer.renewal.unattend("s")                     # B stops renewing (as a process that died)
         await await_until(lambda: a.aio.deserted("s"), "Redis to let B's entry run out")

@@ -228,6 +228,8 @@ def _stream_id_of(sock: socket.socket) -> str:
 
 
 def _stable(value: object, settle_s: float = 0.3) -> bool:
+    """True if ``value()`` is the same ``settle_s`` apart: nothing public says a producer waits on its full
+    channel (the stream's own state), so the log not growing over a while stands for it."""
     first = value()  # type: ignore[operator]
     time.sleep(settle_s)
     return bool(value() == first)  # type: ignore[operator]

@@ -12,6 +12,7 @@ import asyncio
 import time
 
 import pytest
+from support.live import await_until
 from support.redis import client_ids, lease_expired, redis_command, until_a_new_read_blocks
 
 from tokenwire.core.tokenlog import IndexConflict, LeaseLost, UnknownStream
@@ -270,8 +271,7 @@ def test_a_follower_joining_while_the_ids_are_looked_up_is_read_at_once(url, mon
         first = asyncio.ensure_future(c.aio.wait_after("s", -1))      # starts the shared read
         await looking[0].wait()                                        # inside its first look-up
         second = asyncio.ensure_future(c.aio.wait_after("t", -1))
-        while c.keys("t")[1] not in c.aio.reader.follows:           # "t" has joined the read
-            await asyncio.sleep(0)
+        await await_until(lambda: c.keys("t")[1] in c.aio.reader.follows, '"t" to join the shared read')
         looking[1].set()                                               # the look-up's answer arrives
         await a.aio.append("t", 0, "t0")
         got = await asyncio.wait_for(second, 3)                        # the heartbeat would be [] after 5 s

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support.live import await_until
 
 from tokenwire.redislog import writer as writer_module
 
@@ -90,8 +91,7 @@ def test_a_held_round_goes_at_once_when_full_or_when_a_command_comes(redis_serve
         full = [asyncio.ensure_future(_timed(aio, sid, 1)) for sid in ids[:6]]  # six: a full round
         full_s = max(await asyncio.gather(*full))
         lone = asyncio.ensure_future(_timed(aio, ids[6], 1))                    # held: the last round had six
-        while not aio.writer.holding:                                           # until its round is held
-            await asyncio.sleep(0)
+        await await_until(lambda: aio.writer.holding, "the lone append's round to be held")
         started = asyncio.get_running_loop().time()
         assert await aio.ping()                                                 # a request's command
         ping_s = asyncio.get_running_loop().time() - started
