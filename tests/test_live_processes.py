@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.live import wait_until
+from support.live import await_until, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0
@@ -199,9 +199,11 @@ def test_a_page_pool_whose_worker_was_killed_is_replaced() -> None:
         pages = Pages(1, 1)
         try:
             first = (await pages.render("/?format=json&tokens=5")).status
-            for process in list(pages.pages._processes.values()):     # type: ignore[union-attr]
-                os.kill(process.pid, signal.SIGKILL)
-                process.join(5)
+            worker = await asyncio.wrap_future(pages.pages.submit(os.getpid))     # the pool's one worker
+            start = _stat(worker)
+            assert start is not None and worker != os.getpid()
+            os.kill(worker, signal.SIGKILL)
+            await await_until(lambda: not _alive(worker, start[2]), "the killed worker to be gone")
             second = (await pages.render("/?format=json&tokens=5")).status
             return first, second, pages.in_flight
         finally:
