@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 from ..core.stream import Stream
@@ -37,15 +37,12 @@ from ..core.tokenlog import StreamState, UnknownStream
 from ..report.params import NAMES
 from . import rules
 from .access import chat_name
-from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream
+from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream, StreamSource
 from .kept import Kept
 from .params import MAX_ID_DIGITS, RequestError, echo, field_of, json_object, parse_count
 from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
-
-if TYPE_CHECKING:
-    from .decide import StreamSource
 
 __all__ = ["CHAT_FIELDS", "canned_query", "open_chat", "stream_named",
            "parse_chat", "resume_chat"]

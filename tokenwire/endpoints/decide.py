@@ -30,7 +30,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Protocol
 
 from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
@@ -38,7 +37,7 @@ from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
 from .chat import canned_query, open_chat, resume_chat, stream_named
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
-from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream
+from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream, StreamSource
 from .exposition import Exposition, exposition
 from .kept import Kept
 from .metering import Meter
@@ -63,25 +62,6 @@ logger = logging.getLogger("tokenwire")
 
 # Reads the request's body, refusing it past the given limit (a ``RequestError`` 413).
 ReadBody = Callable[[int], Awaitable[bytes]]
-
-
-class StreamSource(Protocol):
-    """What makes a new stream: the canned answer or a user's model."""
-
-    def parse(self, query: str) -> Asked:
-        """Read a create query; raises ``RequestError`` (400)."""
-
-    def parse_chat(self, chat: ChatRequest) -> Asked:
-        """Read a ``POST /chat`` body; raises ``RequestError`` (400)."""
-
-    def parse_openai(self, request: OpenAIRequest) -> Asked:
-        """Read a ``POST /v1/chat/completions`` or ``/v1/responses`` body; raises ``RequestError`` (400)."""
-
-    async def model_ids(self) -> list[str]:
-        """The models ``GET /v1/models`` lists; raises ``RequestError`` (a 502: an upstream that cannot say)."""
-
-    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
-        """Make the stream ``asked`` describes (admitted already); raises ``RequestError``, ``LogError``."""
 
 
 class CannedSource:

@@ -6,20 +6,22 @@ to ``Endpoints.decide``, which answers with an ``Answer`` (a whole response:
 a refusal, the ``201`` of a new stream, a ``204``) for the adapter to write
 as it is, or an ``OpenStream`` (a stream to write from a cursor) for the
 adapter to hand a wire to.  Neither side looks inside the other: the
-adapters never decide a status, the endpoints never touch a socket.
+adapters never decide a status, the endpoints never touch a socket.  A
+``StreamSource`` (the canned answer, a user's model) is what the routes ask
+to read a request's body and make its stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.pipeline import RunSpec
 from ..core.rendering import FRAMES, Rendering
 from .registry import LiveStream
 
-__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenAIRequest", "OpenStream"]
+__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenAIRequest", "OpenStream", "StreamSource"]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -137,3 +139,22 @@ class OpenStream:
     headers: Headers = ()
     arrived_ns: int = 0
     resumed: bool = False
+
+
+class StreamSource(Protocol):
+    """What makes a new stream: the canned answer or a user's model."""
+
+    def parse(self, query: str) -> Asked:
+        """Read a create query; raises ``RequestError`` (400)."""
+
+    def parse_chat(self, chat: ChatRequest) -> Asked:
+        """Read a ``POST /chat`` body; raises ``RequestError`` (400)."""
+
+    def parse_openai(self, request: OpenAIRequest) -> Asked:
+        """Read a ``POST /v1/chat/completions`` or ``/v1/responses`` body; raises ``RequestError`` (400)."""
+
+    async def model_ids(self) -> list[str]:
+        """The models ``GET /v1/models`` lists; raises ``RequestError`` (a 502: an upstream that cannot say)."""
+
+    async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
+        """Make the stream ``asked`` describes (admitted already); raises ``RequestError``, ``LogError``."""

@@ -26,13 +26,13 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 from ..core.rendering import EarlyEnding
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
-from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream
+from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamSource
 from .kept import Kept
 from .openai_wire import (
     Answered,
@@ -48,9 +48,6 @@ from .openai_wire import (
 from .params import RequestError, echo, field_of, json_object, parse_count
 from .registry import LiveStream, Registry
 from .writing import Writing
-
-if TYPE_CHECKING:
-    from .decide import StreamSource
 
 __all__ = ["CHAT_COMPLETIONS", "RESPONSES", "cancel_response", "chat_completions", "create_response",
            "models_answer", "parse_openai", "retrieve_response"]
