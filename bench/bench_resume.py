@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import socket
 import statistics
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +34,8 @@ from tokenwire.core.stream import Stream
 from tokenwire.core.tokenlog import MemoryTokenLog, TokenLog
 from tokenwire.realtime import LoopDriver
 from tokenwire.redislog.streams import attach_stream, new_stream
+
+from .redis_scale import RedisServer
 
 __all__ = ["private_redis", "resume_latency"]
 
@@ -120,39 +119,17 @@ def resume_latency(log_url: str | None, samples: int = SAMPLES) -> dict[str, Any
 
 
 @contextmanager
-def private_redis(timeout_s: float = 10.0) -> Iterator[str | None]:
-    """Start ``redis-server`` on a free loopback port, no persistence; yields its URL (None without the binary)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
+def private_redis() -> Iterator[str | None]:
+    """A throwaway ``redis-server`` (``redis_scale.RedisServer``) for the run; yields its URL (None without the
+    binary)."""
+    if shutil.which("redis-server") is None:
         yield None
         return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--loglevel", "warning", "--logfile", ""],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = RedisServer()
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"redis-server did not start on port {port}")
-            time.sleep(0.01)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout_s)
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ class RedisServer:
              "--maxclients", "10000", "--loglevel", "warning", "--logfile", ""],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 if self.ask(b"PING").startswith(b"+PONG"):
                     return

@@ -128,11 +128,15 @@ class AsgiWire:
         except StopIteration:
             return self._sent(frame)
         except (OSError, RuntimeError) as exc:
-            self.lost(f"send failed: {type(exc).__name__}: {exc}")
-            return False
+            return self._failed(exc)
         self._started, self._resume, self._since = (write, waits_on, frame), resume, self.loop.time()
         self._poke()
         return None
+
+    def _failed(self, exc: BaseException) -> bool:
+        """A send raised ``exc``: the peer is taken for gone (False, what ``send`` answers then)."""
+        self.lost(f"send failed: {type(exc).__name__}: {exc}")
+        return False
 
     def _sent(self, frame: bytes) -> bool:
         if self.failure is not None:
@@ -191,7 +195,7 @@ class AsgiWire:
             await asyncio.sleep(0)      # our own watch cancelled it: let an aborted transport say it is lost
             return
         except BaseException as exc:    # a send that failed some other way (middleware): the writer is told
-            self.lost(f"send failed: {type(exc).__name__}: {exc}")
+            self._failed(exc)
             raise
         finally:
             listener.cancel()
@@ -223,8 +227,7 @@ class AsgiWire:
         try:
             await self._send(_body(frame))
         except (OSError, RuntimeError) as exc:       # servers that raise on a closed connection
-            self.lost(f"send failed: {type(exc).__name__}: {exc}")
-            return False
+            return self._failed(exc)
         finally:
             self._since = None
         return self._sent(frame)
@@ -245,8 +248,7 @@ class AsgiWire:
         except StopIteration:
             return self._sent(frame)
         except (OSError, RuntimeError) as exc:
-            self.lost(f"send failed: {type(exc).__name__}: {exc}")
-            return False
+            return self._failed(exc)
         finally:
             self._since = None
 

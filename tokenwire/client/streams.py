@@ -78,9 +78,7 @@ def aevents(url: str, *, headers: Mapping[str, str] | None = None, last_event_id
 def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: float | httpx.Timeout | None,
          sleep: Callable[[float], object], on_retry: Callable[[Request], object] | None) -> Iterator[Event]:
     with own as http:
-        while (request := state.request()) is not None:
-            if request.attempt > 1 and on_retry is not None:
-                on_retry(request)
+        while (request := _next(state, on_retry)) is not None:
             if request.wait_s:
                 sleep(request.wait_s)
             try:
@@ -103,9 +101,7 @@ async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncCl
                 timeout: float | httpx.Timeout | None, sleep: Callable[[float], Awaitable[object]],
                 on_retry: Callable[[Request], object] | None) -> AsyncIterator[Event]:
     async with own as http:
-        while (request := state.request()) is not None:
-            if request.attempt > 1 and on_retry is not None:
-                on_retry(request)
+        while (request := _next(state, on_retry)) is not None:
             if request.wait_s:
                 await sleep(request.wait_s)
             try:
@@ -123,6 +119,14 @@ async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncCl
                         state.dropped(CLOSED)
             except httpx.TransportError as exc:
                 state.dropped(describe(exc))
+
+
+def _next(state: Reconnect, on_retry: Callable[[Request], object] | None) -> Request | None:
+    """The state's next request, told to ``on_retry`` first when it follows attempts that brought nothing."""
+    request = state.request()
+    if request is not None and request.attempt > 1 and on_retry is not None:
+        on_retry(request)
+    return request
 
 
 def _encoded(request: Request) -> list[tuple[bytes, bytes]]:
