@@ -98,6 +98,9 @@ class CannedSource:
 CANNED_MODEL = "tokenwire-canned"
 
 Handler = Callable[[LiveRequest, Found, Callable[[], Awaitable[bytes]]], Awaitable[Answer | OpenStream]]
+# The chat and OpenAI routes (``chat``, ``openai``): of the request's body, or of its path's ``<id>``.
+BodyRoute = Callable[["Endpoints", LiveRequest, bytes], Awaitable[Answer | OpenStream]]
+NamedRoute = Callable[["Endpoints", LiveRequest, str], Awaitable[Answer | OpenStream]]
 
 
 class Endpoints:
@@ -130,13 +133,12 @@ class Endpoints:
         self.chats = Kept(registry, "chat")          # each chat's latest stream's id
         self.records = Kept(registry, "response")    # each OpenAI response's record (JSON)
         # What answers each route's ``kind`` (``Route.kind``).
-        self.handlers: dict[str, Handler] = {"create": self._create, "events": self._events,
-                                             "create_and_open": self._create_and_open, "chat": self._chat,
-                                             "chat_stream": self._chat_stream, "metrics": self._metrics,
-                                             "stop": self._stop, "chat_stop": self._chat_stop,
-                                             "chat_completions": self._chat_completions,
-                                             "responses": self._responses, "response": self._response,
-                                             "response_cancel": self._response_cancel, "models": self._models}
+        self.handlers: dict[str, Handler] = {
+            "create": self._create, "events": self._events, "create_and_open": self._create_and_open,
+            "metrics": self._metrics, "stop": self._stop, "chat_stop": self._chat_stop, "models": self._models,
+            "chat": self._of_body(open_chat), "chat_stream": self._of_id(resume_chat),
+            "chat_completions": self._of_body(chat_completions), "responses": self._of_body(create_response),
+            "response": self._of_id(retrieve_response), "response_cancel": self._of_id(cancel_response)}
         unknown = sorted({route.kind for route in self.routes.routes} - set(self.handlers))
         if unknown:
             raise ValueError(f"no handler answers a route of kind {unknown[0]!r}; the kinds are "
@@ -228,13 +230,6 @@ class Endpoints:
         live = await self.make(asked, request, b"")
         return await self._open(request, live, created=True)
 
-    async def _chat(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> OpenStream:
-        return await open_chat(self, request, await read_body())
-
-    async def _chat_stream(self, request: LiveRequest, found: Found,
-                           read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
-        return await resume_chat(self, request, found.params["id"])
-
     async def _metrics(self, request: LiveRequest, found: Found,
                        read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         if self._exposition is None:
@@ -249,21 +244,19 @@ class Endpoints:
             return refusal(RequestError(404, "these routes have no GET /metrics"))
         return decision
 
-    async def _chat_completions(self, request: LiveRequest, found: Found,
-                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
-        return await chat_completions(self, request, await read_body())
+    def _of_body(self, route: BodyRoute) -> Handler:
+        """``route`` as the handler of its kind: given the request's body, read within the route's limit."""
+        async def handle(request: LiveRequest, found: Found,
+                         read_body: Callable[[], Awaitable[bytes]]) -> Answer | OpenStream:
+            return await route(self, request, await read_body())
+        return handle
 
-    async def _responses(self, request: LiveRequest, found: Found,
-                         read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
-        return await create_response(self, request, await read_body())
-
-    async def _response(self, request: LiveRequest, found: Found,
-                        read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
-        return await retrieve_response(self, request, found.params["id"])
-
-    async def _response_cancel(self, request: LiveRequest, found: Found,
-                               read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        return await cancel_response(self, request, found.params["id"])
+    def _of_id(self, route: NamedRoute) -> Handler:
+        """``route`` as the handler of its kind: given the ``<id>`` of the request's path."""
+        async def handle(request: LiveRequest, found: Found,
+                         read_body: Callable[[], Awaitable[bytes]]) -> Answer | OpenStream:
+            return await route(self, request, found.params["id"])
+        return handle
 
     async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         return models_answer(await self.source.model_ids())
