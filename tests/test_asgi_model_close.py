@@ -32,7 +32,7 @@ class Upstream:
         if self.left == 0:
             raise StopAsyncIteration
         self.left -= 1
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)                    # an upstream's await: the loop runs meanwhile
         return " t"
 
     async def aclose(self) -> None:

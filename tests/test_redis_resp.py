@@ -42,7 +42,7 @@ def _read_all(data: bytes, count: int, chunk: int) -> list[Any]:
         async def feed() -> None:
             for at in range(0, len(data), chunk):
                 stream.feed_data(data[at:at + chunk])
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)              # one chunk a loop turn, as a socket delivers them
         feeding = asyncio.ensure_future(feed())
         got = [await replies.read() for _ in range(count)]
         await feeding

@@ -139,7 +139,8 @@ def test_the_wire_counts_token_frames_and_reports_a_gone_peer() -> None:
         assert recv_queue_bytes(right) == wire.bytes_sent
         right.close()
         results: list[bool | None] = []
-        for _ in range(50):                  # the reset arrives after a write or two
+        for _ in range(50):                  # the reset arrives after a write or two; nothing but a failed
+                                             # write tells it has: write again, a bounded number of times
             got = wire.send(frames[0], results.append)
             if got is None:
                 await asyncio.sleep(0.05)
@@ -150,7 +151,7 @@ def test_the_wire_counts_token_frames_and_reports_a_gone_peer() -> None:
             await asyncio.sleep(0.01)
         assert results[-1] is False and wire.failure is not None
         transport.close()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)               # the close runs on the loop's next turn
 
     asyncio.run(scenario())
 
