@@ -364,21 +364,21 @@ def body(*chunks: bytes, reset: bool = False) -> httpx.Response:
     return httpx.Response(200, headers=SSE, stream=Cut(list(chunks), reset))
 
 
-def run(kind: str, handle: Callable[[httpx.Request], httpx.Response], **kwargs: object) -> tuple[list[Event],
-                                                                                               list[float]]:
-    """Read ``URL`` with ``events`` (``sync``) or ``aevents`` (``async``); returns the events and the waits."""
+def run(kind: str, handle: Callable[[httpx.Request], httpx.Response], url: str = URL,
+        **kwargs: object) -> tuple[list[Event], list[float]]:
+    """Read ``url`` with ``events`` (``sync``) or ``aevents`` (``async``); returns the events and the waits."""
     waits: list[float] = []
     kwargs.setdefault("backoff", NO_JITTER)
     if kind == "sync":
         with httpx.Client(transport=httpx.MockTransport(handle)) as client:
-            return list(events(URL, client=client, sleep=waits.append, **kwargs)), waits  # type: ignore[arg-type]
+            return list(events(url, client=client, sleep=waits.append, **kwargs)), waits  # type: ignore[arg-type]
 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
     async def main() -> list[Event]:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handle)) as client:
-            return [e async for e in aevents(URL, client=client, sleep=sleep, **kwargs)]  # type: ignore[arg-type]
+            return [e async for e in aevents(url, client=client, sleep=sleep, **kwargs)]  # type: ignore[arg-type]
 
     return asyncio.run(main()), waits
 
@@ -516,6 +516,37 @@ def test_read_says_each_retry_of_a_refused_connection_on_stderr(capsys: pytest.C
     assert 2.0 <= waits[0] <= 3.0 and 4.0 <= waits[1] <= 6.0          # 1 s doubled per attempt, jitter up to half
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
+def test_read_never_prints_a_urls_password(host: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``user:pass@`` URL: each retry names the host and port only (IPv6 in brackets), the give-up the path."""
+    from tokenwire.client.command import cli_main
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))                  # bound and never listening: each connection is refused
+        port = closed.getsockname()[1]                 # ([::1]: refused, or no IPv6 at all: either fails)
+        status = cli_main([f"http://alice:s3cret@{host}:{port}/streams/x/events", "--max-attempts", "2"],
+                          sleep=lambda seconds: None)
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    lines = err.splitlines()
+    assert len(lines) == 2 and "s3cret" not in err and "alice" not in err
+    assert re.fullmatch(rf"tokenwire read: ConnectError: .*; trying {re.escape(host)}:{port} again in \d+\.\d s "
+                        r"\(attempt 2 of 2\)", lines[0]), lines[0]
+    assert lines[1].startswith("tokenwire read: gave up on /streams/x/events after 2 attempts in a row "
+                               "without a new event; the last: ConnectError: ")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_httpxs_text_is_told_without_the_urls_password(kind: str) -> None:
+    """httpx may quote the URL it failed on: its message is told (retry, give-up) with the password as ***."""
+    url = "http://alice:s3cret@example.test/streams/abc/events"
+    _, handle = script(*[httpx.ConnectError(f"cannot connect to {url}")] * 2)
+    told: list[str] = []
+    with pytest.raises(AttemptsExhausted) as raised:
+        run(kind, handle, url=url, max_attempts=2, on_retry=lambda request: told.append(request.after))
+    said = "ConnectError: cannot connect to http://alice:***@example.test/streams/abc/events"
+    assert (told, raised.value.reason) == ([said], said)
+
+
 def test_a_failed_streams_message_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     from tokenwire.client.command import read
     failed = b'id: 0\nevent: failed\ndata: {"error": "the model raised\\n  ValueError: bad"}\n\n'
@@ -563,6 +594,16 @@ READ_USAGE = [
      "tokenwire read: --header must look like 'Name: value'; got 'Cookie :' and a value, not shown here"),
     (["--bogus", URL], "tokenwire read: unknown flag '--bogus'; allowed: --header, --last-event-id, --max-attempts"),
     (["ftp://h/x"], "tokenwire read: URL must be an http:// or https:// URL; got 'ftp://h/x'"),
+    # a URL's password is never echoed: not in a bad URL, one httpx cannot send, nor a stray argument
+    (["http://alice:s3cret@127.0.0.1:99999/x"],
+     "tokenwire read: URL must be an http:// or https:// URL; got 'http://alice:***@127.0.0.1:99999/x'"),
+    (["http://alice:s3c/ret@127.0.0.1:9/x"],
+     "tokenwire read: URL must be an http:// or https:// URL; got 'http://alice:***@127.0.0.1:9/x'"),
+    (["http://alice:s3c\x01ret@127.0.0.1:9/x"],
+     "tokenwire read: URL must be an http:// or https:// URL; got 'http://alice:***@127.0.0.1:9/x' "
+     "(Invalid non-printable ASCII character in URL, '\\x01' at position 16.)"),
+    ([URL, "http://alice:s3cret@h/y"],
+     "tokenwire read: unexpected argument 'http://alice:***@h/y'; flags look like --name value (see --help)"),
     ([], "tokenwire read: the following arguments are required: URL (see --help)"),
 ]
 

@@ -11,6 +11,8 @@ attempts run out, 2 for bad flags.  Nothing reaches the user as a traceback.
 While it retries after attempts that brought nothing (a refused connection,
 a 503), each retry is a line on stderr saying what failed, how long it waits
 and which attempt of how many comes next: a wait is never silent.
+No line shows a URL's userinfo: a retry names the host and port it tries,
+the others the path, and a usage error any URL it quotes redacted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 from ..cli import FlagParser, usage_error
 from ..core.sse import Event
+from ..redislog.redact import scrub
 from .reconnect import DEFAULT_MAX_ATTEMPTS, ClientError, Request, error_text
 from .streams import events
 
@@ -79,7 +82,7 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
         stream = events(args.url, headers=headers, last_event_id=args.last_event_id,
                         max_attempts=args.max_attempts, sleep=sleep, on_retry=_retrying(args.max_attempts))
     except ValueError as exc:                       # a ParamError from the flags, or a bad value
-        return usage_error("read", parser.refusal(_url_message(str(exc)), argv))
+        return usage_error("read", _scrubbed(parser.refusal(_url_message(str(exc)), argv), argv))
     try:
         return read(stream, sys.stdout)
     except ClientError as exc:
@@ -142,9 +145,22 @@ def _early(data: str) -> str | None:
 def _retrying(max_attempts: int) -> Callable[[Request], None]:
     """What says, on stderr, each retry after an attempt that brought nothing: the wait is not a hang."""
     def say(request: Request) -> None:
-        print(f"tokenwire read: {request.after}; trying {urlsplit(request.url).netloc} again in "
+        print(f"tokenwire read: {request.after}; trying {_host(request.url)} again in "
               f"{request.wait_s:.1f} s (attempt {request.attempt} of {max_attempts})", file=sys.stderr, flush=True)
     return say
+
+
+def _host(url: str) -> str:
+    """Where ``url`` connects, as a retry names it: host and port (an IPv6 host in brackets), never the userinfo."""
+    return urlsplit(url).netloc.rpartition("@")[2]
+
+
+def _scrubbed(message: str, argv: list[str]) -> str:
+    """``message`` without the password of any URL in ``argv`` (a stray argument is quoted as typed)."""
+    for arg in argv:
+        if "://" in arg:
+            message = scrub(message, arg)
+    return message
 
 
 def _url_message(message: str) -> str:

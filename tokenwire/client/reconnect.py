@@ -44,6 +44,7 @@ from random import random as _random
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..core.sse import Decoder, Event, SSEError
+from ..redislog.redact import redact_url
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -151,7 +152,8 @@ class Reconnect:
                  clock: Callable[[], float] = time.time) -> None:
         """Raises ValueError for a URL that is not http(s), ``max_attempts`` below 1 or a bad ``last_event_id``."""
         if not isinstance(url, str) or not _http_url(url):
-            raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
+            shown = redact_url(url) if isinstance(url, str) else url      # its password never in a message
+            raise ValueError(f"url must be an http:// or https:// URL, got {shown!r}")
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
         self.url = url

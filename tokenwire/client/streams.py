@@ -6,7 +6,9 @@ first ``MAX_ERROR_BODY`` bytes of its body), or the body's chunks of a 200,
 then how the connection ended.  Every decision (resume, retry, backoff, the
 end, the errors) is the state's; the two loops differ only by ``await``.
 An ``httpx.TransportError`` (refused, reset, timed out, a chunked body cut
-short) is a dropped connection.
+short) is a dropped connection.  No message names the URL's userinfo: httpx's
+text is scrubbed of its password (``redislog.redact``), and a URL httpx
+cannot send is refused at the call, shown redacted.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from random import random as _random
 import httpx
 
 from ..core.sse import Event
+from ..redislog.redact import redact_url, scrub
 from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, Backoff, Reconnect, Request
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "aevents", "events"]
@@ -55,6 +58,7 @@ def events(url: str, *, headers: Mapping[str, str] | None = None, last_event_id:
     """
     state = Reconnect(url, headers=headers, last_event_id=last_event_id, max_attempts=max_attempts,
                       backoff=backoff, end_events=end_events, random=random)
+    _sendable(url)
     own: AbstractContextManager[httpx.Client] = (
         nullcontext(client) if client is not None else httpx.Client(follow_redirects=True))
     return _run(state, own, timeout, sleep, on_retry)
@@ -70,6 +74,7 @@ def aevents(url: str, *, headers: Mapping[str, str] | None = None, last_event_id
     (close it with ``contextlib.aclosing`` if you stop early)."""
     state = Reconnect(url, headers=headers, last_event_id=last_event_id, max_attempts=max_attempts,
                       backoff=backoff, end_events=end_events, random=random)
+    _sendable(url)
     own: AbstractAsyncContextManager[httpx.AsyncClient] = (
         nullcontext(client) if client is not None else httpx.AsyncClient(follow_redirects=True))
     return _arun(state, own, timeout, sleep, on_retry)
@@ -94,7 +99,7 @@ def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: f
                     else:
                         state.dropped(CLOSED)
             except httpx.TransportError as exc:
-                state.dropped(describe(exc))
+                state.dropped(describe(exc, request.url))
 
 
 async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncClient],
@@ -118,7 +123,7 @@ async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncCl
                     else:
                         state.dropped(CLOSED)
             except httpx.TransportError as exc:
-                state.dropped(describe(exc))
+                state.dropped(describe(exc, request.url))
 
 
 def _next(state: Reconnect, on_retry: Callable[[Request], object] | None) -> Request | None:
@@ -156,7 +161,16 @@ async def _ahead(chunks: AsyncIterator[bytes]) -> bytes:
     return body[:MAX_ERROR_BODY]
 
 
-def describe(exc: httpx.TransportError) -> str:
-    """A transport error in a few words: its kind and httpx's message."""
-    text = str(exc) or type(exc).__name__
+def _sendable(url: str) -> None:
+    """Raise ValueError unless httpx can send ``url`` (``Reconnect`` checks it with urllib, which takes more)."""
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"url must be an http:// or https:// URL, got {redact_url(url)!r} "
+                         f"({scrub(str(exc), url)})") from None
+
+
+def describe(exc: httpx.TransportError, url: str) -> str:
+    """A transport error in a few words: its kind and httpx's message, without ``url``'s password."""
+    text = scrub(str(exc), url) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text

@@ -1,4 +1,5 @@
-"""A log URL as any output may show it: the password replaced with ``***``, everything else kept.
+"""A log URL (or any URL: ``tokenwire read``'s, an upstream's) as output may show it: the password replaced
+with ``***``, everything else kept.
 
 How this works: ``redact_url`` is what banners, log lines and error
 messages print instead of a log URL (``redis://default:***@host:6379/0``):
