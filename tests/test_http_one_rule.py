@@ -214,3 +214,64 @@ def test_uvicorn_refuses_a_malformed_content_length_on_any_route_itself(asgi: Uv
         status, headers, body = _raw_uvicorn(asgi, declared(method, target.format(id="x"), value))
         assert (status, headers["content-type"], body) == (400, "text/plain; charset=utf-8",
                                                            b"Invalid HTTP request received."), target
+
+
+# Routes that read a body, each with its error format, and the 411 its route answers a chunked body.
+BODY_ROUTES = [
+    ("/streams?tokens=3", "tokenwire", "send the parameters in the query string; chunked bodies are refused"),
+    ("/chat", "tokenwire", "send the body with its Content-Length; chunked bodies are refused"),
+    ("/v1/chat/completions", "openai", "send the body with its Content-Length; chunked bodies are refused"),
+    ("/v1/responses", "openai", "send the body with its Content-Length; chunked bodies are refused"),
+]
+# (the Transfer-Encoding lines, the 501's value): codings other than chunked alone
+OTHER_CODINGS = [(("gzip",), "'gzip'"), (("gzip, chunked",), "'gzip, chunked'"),
+                 (("chunked", "chunked"), "'chunked, chunked'")]
+TE_AND_CL = "Transfer-Encoding 'chunked' and Content-Length '5' both given; send one of them"
+
+
+def test_serve_judges_a_transfer_encoding_by_one_rule_on_every_route(loop_kind: str) -> None:
+    """RFC 9112 §6.1, §6.3: any coding but chunked is 501 naming it, a Transfer-Encoding with a Content-Length 400
+    naming both, each closing the connection.  A body route answered 411 to both (``send the body with its
+    Content-Length`` to a request that sent one), and a route that reads no body 200 to the second."""
+    with serving() as server:
+        stream_id = _finished(server.url)
+        routes = [*(("POST", target, kind, "the body") for target, kind, _ in BODY_ROUTES),
+                  *((method, target, kind, "a body chunked or") for method, target, kind in BODILESS)]
+        for method, target, kind, send in routes:
+            target = target.format(id=stream_id)
+            for lines, value in OTHER_CODINGS:
+                head = _head(method, target, *(f"Transfer-Encoding: {line}" for line in lines))
+                status, headers, body = split_response(raw(server, head + b"0\r\n\r\n"))
+                assert (status, _error(body, headers, kind, 501)) == (
+                    501, f"Transfer-Encoding {value} is not supported; send {send} with its Content-Length"), target
+                assert headers["connection"] == "close"
+            head = _head(method, target, "Transfer-Encoding: chunked", "Content-Length: 5")
+            status, headers, body = split_response(raw(server, head + b"0\r\n\r\n"))
+            assert (status, _error(body, headers, kind, 400)) == (400, TE_AND_CL), target
+            assert headers["connection"] == "close"
+        for target, kind, message in BODY_ROUTES:      # chunked alone: 411, as before
+            for coding in ("chunked", "Chunked"):
+                answer = raw(server, _head("POST", target, f"Transfer-Encoding: {coding}") + b"0\r\n\r\n")
+                status, headers, body = split_response(answer)
+                assert (status, _error(body, headers, kind, 411)) == (411, message), target
+
+
+def test_uvicorn_judges_a_transfer_encoding_its_parser_lets_through_by_the_same_rule(asgi: Uvicorn) -> None:
+    """What each parser refuses itself is the accepted limit (docs/serving.md); what reaches the app gets the
+    answer serve gives, with ``Connection: close`` (which makes uvicorn close the connection)."""
+    for target, kind, _ in BODY_ROUTES:
+        both = _raw_uvicorn(asgi, _head("POST", target, "Transfer-Encoding: chunked", "Content-Length: 5")
+                            + b"0\r\n\r\n")
+        other = _raw_uvicorn(asgi, _head("POST", target, "Transfer-Encoding: gzip, chunked") + b"0\r\n\r\n")
+        parser, app = (both, other) if asgi.http == "httptools" else (other, both)
+        assert (parser[0], parser[2]) == (400, b"Invalid HTTP request received."), target
+        status, headers, body = app
+        expected = (400, TE_AND_CL) if app is both else (
+            501, "Transfer-Encoding 'gzip, chunked' is not supported; send the body with its Content-Length")
+        assert (status, _error(body, headers, kind, status)) == expected, target
+        assert headers["connection"] == "close"
+    status, headers, body = _raw_uvicorn(asgi, _head("GET", "/metrics", "Transfer-Encoding: chunked",
+                                                     "Content-Length: 5") + b"0\r\n\r\n")
+    expected_metrics = b"Invalid HTTP request received." if asgi.http == "httptools" else b'{"error": "%s"}' % (
+        TE_AND_CL.encode())
+    assert (status, body) == (400, expected_metrics)

@@ -126,6 +126,10 @@ def test_a_body_is_judged_before_it_is_read_by_its_route_alone(serve: LiveServer
     assert judged([], []) is None and judged([], ["16"]) is None and judged([], ["16", "16"]) is None
     assert judged([], ["0017"]) == (413, "request body of 17 bytes; at most 16 are read")
     assert judged(["chunked"], []) == (411, "send the body with its Content-Length; chunked bodies are refused")
+    assert judged(["gzip"], []) == (501, "Transfer-Encoding 'gzip' is not supported; send the body with its "
+                                         "Content-Length")
+    assert judged(["chunked"], ["16"]) == (400, "Transfer-Encoding 'chunked' and Content-Length '16' both given; "
+                                                "send one of them")
     assert judged([], ["5", "05"]) == (400, "Content-Length given 2 times, as '5' and '05'; send it once")
     assert judged([], ["5, 5"]) == (400, "Content-Length '5, 5' is not a number of bytes")
     status, _, body = split_response(raw(serve, b"PUT /v2/streams HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"

@@ -175,8 +175,11 @@ class Endpoints:
             if self.authorize is not None:        # who asks, before a body is read or a stream looked up
                 access = Access(route.action, header_map(request.headers), found.params.get("id"))
                 request = dataclasses.replace(request, principal=await ask(self.authorize, access, self.challenge))
+            coding, lengths = request.header_values("transfer-encoding"), request.header_values("content-length")
             if route.takes_body:
-                route.check_body(request.header_values("transfer-encoding"), request.header_values("content-length"))
+                route.check_body(coding, lengths)
+            else:
+                rules.check_transfer_encoding(coding, lengths)     # the framing rule holds on every route
             return await self.handlers[route.kind](request, found, lambda: read_body(route.body_limit))
         except RequestError as exc:
             return refusal(exc, route.errors)

@@ -33,6 +33,7 @@ from .params import RequestError, echo
 from .rules import (
     KNOWN_METHODS,
     check_declared_body,
+    check_transfer_encoding,
     chunked_error,
     method_error,
     no_route_error,
@@ -126,13 +127,13 @@ class Route:
         return ", ".join(self.methods)
 
     def check_body(self, transfer_encoding: list[str], content_length: list[str]) -> None:
-        """Refuse, before anything is read, a chunked body (411) or one ``Content-Length`` puts past the limit (413).
+        """Refuse, before anything is read, a body framed but by its length (``check_transfer_encoding``: a chunked
+        one is 411) or one ``Content-Length`` puts past the limit (413).
 
         ``transfer_encoding``, ``content_length``: the request's values of
         those headers.  Raises ``RequestError`` (a malformed length is 400).
         """
-        if transfer_encoding:
-            raise chunked_error(query=self.body_setting == QUERY_BODY)
+        check_transfer_encoding(transfer_encoding, content_length, chunked_error(query=self.body_setting == QUERY_BODY))
         check_declared_body(content_length, self.body_limit)
 
     def described(self) -> str:

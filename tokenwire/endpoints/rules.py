@@ -6,7 +6,7 @@ in order after the route table (``routes``) has found the route (its 404,
 request asks for (``events_request``: the cursor, a cut, or a 204 when the
 reader has every token of a stream that ended normally), the 201 of a created stream (``created``), and the
 refusals of the request's body, the registry and the token log as
-``RequestError`` (``chunked_error``, ``body_error``, ``busy_error``,
+``RequestError`` (``check_transfer_encoding``, ``chunked_error``, ``body_error``, ``busy_error``,
 ``quota_error``, ``log_error``).  Both servers answer a ``RequestError`` as
 JSON ``{"error": ...}`` with ``JSON_HEADERS`` and the error's own headers;
 ``tokenwire serve``'s HTTP layer refuses an oversized body with the same
@@ -37,9 +37,9 @@ from .registry import Busy, OverQuota, Registry
 
 __all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error", "check_room",
-           "check_declared_body", "chunked_error", "created", "declared_length", "error_body", "events_request",
-           "last_event_id", "log_error", "method_error", "no_route_error", "not_implemented_error", "quota_error",
-           "stopped"]
+           "check_declared_body", "check_transfer_encoding", "chunked_error", "created", "declared_length",
+           "error_body", "events_request", "last_event_id", "log_error", "method_error", "no_route_error",
+           "not_implemented_error", "quota_error", "stopped"]
 
 # Methods some route answers (with 405 where a path does not take one); any
 # other method is 501, as RFC 9110 asks of a method a server does not implement.
@@ -55,6 +55,9 @@ JSON_HEADERS = (("Content-Type", "application/json"), *SECURITY_HEADERS, *NO_STO
 # A 204 (the reader has every token of a finished stream): no body.
 NO_CONTENT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"), *SECURITY_HEADERS, *NO_STORE)
 _RETRY = (("Retry-After", str(RETRY_AFTER_S)),)
+# A body whose framing is refused cannot be told from the next request on the connection: it is closed after the
+# answer (serve closes every connection; under uvicorn this header makes the server close it).
+_CLOSE = (("Connection", "close"),)
 # All a client is told of a token-log failure: never a host, a port, a user or a password.
 LOG_UNAVAILABLE = "the token log is unavailable"
 # An outage refuses every request: the operator's line naming the failure (and the host, never the password:
@@ -99,6 +102,31 @@ def chunked_error(query: bool = True) -> RequestError:
     if query:
         return RequestError(411, "send the parameters in the query string; chunked bodies are refused")
     return RequestError(411, "send the body with its Content-Length; chunked bodies are refused")
+
+
+def check_transfer_encoding(transfer_encoding: list[str], content_length: list[str],
+                            chunked: RequestError | None = None) -> None:
+    """Refuse a body's ``Transfer-Encoding`` (RFC 9112 §6.1, §6.3), the one rule of both servers and every route.
+
+    ``transfer_encoding``, ``content_length``: the request's values of those
+    headers; ``chunked``: the route's refusal of a chunked body (None where
+    one is read).  Raises ``RequestError``: 400 for a ``Transfer-Encoding``
+    with a ``Content-Length`` (a length said two ways, as a smuggled request
+    says it), 501 for any coding but ``chunked`` alone, each closing the
+    connection; then ``chunked``.
+    """
+    if not transfer_encoding:
+        return
+    coding = ", ".join(transfer_encoding)
+    if content_length:
+        raise RequestError(400, f"Transfer-Encoding {echo(coding)} and Content-Length "
+                                f"{echo(', '.join(content_length))} both given; send one of them", _CLOSE)
+    if coding.strip(" \t").lower() != "chunked":
+        send = "a body chunked or" if chunked is None else "the body"
+        raise RequestError(501, f"Transfer-Encoding {echo(coding)} is not supported; send {send} with its "
+                                f"Content-Length", _CLOSE)
+    if chunked is not None:
+        raise chunked
 
 
 def declared_length(content_length: list[str]) -> str | None:

@@ -3,13 +3,10 @@
 How this works: bytes arrive in ``data_received`` and go to an
 ``h11.Connection`` (sans-IO and strict: a bare CR or a NUL in a header, a
 missing ``Host`` are its ``RemoteProtocolError``, answered 400 at once).
-Before h11 sees them, the head is held to this server's own limits so each
-has its own status: a request line past ``MAX_REQUEST_LINE`` is 414, headers
-past ``MAX_HEADER_BYTES`` or ``MAX_HEADERS`` lines 431, an HTTP/0.9 line or
-one that is not three words 400, a method this server does not know 501; and
-its body's framing to its route's (``Route.check_body``), or on a route that
-reads none to what h11 would refuse, each naming the value.  A refusal is in
-the error format of the route at the request's path, plain text elsewhere.
+Before h11 sees them, the head is held to this server's own limits and its
+body's framing to its route's (``head_checks.precheck``), so each has its
+own status and names the value.  A refusal is in the error format of the
+route at the request's path, plain text elsewhere.
 
 A request has ``request_timeout_s`` in total to arrive (request line,
 headers, and the body of a route that reads one: the route table says which, and
@@ -28,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -40,9 +36,10 @@ import h11
 from ..endpoints.config import MAX_HEADER_BYTES, MAX_REQUEST_LINE, LiveConfig
 from ..endpoints.decide import refusal
 from ..endpoints.decisions import Answer
-from ..endpoints.params import RequestError, echo, utf8
+from ..endpoints.params import RequestError, utf8
 from ..endpoints.routes import Route, RouteTable
-from ..endpoints.rules import KNOWN_METHODS, body_error, declared_length, not_implemented_error
+from ..endpoints.rules import KNOWN_METHODS, body_error
+from .head_checks import MAX_HEADERS, precheck, protocol_error, refused, target_path, text_answer
 from .sockets import TransportWire
 
 __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "Request", "head_bytes",
@@ -51,23 +48,14 @@ __all__ = ["KNOWN_METHODS", "MAX_HEADERS", "Answer", "Host", "HttpConnection", "
 # The interim answer to ``Expect: 100-continue`` on a body route (as uvicorn sends it): without it such a
 # client (curl past 1 MiB, older curls past 1 KiB, .NET's HttpClient) waits a second before sending the body.
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-# More header lines than any browser sends (20-30); 100 is http.server's own limit.
-MAX_HEADERS = 100
 # What h11 may buffer for one event: our limits on the head, and a little slack.
 _H11_BUFFER = MAX_REQUEST_LINE + MAX_HEADER_BYTES + 1024
-_VERSION = re.compile(rb"HTTP/1\.[01]")
 # How long a connection refused before its request was read whole goes on reading (and dropping) what the
 # client still sends, after our answer and a FIN, before it is closed (the lingering close of Apache and
 # nginx): long enough for a client to finish sending a 70 KB request line and read the answer.
 LINGER_S = 2.0
 # The answer to a refused request sent right after accepting it (--max-connections).
 _REFUSED = "too many open connections: this server holds at most {cap}"
-# The most digits h11 reads in a Content-Length (its own bound, past any body): a longer one is refused before
-# h11 sees it, on a route that reads no body too, so that the answer is in the route's format and names it.
-_H11_LENGTH_DIGITS = 20
-# h11 quotes a malformed header line whole (``illegal header line: bytearray(b'Authorization : Bearer ...')``):
-# the answer names the header and leaves out its value, which may be a credential.
-_HEADER_LINE = re.compile(r"illegal header line: bytearray\(b['\"]([^:\s'\"\\]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,90 +112,10 @@ def head_bytes(status: int, headers: tuple[tuple[str, str], ...] | list[tuple[st
     except ValueError:
         reason = "Unknown"
     lines = [f"HTTP/1.1 {status} {reason}", "Server: tokenwire", f"Date: {_date()}",
-             *(f"{name}: {value}" for name, value in headers), "Connection: close", "", ""]
+             *(f"{name}: {value}" for name, value in headers if name.lower() != "connection"), "Connection: close",
+             "", ""]
     return "\r\n".join(lines).encode("latin-1", "replace")
 
-
-def protocol_error(exc: h11.RemoteProtocolError) -> str:
-    """What h11 found wrong with a request, without the value of a malformed header line."""
-    line = _HEADER_LINE.match(str(exc))
-    if line is None:
-        return str(exc)
-    return (f"illegal header line {echo(line.group(1))}: a header is its name, ':' right after it, then its value "
-            f"(not shown here)")
-
-
-def text_answer(status: int, message: str, extra: tuple[tuple[str, str], ...] = ()) -> Answer:
-    """A one-line plain-text error (what a request that never reached a route gets)."""
-    headers = (("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff"),
-               ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"), *extra)
-    return Answer(status, headers, f"{status} {message}\n".encode("utf-8", "replace"))
-
-
-def _precheck(buf: bytes, routes: RouteTable) -> Answer | None:
-    """This server's limits on a request head so far, and its route's on a body; None while it is within them."""
-    end = buf.find(b"\n")
-    line = buf if end < 0 else buf[:end].rstrip(b"\r")
-    if len(line) > MAX_REQUEST_LINE:
-        return text_answer(414, f"request line longer than {MAX_REQUEST_LINE} bytes")
-    if end < 0:
-        return None
-    words = line.split(b" ")
-    if len(words) == 2:
-        return text_answer(400, "HTTP/0.9 requests are not served; send HTTP/1.0 or HTTP/1.1")
-    if len(words) != 3:
-        return text_answer(400, f"malformed request line {utf8(line[:80].decode('latin-1'))!r}")
-    if not _VERSION.fullmatch(words[2]):
-        return text_answer(400, f"unsupported HTTP version {words[2][:20].decode('latin-1')!r}; "
-                                "send HTTP/1.0 or HTTP/1.1")
-    method, path = words[0].decode("latin-1"), _path(words[1])
-    if method not in KNOWN_METHODS:
-        return _refused(not_implemented_error(method), routes, path)
-    stop = buf.find(b"\r\n\r\n", end)
-    fields = buf[end + 1: None if stop < 0 else stop]
-    if len(fields) > MAX_HEADER_BYTES or fields.count(b"\n") >= MAX_HEADERS:
-        return text_answer(431, f"request headers longer than {MAX_HEADER_BYTES} bytes or {MAX_HEADERS} lines")
-    if stop < 0:
-        return None
-    try:
-        _check_framing(routes.body_route(path, method), fields)
-    except RequestError as exc:
-        return _refused(exc, routes, path)
-    return None
-
-
-def _path(target: bytes) -> str:
-    """The path of a request ``target`` as sent (Latin-1 bytes), as the route table reads it."""
-    return utf8(target.partition(b"?")[0].decode("latin-1"))
-
-
-def _refused(exc: RequestError, routes: RouteTable, path: str | None) -> Answer:
-    """``exc`` in the error format of the route at ``path``; plain text where none of ``routes`` answers it."""
-    if path is not None and routes.claims(path):
-        return refusal(exc, routes.errors_of(path))
-    return text_answer(exc.status, exc.message, exc.headers)
-
-
-def _check_framing(route: Route | None, fields: bytes) -> None:
-    """Refuse the body the raw header lines ``fields`` declare: past its ``route``'s limits (``Route.check_body``),
-    or, on a route that reads none, what h11 would refuse in its own words: a malformed length, one past its
-    digits (413) or a coding other than chunked (501).  Raises ``RequestError`` naming the value."""
-    values: dict[str, list[str]] = {}
-    for line in fields.split(b"\n"):
-        name, _, value = line.partition(b":")
-        values.setdefault(name.strip().lower().decode("latin-1"), []).append(value.strip().decode("latin-1"))
-    coding, lengths = values.get("transfer-encoding", []), values.get("content-length", [])
-    if route is not None:
-        route.check_body(coding, lengths)
-        return
-    declared_length(lengths)
-    digits = max((len(value.strip(" \t")) for value in lengths), default=0)
-    if digits > _H11_LENGTH_DIGITS:
-        raise RequestError(413, f"request body of a {digits}-digit number of bytes; this server reads a "
-                                f"Content-Length of at most {_H11_LENGTH_DIGITS} digits")
-    if coding and ", ".join(coding).lower() != "chunked":
-        raise RequestError(501, f"Transfer-Encoding {echo(', '.join(coding))} is not supported; send a body "
-                                f"chunked or with its Content-Length")
 
 
 class HttpConnection(asyncio.Protocol):
@@ -249,17 +157,17 @@ class HttpConnection(asyncio.Protocol):
             if not self.line_sent and b"\n" in data:   # the first LF ends the request line
                 self.line_sent = True
                 self.host.requested(self)
-            refused = _precheck(self._head, self.host.route_table)
-            if refused is not None:
-                self.answer(refused, linger=True)
+            early = precheck(self._head, self.host.route_table)
+            if early is not None:
+                self.answer(early, linger=True)
                 return
         try:
             self._h11.receive_data(data)
             self._events()
         except h11.RemoteProtocolError as exc:
-            words = self._head.partition(b"\n")[0].split(b" ")       # three once _precheck has seen it whole
+            words = self._head.partition(b"\n")[0].split(b" ")       # three once precheck has seen it whole
             error = RequestError(exc.error_status_hint, f"bad request: {protocol_error(exc)}")
-            self.answer(_refused(error, self.host.route_table, _path(words[1]) if len(words) == 3 else None),
+            self.answer(refused(error, self.host.route_table, target_path(words[1]) if len(words) == 3 else None),
                         linger=True)
 
     def eof_received(self) -> bool | None:
@@ -296,7 +204,7 @@ class HttpConnection(asyncio.Protocol):
                 return
             if isinstance(event, h11.Request):
                 self._request = event
-                self._body_route = self.host.route_table.body_route(_path(event.target),
+                self._body_route = self.host.route_table.body_route(target_path(event.target),
                                                                     event.method.decode("latin-1"))
                 if self._body_route is None:
                     self._dispatch()                # a route without a body ignores what is sent
