@@ -28,6 +28,8 @@ from support.live import token_text
 from support.redis import RedisServer
 from test_redis_instances import BLOCK_MS, LEASE_MS
 
+from tokenwire.upstream import Upstream, UpstreamConfig
+
 START_TIMEOUT_S = 15.0
 
 
@@ -143,6 +145,41 @@ def test_an_upstream_that_refuses_is_a_clear_failure() -> None:
         assert raised.value.message == "the model raised UpstreamRefused"
     finally:
         closed.stop()
+
+
+def test_an_upstream_urls_password_is_in_no_output_and_no_answer() -> None:
+    """``--upstream http://user:pass@host/v1``: the banner, the error lines and the answers show it as ***."""
+    port = free_port()
+    keyed = Proxy(f"http://alice:s3cret@127.0.0.1:{port}/v1")
+    answers: list[str] = []
+    try:
+        base, ask = keyed.url, {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        answers.append(httpx.post(base + "/chat/completions", json={**ask, "stream": True}, timeout=30).text)
+        whole = httpx.post(base + "/chat/completions", json=ask, timeout=30)
+        models = httpx.get(base + "/models", timeout=30)
+        answers += [whole.text, models.text]
+    finally:
+        said = keyed.stop()
+    assert keyed.banner.endswith(f" relaying http://alice:***@127.0.0.1:{port}/v1\n")
+    assert (whole.status_code, models.status_code) == (500, 502)
+    assert models.json()["error"]["message"] == "the model could not list its models (UpstreamRefused)"
+    assert f"UpstreamRefused: cannot reach the upstream at http://alice:***@127.0.0.1:{port}/v1/chat/completions: " \
+           in said
+    assert f"cannot list the models of the upstream at http://alice:***@127.0.0.1:{port}/v1/models" in said
+    assert all("s3cret" not in text for text in (said, *answers))
+
+
+def test_an_upstream_urls_password_is_in_no_refusal_and_no_repr() -> None:
+    done = subprocess.run([sys.executable, "-m", "tokenwire", "proxy", "--upstream", "ftp://alice:s3cret@h/v1"],
+                          capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("tokenwire proxy: the upstream URL must start with http:// or https://, "
+                           "got 'ftp://alice:***@h/v1'\n")
+    config = UpstreamConfig("http://alice:s3cret@h/v1", model="m")
+    assert repr(Upstream(config)) == (
+        "Upstream(config=UpstreamConfig(url='http://alice:***@h/v1', model='m', api_key_env=None, "
+        "continue_final_message=False, connect_timeout_s=5.0, read_timeout_s=60.0, max_connections=256))")
+    assert config.endpoint == "http://alice:s3cret@h/v1/chat/completions"      # what is sent keeps it
 
 
 def test_the_api_key_reaches_the_upstream_and_no_output(standin: tuple[Uvicorn, Path]) -> None:

@@ -7,7 +7,8 @@ the live routes (``add_stream_flags``: where, the limits, ``--log``) make the
 the instance relaying a stream dies (``--takeover continue``, which needs
 ``--continue-final-message``: an upstream that continues a partial answer).
 The socket is bound before uvicorn starts, so ``--port 0`` is printed as the
-port it got.  A bad flag is one line naming it, exit 2, as for every command.
+port it got.  The upstream's URL is printed (and named) with its password
+as ``***``.  A bad flag is one line naming it, exit 2, as for every command.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..live.command import (
     raise_fd_limit,
 )
 from ..live.sockets import listening
+from ..redislog.redact import redact_url
 from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, UpstreamConfig
 
 __all__ = ["cli_main"]
@@ -75,7 +77,7 @@ def _app(args: argparse.Namespace) -> TokenStreams:
                         create_burst=args.create_burst, create_rate=args.create_rate,
                         max_body_bytes=args.max_body_bytes, max_chat_body_bytes=args.max_chat_body_bytes,
                         grace_s=args.grace_s, max_duration_s=args.max_duration_s, takeover=args.takeover,
-                        name=" ".join(("upstream", args.upstream, *([args.model] if args.model else []))))
+                        name=" ".join(("upstream", config.where, *([args.model] if args.model else []))))
 
 
 def cli_main(argv: list[str]) -> int:
@@ -98,7 +100,8 @@ def cli_main(argv: list[str]) -> int:
     where = f"[{host}]" if sock.family == socket.AF_INET6 else host
     warning = f"\n{open_warning('proxy', ', and anyone may ask your upstream, with its key')}" \
         if beyond_loopback(host) else ""
-    print(f"tokenwire proxy serving on http://{where}:{port}/ relaying {args.upstream}{warning}", flush=True)
+    print(f"tokenwire proxy serving on http://{where}:{port}/ relaying {redact_url(args.upstream)}{warning}",
+          flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="error" if args.quiet else "warning",
                                            access_log=not args.quiet, limit_concurrency=args.max_connections,
                                            timeout_graceful_shutdown=max(1, round(args.grace_s) + 1)))

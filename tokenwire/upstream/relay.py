@@ -10,7 +10,9 @@ stalls past it ends the stream ``failed`` (``UpstreamStalled``), never a
 hang.  Every failure is one of ``UpstreamError``'s kinds, named in the
 reader's ``failed`` event and logged once with its message (never the API
 key: it is read from the environment variable the config names, sent in the
-``Authorization`` header only, and kept out of every ``repr``).
+``Authorization`` header only, and kept out of every ``repr``), nor the
+password of a ``user:password@`` URL: every message, and the config's
+``repr``, shows the URL redacted (``where``).
 
 Continuation (``TokenStreams(takeover="continue")``: the process relaying a
 stream died and another goes on): the request comes back with the logged
@@ -34,6 +36,7 @@ from typing import Any
 import httpx
 
 from ..asgi.model_stream import StreamRequest
+from ..redislog.redact import redact_url, scrub
 from .frames import (
     UpstreamBroken,
     UpstreamError,
@@ -83,7 +86,8 @@ class UpstreamConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"the upstream URL must start with http:// or https://, got {self.url!r}")
+            shown = redact_url(self.url) if isinstance(self.url, str) else self.url
+            raise ValueError(f"the upstream URL must start with http:// or https://, got {shown!r}")
         for name in ("connect_timeout_s", "read_timeout_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
@@ -93,6 +97,17 @@ class UpstreamConfig:
             raise ValueError(f"max_connections must be a positive int, got {self.max_connections!r}")
         if self.api_key_env is not None and not os.environ.get(self.api_key_env):
             raise ValueError(f"the environment variable {self.api_key_env!r} (the upstream's API key) is not set")
+
+    def __repr__(self) -> str:          # a config that is logged logs no password
+        return (f"UpstreamConfig(url={self.where!r}, model={self.model!r}, api_key_env={self.api_key_env!r}, "
+                f"continue_final_message={self.continue_final_message!r}, connect_timeout_s="
+                f"{self.connect_timeout_s!r}, read_timeout_s={self.read_timeout_s!r}, "
+                f"max_connections={self.max_connections!r})")
+
+    @property
+    def where(self) -> str:
+        """The URL as output shows it: its password (``user:password@``, ``?password=``) as ``***``."""
+        return redact_url(self.url)
 
     @property
     def endpoint(self) -> str:
@@ -115,7 +130,7 @@ class Upstream:
         return self._relay(body)
 
     async def _cannot_continue(self) -> AsyncIterator[str]:
-        raise UpstreamCannotContinue(f"the upstream at {self.config.url} is not configured to continue a "
+        raise UpstreamCannotContinue(f"the upstream at {self.config.where} is not configured to continue a "
                                      f"partial answer (continue_final_message)")
         yield ""            # unreachable: it makes this an async generator
 
@@ -148,6 +163,7 @@ class Upstream:
     async def _relay(self, body: dict[str, Any]) -> AsyncIterator[str]:
         frames = UpstreamFrames()
         url = self.config.endpoint
+        shown = redact_url(url)
         try:
             async with self._client().stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
@@ -159,16 +175,16 @@ class Upstream:
                     if frames.done:
                         return
         except httpx.ConnectError as exc:
-            raise UpstreamRefused(f"cannot reach the upstream at {url}: {exc}") from None
+            raise UpstreamRefused(f"cannot reach the upstream at {shown}: {scrub(str(exc), url)}") from None
         except httpx.ConnectTimeout:
-            raise UpstreamRefused(f"the upstream at {url} did not accept a connection within "
+            raise UpstreamRefused(f"the upstream at {shown} did not accept a connection within "
                                   f"{self.config.connect_timeout_s:g} s") from None
         except (httpx.ReadTimeout, httpx.PoolTimeout):
-            raise UpstreamStalled(f"the upstream at {url} sent nothing for {self.config.read_timeout_s:g} s") \
+            raise UpstreamStalled(f"the upstream at {shown} sent nothing for {self.config.read_timeout_s:g} s") \
                 from None
         except httpx.TransportError as exc:
-            raise UpstreamBroken(f"the connection to the upstream at {url} broke: {type(exc).__name__}") from None
-        raise UpstreamBroken(f"the upstream at {url} ended its stream before the answer's end ([DONE])")
+            raise UpstreamBroken(f"the connection to the upstream at {shown} broke: {type(exc).__name__}") from None
+        raise UpstreamBroken(f"the upstream at {shown} ended its stream before the answer's end ([DONE])")
 
     async def model_ids(self) -> list[str]:
         """The models ``GET /v1/models`` lists: ``--model``, else the upstream's own ``/models``.
@@ -181,7 +197,8 @@ class Upstream:
         try:
             response = await self._client().get(url)
         except httpx.TransportError as exc:
-            raise UpstreamRefused(f"cannot list the models of the upstream at {url}: {type(exc).__name__}") \
+            raise UpstreamRefused(f"cannot list the models of the upstream at {redact_url(url)}: "
+                                  f"{type(exc).__name__}") \
                 from None
         if response.status_code >= 400:
             raise UpstreamStatus(f"the upstream answered {response.status_code}: {quote(response.text)}")
