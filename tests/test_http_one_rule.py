@@ -275,3 +275,29 @@ def test_uvicorn_judges_a_transfer_encoding_its_parser_lets_through_by_the_same_
     expected_metrics = b"Invalid HTTP request received." if asgi.http == "httptools" else b'{"error": "%s"}' % (
         TE_AND_CL.encode())
     assert (status, body) == (400, expected_metrics)
+
+
+# Heads serve refuses before h11 reads them, each with its status: what a head ended by bare LFs gets too.
+BARE_LF = [
+    (_head("POST", "/v1/responses", "Expect: 100-continue", "Content-Length: 99999999"), 413),
+    (_head("POST", "/streams?tokens=3", "Content-Length: 99999999"), 413),
+    (_head("POST", "/streams?tokens=3", "Content-Length: 5", "Content-Length: 6"), 400),
+    (_head("GET", "/metrics", "Content-Length: 5", "Content-Length: 6"), 400),
+    (_head("POST", "/chat", "Transfer-Encoding: gzip"), 501),
+    (_head("POST", "/chat", "Transfer-Encoding: chunked", "Content-Length: 5"), 400),
+    (_head("GET", "/v1/models", "Content-Length: " + "9" * 21), 413),
+]
+
+
+@pytest.mark.parametrize("ending", ["bare LF", "CRLF then bare LF"])
+def test_serve_checks_a_head_whose_lines_end_with_a_bare_lf_as_one_whose_lines_end_with_crlf(loop_kind: str,
+                                                                                             ending: str) -> None:
+    """h11 reads a bare LF as a line's end (RFC 9112 §2.2), and the end of the head was found by CRLF CRLF alone:
+    none of these was checked, so a 413's length got ``100 Continue``, one without its body no answer until the
+    request timeout, two lengths h11's plain-text 400."""
+    with serving() as server:
+        for head, status in BARE_LF:
+            crlf = split_response(raw(server, head))
+            lf = head.replace(b"\r\n", b"\n") if ending == "bare LF" else head[:-2] + b"\n"
+            assert crlf[0] == status, head
+            assert split_response(raw(server, lf))[::2] == crlf[::2], lf

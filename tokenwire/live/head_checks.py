@@ -1,15 +1,15 @@
 """The checks of a request head before h11 reads it: this server's limits, and its route's on a body.
 
 How this works: ``precheck`` reads the head as it arrives (the request line
-at its first LF, the header lines up to the blank line that ends them, as
-h11 finds it) and answers what it refuses: a request line past
-``MAX_REQUEST_LINE`` 414, headers past ``MAX_HEADER_BYTES`` or
-``MAX_HEADERS`` lines 431, an HTTP/0.9 line or one that is not three words
-400, a method no route takes 501, and the body its header lines declare
-(``Route.check_body`` on a route that reads one; on one that reads none the
-framing rule of every route and what h11 would refuse), each naming the
-value, in the error format of the route at the request's path (``refused``),
-plain text elsewhere (``text_answer``).
+at its first LF, the header lines up to the blank line that ends them, each
+line ended by CRLF or a bare LF, as h11 reads them) and answers what it
+refuses: a request line past ``MAX_REQUEST_LINE`` 414, headers past
+``MAX_HEADER_BYTES`` or ``MAX_HEADERS`` lines 431, an HTTP/0.9 line or one
+that is not three words 400, a method no route takes 501, and the body its
+header lines declare (``Route.check_body`` on a route that reads one; on one
+that reads none the framing rule of every route and what h11 would refuse),
+each naming the value, in the error format of the route at the request's
+path (``refused``), plain text elsewhere (``text_answer``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ __all__ = ["MAX_HEADERS", "precheck", "protocol_error", "refused", "target_path"
 # More header lines than any browser sends (20-30); 100 is http.server's own limit.
 MAX_HEADERS = 100
 _VERSION = re.compile(rb"HTTP/1\.[01]")
+# The blank line that ends a head, found as h11 finds it: a line may end with CRLF or a bare LF (RFC 9112 §2.2).
+_HEAD_END = re.compile(rb"\n\r?\n")
 # The most digits h11 reads in a Content-Length (its own bound, past any body): a longer one is refused before
 # h11 sees it, on a route that reads no body too, so that the answer is in the route's format and names it.
 _H11_LENGTH_DIGITS = 20
@@ -73,11 +75,11 @@ def precheck(buf: bytes, routes: RouteTable) -> Answer | None:
     method, path = words[0].decode("latin-1"), target_path(words[1])
     if method not in KNOWN_METHODS:
         return refused(not_implemented_error(method), routes, path)
-    stop = buf.find(b"\r\n\r\n", end)
-    fields = buf[end + 1: None if stop < 0 else stop]
+    stop = _HEAD_END.search(buf, end)
+    fields = buf[end + 1: None if stop is None else stop.start()]
     if len(fields) > MAX_HEADER_BYTES or fields.count(b"\n") >= MAX_HEADERS:
         return text_answer(431, f"request headers longer than {MAX_HEADER_BYTES} bytes or {MAX_HEADERS} lines")
-    if stop < 0:
+    if stop is None:
         return None
     try:
         _check_framing(routes.body_route(path, method), fields)

@@ -209,7 +209,7 @@ class HttpConnection(asyncio.Protocol):
                 if self._body_route is None:
                     self._dispatch()                # a route without a body ignores what is sent
                 elif self._h11.they_are_waiting_for_100_continue and self.transport is not None:
-                    self.transport.write(_CONTINUE)  # a length past the limit was refused before this
+                    self.transport.write(_CONTINUE)  # precheck refused a length past the limit before this
             elif isinstance(event, h11.Data):
                 self._body += event.data
                 route = self._body_route
