@@ -112,12 +112,32 @@ def test_the_value_quoted_is_the_one_argparse_kept(argv: list[str], typed: str,
     assert capsys.readouterr().err == f"tokenwire serve: --port must be from 0 to 65535; got {typed}\n"
 
 
-@pytest.mark.parametrize("argv", [["serve"], ["proxy", "--upstream", "http://127.0.0.1:9/v1"]], ids=["serve", "proxy"])
-def test_a_port_in_use_is_one_line_naming_it_and_exit_1(argv: list[str]) -> None:
+LISTENERS = pytest.mark.parametrize("argv", [["serve"], ["proxy", "--upstream", "http://127.0.0.1:9/v1"]],
+                                    ids=["serve", "proxy"])
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``python -m tokenwire *argv`` from this checkout, to its end."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "tokenwire", *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+@LISTENERS
+def test_a_port_in_use_is_one_line_naming_it_and_exit_1(argv: list[str]) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "tokenwire", *argv, "--port", str(port)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=60, check=False)
+        done = _run([*argv, "--port", str(port)])
     assert (done.returncode, done.stdout, done.stderr) == (
         1, "", f"tokenwire {argv[0]}: cannot listen on 127.0.0.1:{port}: Address already in use\n")
+
+
+@LISTENERS
+def test_a_host_that_does_not_resolve_is_one_line_naming_it_once_and_exit_1(argv: list[str]) -> None:
+    """It said the address twice: ``... nonexist.invalid:8123: Name or service not known (while attempting to bind
+    on address ('nonexist.invalid', 8123))``.  The resolver's word is this machine's (glibc's, musl's, offline)."""
+    with pytest.raises(socket.gaierror) as resolved:
+        socket.getaddrinfo("nonexist.invalid", 8123)
+    done = _run([*argv, "--host", "nonexist.invalid", "--port", "8123"])
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", f"tokenwire {argv[0]}: cannot listen on nonexist.invalid:8123: {resolved.value.strerror}\n")

@@ -82,9 +82,12 @@ def check_port(port: int) -> None:
 def cannot_listen(command: str, host: str, port: int, exc: OSError) -> int:
     """Say on stderr that ``tokenwire <command>`` cannot listen on ``host``:``port``, and why; returns 1.
 
-    The why is the system's word for the error: ``socket.create_server``'s message says the address again.
+    The why is the system's word for the error (the resolver's, for a host name that does not resolve):
+    ``socket.create_server`` raises a copy of its ``bind``'s error whose message says the address again, with
+    that error as its context.
     """
-    reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+    cause = exc.__context__ if isinstance(exc.__context__, OSError) else exc
+    reason = os.strerror(cause.errno) if cause.errno and cause.errno > 0 else cause.strerror or str(cause)
     print(f"tokenwire {command}: cannot listen on {host}:{port}: {reason}", file=sys.stderr, flush=True)
     return 1
 
