@@ -69,6 +69,16 @@ def test_a_stop_ends_with_finish_and_a_failure_with_the_sdks_error_chunk(ending:
                                                                                        "[DONE]")]
 
 
+def test_the_first_chunk_of_a_connection_carries_the_streams_retry() -> None:
+    stream = _Stream(2)
+    whole = ChatFrames(0).opening(stream, -1)                                              # type: ignore[arg-type]
+    assert whole.startswith(b"retry: 750\nid: 0\ndata: {") and whole.count(b"retry:") == 1
+    events = Decoder().feed(whole)
+    assert [(event.retry, event.id) for event in events] == [(750, "0"), (750, "1"), (750, "2")]   # the time it set
+    assert ChatFrames(2).opening(stream, cursor_of(2)).startswith(b"retry: 750\nid: 2\n")  # type: ignore[arg-type]
+    assert ChatFrames(3).opening(stream, cursor_of(3)) == b""       # no block with only `retry`: no phantom event
+
+
 def test_a_reader_starting_at_chunk_n_gets_chunks_n_on() -> None:
     stream = _Stream(4)
     assert [n for n, _ in chunks(ChatFrames(2).opening(stream, cursor_of(2)))] == ["2"]     # type: ignore[arg-type]

@@ -121,7 +121,7 @@ def check_events(seen: list[Seen], texts: tuple[str, ...], ending: str | None = 
 
 
 OPEN_START = b"retry: %d\nevent: open\ndata: {" % DEFAULT_RETRY_MS      # retry, in the frame with data
-CHAT_START = b'id: 0\ndata: {"type":"start",'
+CHAT_START = b'retry: %d\nid: 0\ndata: {"type":"start",' % DEFAULT_RETRY_MS    # retry, in the first chunk
 
 
 def check_wire(raw: bytes, pings_at_least: int = 2, first: bytes = OPEN_START) -> int:

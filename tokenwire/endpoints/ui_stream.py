@@ -11,6 +11,11 @@ message or traceback) before ``finish-step``, and its ``finish`` says
 reason ``"other"``, so a reader always sees ``finish`` and
 ``WorkflowChatTransport`` stops coming back.
 
+The first chunk of a connection that starts in the preamble carries the
+stream's ``retry`` (as tokenwire's ``open`` does), so a generic SSE reader
+waits as long as the server asks before it comes back; the SDK's
+transports come back on their own terms.
+
 Chunks are numbered from 0, and each chunk's SSE ``id`` is its number, so a
 ``Last-Event-ID`` and the workflow transport's ``startIndex`` (how many
 chunks it has read) name the same place.  The arithmetic between chunk and
@@ -100,8 +105,12 @@ class ChatFrames:
             raise ValueError(f"start must be a chunk number >= 0, got {self.start!r}")
 
     def opening(self, stream: Rendered, cursor: int) -> bytes:
+        """The preamble chunks from ``start`` on; the first carries the stream's ``retry`` (a field in a block
+        with data: an SSE reader takes it, and a decoder that makes an event of a block with only ``retry`` has
+        none to make)."""
         chunks = _preamble(stream.stream_id)
-        return b"".join(_chunk(n, chunks[n]) for n in range(self.start, PREAMBLE))
+        opened = b"".join(_chunk(n, chunks[n]) for n in range(self.start, PREAMBLE))
+        return b"retry: %d\n%s" % (stream.retry_ms, opened) if opened else b""
 
     def token(self, item: TokenItem) -> bytes:
         return b"id: %d\n%s%s}\n\n" % (PREAMBLE + item.index, _DELTA_HEAD, json.dumps(item.text).encode())
