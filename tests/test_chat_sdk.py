@@ -177,6 +177,18 @@ def test_two_instances_on_one_redis_resume_each_others_chats(kind: str) -> None:
         assert finished["requests"] == [["GET", f"/{_mount(kind)}chat/redis-{kind}/stream", 204]]
 
 
+def test_a_model_error_reaches_a_reader_on_another_instance_as_the_same_error_chunk() -> None:
+    """The failure is kept with the stream's state in Redis: a reconnect to the other instance ends the same way."""
+    with two_on_redis() as (one, other):
+        seen = drive(transport="default", api=f"{one.url}/model/chat", chatId="error-elsewhere",
+                     body=body("model", 200, 20, mode="raise", at=40), abortAfter=3, reconnect=True,
+                     rewrite=[one.url, other.url])
+    assert seen["hosts"] == [one.url, other.url] and seen["requests"][1][2] == 200
+    assert seen["chunks"][-4:] == ["text-end", "error", "finish-step", "finish"]
+    assert seen["errors"][-1] == "the model raised RuntimeError" and SECRET not in seen["stdout"]   # after the abort's
+    assert seen["texts"][-1] == expected("model", 40)
+
+
 @pytest.mark.parametrize("transport", ["default", "workflow"])
 def test_a_stop_from_another_instance_ends_the_readers_stream_with_finish(transport: str) -> None:
     """The default transport's stop names the chat, the workflow transport's its stream (it names no chat)."""
