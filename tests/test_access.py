@@ -164,6 +164,62 @@ def test_redacted_hides_whole_values_and_their_parts_but_not_a_short_one() -> No
         "[redacted], [redacted], [redacted], [redacted], 1, '[redacted]'"
 
 
+def test_a_header_sent_twice_has_each_of_its_values_redacted() -> None:
+    """A secret header (not a cookie) sent twice is its values joined by ", ": each is a credential on its own."""
+    headers = header_map((("x-api-key", "key-one-1"), ("x-api-key", "key-two-2"),
+                          ("authorization", "Bearer tok-one-11"), ("authorization", "Bearer tok-two-22")))
+    assert headers["x-api-key"] == "key-one-1, key-two-2"
+    assert redacted("key-one-1 key-two-2 tok-one-11 tok-two-22 Bearer tok-one-11 key-one-1, key-two-2", headers) == \
+        "[redacted] [redacted] [redacted] [redacted] [redacted] [redacted]"
+
+
+# What ``docs/deploying.md`` suggests: one more header kept out of the log, and so out of every repr and traceback.
+TENANT = "x-tenant-secret"
+
+
+def test_a_header_kept_out_of_the_log_is_redacted_wherever_the_request_is_shown(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The hook's ``Access``, the factory's ``StreamRequest``, and the tracebacks of a hook, a factory and a model
+    that fail on the header: each hides it, as it does ``authorization``."""
+    seen: list[str] = []
+
+    def authorize(access: Access) -> str:
+        seen.append(repr(access))
+        if access.action == "stop":
+            raise LookupError(f"no tenant {access.headers[TENANT]}")
+        return "alice"
+
+    async def model(request: StreamRequest) -> AsyncIterator[str]:
+        seen.append(repr(request))
+        if request.params.get("fail") == "start":
+            raise KeyError(request.headers[TENANT])
+        yield "a"
+        raise RuntimeError(f"the upstream refused {request.headers[TENANT]}")
+
+    async def run(streams: TokenStreams) -> list[int]:
+        headers = {TENANT: "tenant-key-4242", "x-tenant": "acme", "authorization": "Bearer tok-alice-1234"}
+        async with (streams.lifespan(),
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
+            failing = await client.post("/streams?fail=start", headers=headers)      # the factory raises
+            made = await client.post("/streams", headers=headers)
+            events = await client.get(made.json()["events_url"], headers=headers)    # the model raises
+            assert "event: failed" in events.text
+            stop = await client.post(f"/streams/{made.json()['stream_id']}/stop", headers=headers)   # the hook raises
+            return [failing.status_code, made.status_code, events.status_code, stop.status_code]
+
+    with caplog.at_level(logging.ERROR, logger="tokenwire"):
+        assert asyncio.run(run(TokenStreams(model, authorize=authorize,
+                                            keep_out_of_log=(*SECRET_HEADERS, TENANT)))) == [500, 201, 200, 500]
+    assert "KeyError: '[redacted]'" in caplog.text                          # the factory's traceback
+    assert "LookupError: no tenant [redacted]" in caplog.text               # the hook's
+    assert "RuntimeError: the upstream refused [redacted]" in caplog.text   # the model's, mid-answer
+    assert [one.partition("(")[0] for one in seen] == ["Access", "StreamRequest", "Access", "StreamRequest",
+                                                       "Access", "Access"]
+    for one in seen:
+        assert f"'{TENANT}': '[redacted]'" in one and "'x-tenant': 'acme'" in one
+    assert "tenant-key-4242" not in caplog.text + "".join(seen) and "tok-alice-1234" not in caplog.text
+
+
 def test_a_model_factory_that_fails_on_a_header_logs_no_credentials(caplog: pytest.LogCaptureFixture) -> None:
     def factory(request: StreamRequest) -> list[str]:
         return [{"tok-bob-5678": "hi"}[request.headers["authorization"].removeprefix("Bearer ")]]

@@ -91,7 +91,8 @@ class TokenStreams:
     principal that made it (anyone else gets the 404 of an unknown id), on
     every process sharing the log that has a hook (one without asks nobody).  ``keep_out_of_log``: the request headers
     a continuable stream does not keep in the log (``takeover="continue"``
-    keeps the others, so the continuation's factory gets them).  ``metrics``: count
+    keeps the others, so the continuation's factory gets them), and which,
+    with ``SECRET_HEADERS``, no repr and no logged traceback shows.  ``metrics``: count
     what ``GET /metrics`` (and ``metrics_app``, to mount where you like)
     reports, this app's own figures in Prometheus's format (False: ``/metrics``
     answers 404).  Raises ``TypeError``/``ValueError`` naming a bad
@@ -132,7 +133,8 @@ class TokenStreams:
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
             takeover=takeover, name=name, keep_out_of_log=keep_out_of_log)
         self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes,
-                                   authorize=authorize, challenge=challenge, meter=Meter() if metrics else None)
+                                   authorize=authorize, challenge=challenge, meter=Meter() if metrics else None,
+                                   secret=keep_out_of_log)
         self.driver: LoopDriver | None = None
         self.lifecycle = Lifecycle(self.endpoints, self.models, self._start)
 

@@ -171,7 +171,8 @@ class ModelSource:
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         stream_id = secrets.token_urlsafe(STREAM_ID_BYTES)
         made = StreamRequest(stream_id, asked.params, body, request.client, chat=asked.chat,
-                             headers=header_map(request.headers), principal=request.principal, openai=asked.openai)
+                             headers=header_map(request.headers, self.keep_out_of_log), principal=request.principal,
+                             openai=asked.openai)
         try:
             source = await open_source(self.factory, made)
         except ValueError as exc:

@@ -17,6 +17,13 @@ holds a read or a stop to it: anyone else gets ``UnknownStream``, the very
 
 A server without a hook (``tokenwire serve``) asks nobody: whoever holds a
 stream's id reads it.
+
+A request's headers are a ``Headers`` mapping that knows which of its names
+are credentials: ``SECRET_HEADERS`` and those the app keeps out of its log
+(``keep_out_of_log``: a name a deployer adds there is a secret too).  So the
+``Access`` and the ``StreamRequest`` that hold it, their reprs, and every
+traceback logged about them (``shown``, ``redacted``, ``told``) hide the
+same headers, without the set being passed to each.
 """
 
 from __future__ import annotations
@@ -26,16 +33,15 @@ import inspect
 import logging
 import re
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from ..core.tokenlog import UnknownStream
 from .params import RequestError
 
-__all__ = ["DEFAULT_CHALLENGE", "PRINCIPAL_KEY", "SECRET_HEADERS", "Access", "Authorize", "ask", "chat_name",
-           "check_owner", "header_map", "owner_meta", "redacted", "shown", "told"]
+__all__ = ["DEFAULT_CHALLENGE", "PRINCIPAL_KEY", "SECRET_HEADERS", "Access", "Authorize", "Headers", "ask",
+           "chat_name", "check_owner", "header_map", "owner_meta", "redacted", "shown", "told"]
 
 # The meta key a stream's principal (its creator's, as ``authorize`` named it) is kept under in the token log.
 PRINCIPAL_KEY = "principal"
@@ -83,15 +89,44 @@ class Access:
 Authorize = Callable[[Access], "str | None | Awaitable[str | None]"]
 
 
-def header_map(headers: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
-    """``headers`` (lower-case name, value pairs) as a read-only mapping; a repeated name's values joined."""
+class Headers(Mapping[str, str]):
+    """A request's headers, read-only (lower-case names), and ``secret``: the names whose values are credentials
+    (``SECRET_HEADERS`` and any more given), which ``shown``, ``redacted`` and ``told`` hide."""
+
+    __slots__ = ("_values", "secret")
+
+    def __init__(self, values: Mapping[str, str], secret: Iterable[str] = ()) -> None:
+        self._values = dict(values)
+        self.secret = frozenset(SECRET_HEADERS).union(secret)
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Headers({shown(self)!r})"
+
+
+def header_map(headers: tuple[tuple[str, str], ...], secret: Iterable[str] = ()) -> Headers:
+    """``headers`` (lower-case name, value pairs) as ``Headers``, a repeated name's values joined; ``secret``:
+    the names whose values are credentials besides ``SECRET_HEADERS`` (the app's ``keep_out_of_log``)."""
     joined: dict[str, str] = {}
     for name, value in headers:
         if name in joined:
             joined[name] += ("; " if name == "cookie" else ", ") + value
         else:
             joined[name] = value
-    return MappingProxyType(joined)
+    return Headers(joined, secret)
+
+
+def _secret(headers: Mapping[str, str]) -> frozenset[str]:
+    """The names whose values ``headers`` holds as credentials: its own ``secret``, else ``SECRET_HEADERS``."""
+    return headers.secret if isinstance(headers, Headers) else frozenset(SECRET_HEADERS)
 
 
 async def ask(authorize: Authorize, access: Access, challenge: str = DEFAULT_CHALLENGE) -> str:
@@ -139,24 +174,27 @@ def check_owner(meta: Mapping[str, Any], principal: str | None, stream_id: str) 
 
 
 def shown(headers: Mapping[str, str]) -> dict[str, str]:
-    """``headers`` with the value of each of ``SECRET_HEADERS`` replaced by ``[redacted]``."""
-    return {name: _REDACTED if name in SECRET_HEADERS else value for name, value in headers.items()}
+    """``headers`` with the value of each secret header (``Headers.secret``) replaced by ``[redacted]``."""
+    secret = _secret(headers)
+    return {name: _REDACTED if name in secret else value for name, value in headers.items()}
 
 
 def redacted(text: str, headers: Mapping[str, str]) -> str:
     """``text`` with every credential ``headers`` carry replaced by ``[redacted]``.
 
-    A credential is a ``SECRET_HEADERS`` value, an ``Authorization``'s
+    A credential is a secret header's value (``Headers.secret``), each of
+    the values a header sent twice joins with ", " and an ``Authorization``'s
     credentials after its scheme, and each cookie's value (of 4 characters or more).
     """
     found: set[str] = set()
-    for name in SECRET_HEADERS:
+    for name in _secret(headers):
         value = headers.get(name, "").strip()
         found.add(value)
         if name in ("cookie", "set-cookie"):       # no cookie value holds ';' or ',' (RFC 6265), which join them
             found.update(pair.partition("=")[2].strip().strip('"') for pair in re.split("[;,]", value))  # quotes
-        else:
-            found.add(value.partition(" ")[2].strip())
+        else:                                      # a credential holds no ',' (RFC 9110's token68), which joins them
+            for one in (part.strip() for part in value.split(",")):
+                found.update((one, one.partition(" ")[2].strip()))
     for secret in sorted((one for one in found if len(one) >= _SHORTEST), key=len, reverse=True):  # whole, then parts
         text = text.replace(secret, _REDACTED)
     return text

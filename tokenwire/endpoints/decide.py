@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
@@ -113,7 +113,9 @@ class Endpoints:
     by setting name (``{"max_body_bytes": 2048}``; ``RouteTable.with_limits``).
     ``authorize``: the hook asked who makes each request (``access``; None:
     nobody is asked, whoever holds an id reads it); ``challenge`` is what a
-    401 names in ``WWW-Authenticate``.  ``journal`` keeps the last finished connections (``ConnectionLog``) for
+    401 names in ``WWW-Authenticate``; ``secret``: the headers, besides
+    ``SECRET_HEADERS``, that the ``Access`` it is shown hides (the app's
+    ``keep_out_of_log``).  ``journal`` keeps the last finished connections (``ConnectionLog``) for
     tests and the demo.  ``meter``: what ``GET /metrics`` reports (None: it
     answers 404; ``metering``, ``exposition``).
     """
@@ -121,9 +123,9 @@ class Endpoints:
     def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
                  alone: bool = False, routes: RouteTable = LIVE_ROUTES,
                  body_limits: Mapping[str, int] | None = None, authorize: Authorize | None = None,
-                 challenge: str = DEFAULT_CHALLENGE, meter: Meter | None = None) -> None:
+                 challenge: str = DEFAULT_CHALLENGE, meter: Meter | None = None, secret: Iterable[str] = ()) -> None:
         self.registry, self.config, self.alone, self.meter = registry, config, alone, meter
-        self.authorize, self.challenge = authorize, challenge
+        self.authorize, self.challenge, self.secret = authorize, challenge, tuple(secret)
         self._exposition: Exposition | None = None
         self.routes = routes.with_limits(body_limits or {})
         self.source: StreamSource = source if source is not None else CannedSource(registry)
@@ -173,7 +175,7 @@ class Endpoints:
         route = found.route
         try:
             if self.authorize is not None:        # who asks, before a body is read or a stream looked up
-                access = Access(route.action, header_map(request.headers), found.params.get("id"))
+                access = Access(route.action, header_map(request.headers, self.secret), found.params.get("id"))
                 request = dataclasses.replace(request, principal=await ask(self.authorize, access, self.challenge))
             coding, lengths = request.header_values("transfer-encoding"), request.header_values("content-length")
             if route.takes_body:
