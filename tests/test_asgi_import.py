@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.asgi import free_port
+from support.requirements import free_port
 
 from tokenwire.asgi import CannedApp
 

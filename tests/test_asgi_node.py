@@ -15,12 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REQUIRE_ALL_ENV, require_all, require_binary
-from support.asgi import ROOT, Uvicorn, read_stream, uvicorn
+from support.asgi import Uvicorn, read_stream, uvicorn
+from support.requirements import require_eventsource
 
 from tokenwire.core.model import ANSWER
 
-CLIENT = ROOT / ".ci" / "node" / "node_modules" / "eventsource"
 TIMEOUT_S = 20
 
 # Reads one stream with the eventsource package: it reconnects by itself (after the stream's `retry`) with
@@ -44,16 +43,6 @@ setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 15000)
 """
 
 
-def _client() -> Path:
-    require_binary("node")
-    if not (CLIENT / "package.json").exists():
-        reason = f"the npm eventsource client is not in {CLIENT}: npm install --prefix .ci/node eventsource@2"
-        if require_all():
-            pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
-        pytest.skip(reason)
-    return CLIENT
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[Uvicorn]:
     with uvicorn("support.apps.fake_model:app") as running:
@@ -61,8 +50,8 @@ def server() -> Iterator[Uvicorn]:
 
 
 def eventsource(script: Path, url: str, last_id: str = "") -> dict[str, Any]:
-    done = subprocess.run(["node", str(script), str(_client()), url, last_id], capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    done = subprocess.run(["node", str(script), str(require_eventsource()), url, last_id], capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     return dict(json.loads(done.stdout))
 

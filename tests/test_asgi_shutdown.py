@@ -15,8 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.asgi import ROOT, free_port
+from support.asgi import ROOT
 from support.live import wait_until
+from support.requirements import free_port
 from test_asgi_readme import example
 
 GRACE_S = 1.0

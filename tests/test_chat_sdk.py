@@ -18,15 +18,14 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REQUIRE_ALL_ENV, require_all, require_binary
 from support.apps.chat import SECRET
-from support.asgi import ROOT, Uvicorn, uvicorn
+from support.asgi import Uvicorn, uvicorn
 from support.live import serving, wait_until
 from support.redis import running_redis
+from support.requirements import require_ai_sdk
 
 from tokenwire.core.model import ANSWER
 
-MODULES = ROOT / ".ci" / "node" / "node_modules"
 DRIVER = Path(__file__).resolve().parent / "support" / "chat_client.mjs"
 TIMEOUT_S = 60
 KINDS = ("serve", "asgi", "model")
@@ -34,20 +33,9 @@ PREAMBLE = ["start", "start-step", "text-start"]
 ENDING = ["text-end", "finish-step", "finish"]
 
 
-def _modules() -> Path:
-    require_binary("node")
-    missing = [name for name in ("ai", "@workflow/ai") if not (MODULES / name / "package.json").exists()]
-    if missing:
-        reason = f"npm packages {missing} are not in {MODULES}: see the npm install line in .ci/run"
-        if require_all():
-            pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
-        pytest.skip(reason)
-    return MODULES
-
-
 def drive(**job: Any) -> dict[str, Any]:
     """Run one job of the node driver; returns what it saw."""
-    done = subprocess.run(["node", str(DRIVER), str(_modules()), json.dumps(job)], capture_output=True, text=True,
+    done = subprocess.run(["node", str(DRIVER), str(require_ai_sdk()), json.dumps(job)], capture_output=True, text=True,
                           timeout=TIMEOUT_S)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     seen: dict[str, Any] = json.loads(done.stdout)

@@ -20,12 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import require_all
 from support.asgi import ROOT, Uvicorn, uvicorn
 from support.docs import marked_block
+from support.requirements import NODE_MODULES, require_ai_sdk
 from test_pages_cdp import Page, browser_page
 
-NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
 # The export conditions a browser's bundler picks, in order (never "require": CommonJS does not load as a module).
 _CONDITIONS = ("browser", "import", "module", "default")
 
@@ -281,9 +280,7 @@ SDK_SCRIPT = r"""
 
 
 def test_the_ai_sdks_transports_in_the_page_resume_across_origins(api: Uvicorn, front: int, page: Page) -> None:
-    if not (NODE_MODULES / "@workflow" / "ai" / "package.json").exists():
-        reason = f"the npm packages ai@6 and @workflow/ai@6 are not in {NODE_MODULES}: bash .ci/run installs them"
-        (pytest.fail if require_all() else pytest.skip)(reason)
+    require_ai_sdk(node=False)                     # the page loads them; no node runs
     page.send("Network.setCookie", {"name": "session", "value": "alice-token", "url": api.url + "/"})
     page.open(f"http://127.0.0.1:{front}/", width=800)
     out = dict(page.eval(SDK_SCRIPT % {"api": json.dumps(api.url)}))

@@ -31,11 +31,11 @@ from typing import Any
 import httpx
 import pytest
 import sseclient
-from conftest import REQUIRE_ALL_ENV, require_all, require_binary
 from httpx_sse import connect_sse
 from openai._streaming import SSEDecoder
-from support.asgi import ROOT, uvicorn
+from support.asgi import uvicorn
 from support.docs import marked_block
+from support.requirements import require_node_package
 from test_live_processes import serve
 from test_pages_cdp import Page, browser_page
 
@@ -45,7 +45,6 @@ from tokenwire.core.sse import encode
 
 TIMEOUT_S = 30.0
 HEARTBEAT_S = "0.02"
-NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
 
 # One event as every decoder is asked to give it: (type, data, id), "" for no id.
 Seen = tuple[str, str, str]
@@ -310,23 +309,12 @@ setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(3); }, 20000)
 """
 
 
-def node_package(name: str) -> Path:
-    require_binary("node")
-    path = NODE_MODULES / name
-    if not (path / "package.json").exists():
-        reason = f"the npm package {name} is not in {NODE_MODULES}: bash .ci/run installs it"
-        if require_all():
-            pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
-        pytest.skip(reason)
-    return path
-
-
 def run_node(script: str, package: str, url: str, tmp_path: Path, body: dict[str, Any] | None = None
              ) -> dict[str, Any]:
     path = tmp_path / "read.js"
     path.write_text(script)
     posted = [] if body is None else [json.dumps(body)]
-    done = subprocess.run(["node", str(path), str(node_package(package)), url, *posted], capture_output=True,
+    done = subprocess.run(["node", str(path), str(require_node_package(package)), url, *posted], capture_output=True,
                           text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     return dict(json.loads(done.stdout))

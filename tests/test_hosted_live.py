@@ -22,7 +22,7 @@ import httpx
 import pytest
 from support.asgi import ROOT, read_stream, uvicorn
 from support.redis import running_redis
-from support.serverless_sim import require_eventsource
+from support.requirements import require_eventsource
 
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.page import LIVE_CSP

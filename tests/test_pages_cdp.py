@@ -26,13 +26,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-from conftest import REQUIRE_ALL_ENV, require_all, require_binary
 from support.live import wait_until
+from support.requirements import NODE_MODULES, require_binary, skip_or_fail
 
 TIMEOUT_S = 30.0
-ROOT = Path(__file__).resolve().parent.parent
-AXE = ROOT / ".ci" / "node" / "node_modules" / "axe-core" / "axe.min.js"
+AXE = NODE_MODULES / "axe-core" / "axe.min.js"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
          "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
          "--remote-debugging-pipe"]
@@ -189,10 +187,7 @@ def require_axe() -> str:
     """The source of axe-core's ``axe.min.js``; skips (fails under REQUIRE_ALL) when it is not installed."""
     if AXE.exists():
         return AXE.read_text()
-    reason = f"axe-core is not installed at {AXE} (npm install --prefix .ci/node axe-core@4, as .ci/run does)"
-    if require_all():
-        pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail(f"axe-core is not installed at {AXE} (npm install --prefix .ci/node axe-core@4, as .ci/run does)")
 
 
 def axe(page: Page, source: str) -> list[dict[str, Any]]:

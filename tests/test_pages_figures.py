@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from support.live import serving, serving_report
-from support.redis import free_port
+from support.requirements import free_port
 from test_pages_cdp import axe, browser_page, require_axe
 
 from tokenwire.core.model import ANSWER

@@ -23,9 +23,10 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from support.asgi import ROOT, Uvicorn, free_port, uvicorn
+from support.asgi import ROOT, Uvicorn, uvicorn
 from support.live import token_text
 from support.redis import RedisServer
+from support.requirements import free_port
 from test_redis_instances import BLOCK_MS, LEASE_MS
 
 from tokenwire.upstream import Upstream, UpstreamConfig

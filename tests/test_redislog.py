@@ -8,7 +8,8 @@ import time
 
 import pytest
 from support.live import await_until, wait_until
-from support.redis import client_list, free_port, lease_expired
+from support.redis import client_list, lease_expired
+from support.requirements import free_port
 
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.tokenlog import (

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 from support.live import wait_until
-from support.redis import RedisServer, free_port
+from support.redis import RedisServer
+from support.requirements import free_port
 
 from tokenwire.asgi.hosted import hosted_app, missing_log
 from tokenwire.endpoints.rules import LOG_UNAVAILABLE

@@ -24,7 +24,8 @@ from typing import Any
 import httpx
 import pytest
 from support.redis import running_redis
-from support.serverless_sim import Followed, ServerlessSim, follow, require_eventsource
+from support.requirements import require_eventsource
+from support.serverless_sim import Followed, ServerlessSim, follow
 
 from tokenwire.core.model import ANSWER
 

@@ -1,8 +1,11 @@
 """What the tests share; no tests here.  ``tests/`` is on ``sys.path`` (pytest's rootdir-relative import of a
 test directory without ``__init__.py``), so a test imports ``from support.live import serving``.
 
+- ``requirements``: what a test needs from the machine (``require_binary``, ``require_node_package``,
+  ``require_eventsource``...), each skipping the test with how to install it, or failing it under
+  ``TOKENWIRE_REQUIRE_ALL=1`` (``skip_or_fail``); ``free_port``; ``ROOT``, the repository.
 - ``asgi``: a uvicorn process on loopback (``uvicorn("support.apps.chat:app")``, ``--app-dir tests``) and
-  reading its streams with httpx-sse; ``free_port``; ``ROOT``, the repository.
+  reading its streams with httpx-sse.
 - ``live``: the in-process servers (``serving``, ``serving_report``, ``in_thread``), raw HTTP exchanges, and
   ``wait_until``, the bounded wait on a condition.
 - ``redis``: a private ``redis-server`` per test or session (the fixtures ``conftest.py`` registers as a

@@ -28,14 +28,9 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent, connect_sse
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.requirements import ROOT, free_port
+
 TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Uvicorn:

@@ -24,9 +24,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import require_all, require_binary
 
 from support.live import await_until, wait_until
+from support.requirements import free_port, require_binary, skip_or_fail
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
 START_TIMEOUT_S = 10.0
@@ -38,23 +38,14 @@ CONDITION_TIMEOUT_S = 10.0
 def require_redis() -> str:
     """Return the path of ``redis-server`` once it and the ``redis`` package are known to be there.
 
-    Missing either skips the test, or fails it under ``TOKENWIRE_REQUIRE_ALL=1`` (``conftest``'s rule).
+    Missing either skips the test, or fails it under ``TOKENWIRE_REQUIRE_ALL=1`` (``support.requirements``' rule).
     """
     binary = require_binary("redis-server")
     try:
         import redis  # noqa: F401
     except ImportError:
-        reason = "the redis Python package is not installed: pip install 'tokenwire[redis]'"
-        if require_all():
-            pytest.fail(f"{reason}; TOKENWIRE_REQUIRE_ALL=1 makes it a failure, not a skip", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail("the redis Python package is not installed: pip install 'tokenwire[redis]'")
     return binary
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisServer:

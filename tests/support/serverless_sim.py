@@ -33,13 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pytest
-from conftest import REQUIRE_ALL_ENV, require_all, require_binary
 from httpx_sse import connect_sse
 
-from support.asgi import ROOT, free_port
+from support.asgi import ROOT
+from support.requirements import free_port, skip_or_fail
 
-__all__ = ["Followed", "Kill", "ServerlessSim", "follow", "require_eventsource", "require_haproxy"]
+__all__ = ["Followed", "Kill", "ServerlessSim", "follow", "require_haproxy"]
 
 # How long haproxy and the first instances may take to listen.
 START_TIMEOUT_S = 20.0
@@ -54,23 +53,8 @@ def require_haproxy() -> str:
     path = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin:/usr/local/sbin:/sbin")
     if path is not None:
         return path
-    reason = "'haproxy' is not installed (apt-get install haproxy); install it to run the serverless simulator"
-    if require_all():
-        pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes a missing program a failure, not a skip", pytrace=False)
-    pytest.skip(reason)
-
-
-def require_eventsource() -> Path:
-    """The npm ``eventsource`` client's folder (``.ci/run`` installs it); skips without it or node (fails under
-    ``TOKENWIRE_REQUIRE_ALL=1``)."""
-    require_binary("node")
-    client = ROOT / ".ci" / "node" / "node_modules" / "eventsource"
-    if not (client / "package.json").exists():
-        reason = f"the npm eventsource client is not in {client}: npm install --prefix .ci/node eventsource@2"
-        if require_all():
-            pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 makes it a failure, not a skip", pytrace=False)
-        pytest.skip(reason)
-    return client
+    skip_or_fail("'haproxy' is not installed (apt-get install haproxy); install it to run the serverless "
+                 "simulator", "a missing program")
 
 
 @dataclass(frozen=True)
