@@ -204,20 +204,32 @@ def test_a_stalled_reader_holds_at_most_the_channel_and_the_log_at_most_the_answ
                            rcvbuf=1)
         try:
             block_id, drop_id = _stream_id_of(block), _stream_id_of(drop)
-            log, wires = server.registry.log, server.wires
-            # block: the producer stops, waiting on the full channel, and the log stops growing.
-            wait_until(lambda: _stable(lambda: log.length(block_id)), "the block producer to wait")
-            generated, (_, sent) = log.length(block_id), wires[block_id].snapshot()
-            queued = len(server.registry.get(block_id).stream.channel or ())
+            log, wires, channel = server.registry.log, server.wires, server.registry.get(block_id).stream.channel
+            assert channel is not None
+
+            def waiting() -> tuple[int, int, int] | None:
+                """(generated, sent, queued) while the block stream's writer waits on the kernel (``paused``) and
+                its producer on the channel: full, and the log holds one token more than the channel was given
+                (taken, or queued), the one the producer cannot queue."""
+                generated, queued, taken = log.length(block_id), len(channel), channel.stats().delivered
+                if wires[block_id].paused and queued == CAPACITY and generated == taken + queued + 1:
+                    return generated, wires[block_id].snapshot()[1], queued
+                return None
+
+            # block: the kernel stops taking, the producer fills the channel behind it and waits on it.
+            generated, sent, queued = wait_until(waiting, "the block producer to wait on its full channel")
             # drop-oldest: the producer runs to the end; the channel keeps the newest, the rest is dropped.
             wait_until(lambda: log.length(drop_id) == 277, "the drop-oldest producer to finish")
             wait_until(lambda: any(j.stream_id == drop_id for j in server.journal), "the drop-oldest stream to end")
             drop_stats = next(j.stats for j in server.journal if j.stream_id == drop_id)
+            # block again: no further ahead for all the drop-oldest producer did meanwhile.
+            ahead = log.length(block_id) - wires[block_id].snapshot()[1]
         finally:
             block.close()
             drop.close()
     # Ahead of what the kernel took: the channel, the frame in sendall and the token in the producer's hands.
-    assert queued <= CAPACITY and generated - sent <= CAPACITY + 2, (generated, sent, queued)
+    assert queued == CAPACITY and generated - sent <= CAPACITY + 2 and ahead <= CAPACITY + 2, (
+        generated, sent, queued, ahead)
     assert drop_stats.high_water <= CAPACITY and drop_stats.dropped > 0
     assert drop_stats.delivered + drop_stats.dropped == 277
 
@@ -230,11 +242,3 @@ def _stream_id_of(sock: socket.socket) -> str:
         got = decoder.feed(sock.recv(1))
     assert got, "no open event"
     return str(json.loads(got[0].data)["stream_id"])
-
-
-def _stable(value: object, settle_s: float = 0.3) -> bool:
-    """True if ``value()`` is the same ``settle_s`` apart: nothing public says a producer waits on its full
-    channel (the stream's own state), so the log not growing over a while stands for it."""
-    first = value()  # type: ignore[operator]
-    time.sleep(settle_s)
-    return bool(value() == first)  # type: ignore[operator]
