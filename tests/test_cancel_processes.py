@@ -23,7 +23,7 @@ import httpx
 import pytest
 from support.asgi import Uvicorn, read_stream, uvicorn
 from support.live import await_until, wait_until
-from support.redis import running_redis
+from support.redis import running_redis, stream_keys
 
 # A short lease, so that a dead process's presence runs out within half a second.
 LOG_QUERY = "lease_ms=400&block_ms=50"
@@ -113,14 +113,17 @@ def test_a_reader_leaving_one_process_never_ends_a_reader_on_another(two: tuple[
 
 def test_a_reader_whose_process_dies_is_given_up_a_lease_later(two_on_redis: tuple[Uvicorn, Uvicorn, str]) -> None:
     import redis
+
+    from tokenwire.redislog.presence import readers_key
     one, other, redis_url = two_on_redis
     stream_id, url = _create(one, "n=300&delay_ms=20")
+    readers = readers_key(stream_keys(redis_url, stream_id)[0])
     following = Following(other.url + url)
     assert following.started.wait(10) and following.error is None
     # B's presence goes to Redis in B's next round, not before its reader's first token: kill B only once it is
     # there (a process killed before its presence landed was never seen reading, and its stream is not deserted)
     with redis.Redis.from_url(redis_url) as plain:
-        wait_until(lambda: plain.zcard(f"tokenwire:{{{stream_id}}}:readers") > 0, "B's reader presence in Redis")
+        wait_until(lambda: plain.zcard(readers) > 0, "B's reader presence in Redis")
     other.stop(signal.SIGKILL)                                         # its reader is never seen leaving
     following.thread.join(20)
     wait_until(lambda: _model(one, stream_id)["closed"], "the owner to stop the model")

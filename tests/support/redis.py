@@ -11,7 +11,8 @@ tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
 What a test waits for in Redis is a condition asked of Redis, never a sleep
 past it: ``lease_expired`` (a lease nothing renews is gone), ``until_logged``
 (an owner has logged so many tokens), ``client_ids``
-and ``until_a_new_read_blocks`` (a follower's ``XREAD`` is blocked in Redis now).
+and ``until_a_new_read_blocks`` (a follower's ``XREAD`` is blocked in Redis now).  A stream's keys are
+``stream_keys``, what a log names them (``RedisTokenLog.keys``), never written out here.
 """
 
 from __future__ import annotations
@@ -138,6 +139,13 @@ def own_redis() -> Iterator[RedisServer]:
         yield server
 
 
+def stream_keys(url: str, stream_id: str) -> tuple[str, str, str]:
+    """The meta, tokens and lease keys of ``stream_id`` in the Redis at ``url``: what a log there names them
+    (``RedisTokenLog.keys``; a log connects only when used, so making one here costs nothing)."""
+    from tokenwire.redislog.blocking import RedisTokenLog
+    return RedisTokenLog(url).keys(stream_id)
+
+
 def lease_expired(url: str, *stream_ids: str) -> None:
     """Return once Redis at ``url`` has let the lease of each of ``stream_ids`` expire (an async test awaits it
     with ``asyncio.to_thread``).
@@ -147,7 +155,7 @@ def lease_expired(url: str, *stream_ids: str) -> None:
     """
     import redis
     with redis.Redis.from_url(url) as raw:
-        wait_until(lambda: not raw.exists(*(f"tokenwire:{{{stream_id}}}:lease" for stream_id in stream_ids)),
+        wait_until(lambda: not raw.exists(*(stream_keys(url, stream_id)[2] for stream_id in stream_ids)),
                    f"the leases of {stream_ids!r} to expire", CONDITION_TIMEOUT_S)
 
 
@@ -196,7 +204,7 @@ def until_logged(url: str, stream_id: str, count: int) -> None:
     Raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
     """
     import redis
-    key = f"tokenwire:{{{stream_id}}}:tokens"
+    key = stream_keys(url, stream_id)[1]
     with redis.Redis.from_url(url) as raw:
         wait_until(lambda: raw.xlen(key) >= count, lambda: f"{count} tokens of {stream_id!r} logged, not "
                    f"{raw.xlen(key)}", CONDITION_TIMEOUT_S)
