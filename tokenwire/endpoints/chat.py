@@ -45,7 +45,7 @@ from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
 
 __all__ = ["CHAT_FIELDS", "canned_query", "open_chat", "stream_named",
-           "parse_chat", "resume_chat"]
+           "parse_chat", "resume_chat", "stop_chat"]
 
 # A chat id: what the SDK's ids are made of (generateId: 16 alphanumerics; UUIDs), as a path segment takes it.
 _CHAT_ID = re.compile(ID_SEGMENT)
@@ -58,7 +58,7 @@ _RUN_ID, _TAIL = "x-workflow-run-id", "x-workflow-stream-tail-index"
 
 class Endpoints(Protocol):
     """What the chat routes use of the endpoints (``decide.Endpoints``): the registry, the source, the chats,
-    making streams."""
+    making and stopping streams."""
 
     registry: Registry
     source: StreamSource
@@ -66,6 +66,7 @@ class Endpoints(Protocol):
 
     async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
+    async def stop(self, request: LiveRequest, stream_id: str) -> Answer: ...
 
 
 def parse_chat(body: bytes) -> ChatRequest:
@@ -122,6 +123,11 @@ def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFra
 async def stream_named(endpoints: Endpoints, request: LiveRequest, name: str) -> str:
     """The stream a chat path's ``name`` means: the asking principal's chat's latest, else the stream ``name``."""
     return await endpoints.chats.get(chat_name(request.principal, name)) or name
+
+
+async def stop_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> Answer:
+    """``POST /chat/<name>/stop``: stop the stream ``name`` means (``stream_named``), as ``Endpoints.stop`` does."""
+    return await endpoints.stop(request, await stream_named(endpoints, request, name))
 
 
 async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> OpenStream | Answer:

@@ -35,7 +35,7 @@ from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
 from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
-from .chat import canned_query, open_chat, resume_chat, stream_named
+from .chat import canned_query, open_chat, resume_chat, stop_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream, StreamSource
 from .exposition import Exposition, exposition
@@ -98,9 +98,10 @@ class CannedSource:
 CANNED_MODEL = "tokenwire-canned"
 
 Handler = Callable[[LiveRequest, Found, Callable[[], Awaitable[bytes]]], Awaitable[Answer | OpenStream]]
-# The chat and OpenAI routes (``chat``, ``openai``): of the request's body, or of its path's ``<id>``.
-BodyRoute = Callable[["Endpoints", LiveRequest, bytes], Awaitable[Answer | OpenStream]]
-NamedRoute = Callable[["Endpoints", LiveRequest, str], Awaitable[Answer | OpenStream]]
+# What answers a route from the request's body, or from its path's ``<id>`` (``open_chat``, ``resume_chat``,
+# ``Endpoints.stop``...): ``Endpoints._of_body`` and ``_of_id`` make a ``Handler`` of one.
+AnswersBody = Callable[["Endpoints", LiveRequest, bytes], Awaitable[Answer | OpenStream]]
+AnswersId = Callable[["Endpoints", LiveRequest, str], Awaitable[Answer | OpenStream]]
 
 
 class Endpoints:
@@ -137,7 +138,8 @@ class Endpoints:
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {
             "create": self._create, "events": self._events, "create_and_open": self._create_and_open,
-            "metrics": self._metrics, "stop": self._stop, "chat_stop": self._chat_stop, "models": self._models,
+            "metrics": self._metrics, "models": self._models,
+            "stop": self._of_id(type(self).stop), "chat_stop": self._of_id(stop_chat),
             "chat": self._of_body(open_chat), "chat_stream": self._of_id(resume_chat),
             "chat_completions": self._of_body(chat_completions), "responses": self._of_body(create_response),
             "response": self._of_id(retrieve_response), "response_cancel": self._of_id(cancel_response)}
@@ -212,13 +214,6 @@ class Endpoints:
             check_owner(meta, request.principal, stream_id)
         return await self.registry.get_async(stream_id)
 
-    async def _stop(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        return await self.stop(request, found.params["id"])
-
-    async def _chat_stop(self, request: LiveRequest, found: Found,
-                         read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        return await self.stop(request, await stream_named(self, request, found.params["id"]))
-
     async def stop(self, request: LiveRequest, stream_id: str) -> Answer:
         """Stop ``stream_id`` for good, wherever it runs: 200 with its state now; 404 for one it may not touch."""
         if request.query:           # as any live URL refuses a parameter it does not take (it was ignored)
@@ -249,18 +244,18 @@ class Endpoints:
             return refusal(RequestError(404, "these routes have no GET /metrics"))
         return decision
 
-    def _of_body(self, route: BodyRoute) -> Handler:
-        """``route`` as the handler of its kind: given the request's body, read within the route's limit."""
+    def _of_body(self, answer: AnswersBody) -> Handler:
+        """The handler that gives ``answer`` the request's body, read within its route's limit."""
         async def handle(request: LiveRequest, found: Found,
                          read_body: Callable[[], Awaitable[bytes]]) -> Answer | OpenStream:
-            return await route(self, request, await read_body())
+            return await answer(self, request, await read_body())
         return handle
 
-    def _of_id(self, route: NamedRoute) -> Handler:
-        """``route`` as the handler of its kind: given the ``<id>`` of the request's path."""
+    def _of_id(self, answer: AnswersId) -> Handler:
+        """The handler that gives ``answer`` the ``<id>`` of the request's path."""
         async def handle(request: LiveRequest, found: Found,
                          read_body: Callable[[], Awaitable[bytes]]) -> Answer | OpenStream:
-            return await route(self, request, found.params["id"])
+            return await answer(self, request, found.params["id"])
         return handle
 
     async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
