@@ -13,9 +13,11 @@ from support.asgi import read_stream, uvicorn
 from support.live import TIMEOUT_S
 from support.redis import running_redis, until_logged
 
-from tokenwire.asgi.shared_model import SharedModelStream
+from tokenwire.asgi.shared_model import shared_model_stream
+from tokenwire.core.channel import Policy
 from tokenwire.core.clock import RealClock
 from tokenwire.core.model import ANSWER
+from tokenwire.core.sources import OnDisconnect
 from tokenwire.core.tokenlog import LogUnavailable
 from tokenwire.realtime import LoopDriver
 
@@ -116,7 +118,8 @@ def test_a_model_stream_whose_lease_cannot_be_taken_ends_its_reader() -> None:
 
     async def scenario() -> tuple[bool, bool, list[bytes]]:
         driver = LoopDriver(asyncio.get_running_loop(), RealClock(), on_error=lambda exc: None)
-        stream = SharedModelStream("m", model(), _DownLog())  # type: ignore[arg-type]
+        stream = shared_model_stream("m", model(), _DownLog(), policy=Policy.BLOCK, capacity=4,  # type: ignore[arg-type]
+                                     on_disconnect=OnDisconnect.DETACH)
         wire = _Frames()
         writer = driver.spawn(stream.serve(-1, stream.new_channel(), heartbeat_ns=50_000_000), wire)
         await asyncio.wait({writer}, timeout=TIMEOUT_S)         # the reader's end, whatever it raised

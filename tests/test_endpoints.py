@@ -54,7 +54,7 @@ def _finished(endpoints: Endpoints, tokens: int = 5) -> str:
     stream_id = json.loads(made.body)["stream_id"]
     live = endpoints.registry.get(stream_id)
     log = endpoints.registry.log
-    for index, item in enumerate(live.stream.model.tokens):
+    for index, item in enumerate(live.stream.source.model.tokens):
         log.append(stream_id, index, item)
     log.set_state(stream_id, StreamState.DONE)
     return f"/streams/{stream_id}/events"

@@ -108,7 +108,7 @@ def test_two_readers_of_one_stream_each_get_every_index_once(loop_kind: str) -> 
         for reader in readers:
             reader.join(TIMEOUT_S)
         late = request(server, "GET", f"/streams/{sid}/events", headers={"Last-Event-ID": "29"})[2]
-        steps = server.registry.get(sid).stream.model.steps
+        steps = server.registry.get(sid).stream.source.steps
     for body in bodies:
         assert token_ids(body) == list(range(60)) and b"event: done" in body
     assert token_ids(late) == list(range(30, 60))

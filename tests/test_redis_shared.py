@@ -80,14 +80,14 @@ def _assert_exact(reader, log, sid, n=N):
 
 
 def test_spec_round_trips_through_the_log_and_attach_needs_the_stream(redis_server):
-    from tokenwire.redislog.streams import SharedStream, attach_stream, new_stream
+    from tokenwire.redislog.streams import SharedCanned, attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     spec = _spec(policy="drop-oldest", capacity=7, seed=9, on_disconnect="detach", jitter=0.2)
     made = new_stream("s", spec, a)
     again = attach_stream("s", b)
-    assert isinstance(made, SharedStream) and isinstance(again, SharedStream)
+    assert isinstance(made.source, SharedCanned) and isinstance(again.source, SharedCanned)
     assert (again.policy, again.capacity, again.on_disconnect, again.total) == (made.policy, 7, made.on_disconnect, N)
-    assert [again.model.cost_ns(i) for i in range(N)] == [made.model.cost_ns(i) for i in range(N)]
+    assert [again.source.model.cost_ns(i) for i in range(N)] == [made.source.model.cost_ns(i) for i in range(N)]
     with pytest.raises(UnknownStream):
         attach_stream("nope", b)
 
@@ -118,7 +118,7 @@ def test_cut_on_a_resumed_on_b(redis_server):
     owners = _owners(b, "s")
     k = owners.index("B")
     assert owners == ["A"] * k + ["B"] * (N - k) and k >= 20
-    assert on_a.model.total_steps + on_b.model.total_steps == N    # nothing generated twice
+    assert on_a.source.model.total_steps + on_b.source.model.total_steps == N    # nothing generated twice
 
 
 class FrozenModel:
@@ -144,22 +144,22 @@ def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
     from tokenwire.redislog.streams import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(), a)
-    on_a.model = FrozenModel(on_a.model, 25)
+    on_a.source.model = FrozenModel(on_a.source.model, 25)
     reader_a, reader_b, results_a, results_b = MemoryReader(), MemoryReader(), [], []
     threads_a = _connect(on_a, reader_a, -1, results_a)
-    assert on_a.model.frozen.wait(10)                    # A holds the lease and is stuck in step 25
+    assert on_a.source.model.frozen.wait(10)                    # A holds the lease and is stuck in step 25
     on_b = attach_stream("s", b)
     threads_b = _connect(on_b, reader_b, 10, results_b)  # a reconnect lands on B: it follows, then takes over
     threads_b.join(30)
-    on_a.model.thaw.set()                                # A wakes up; its append of 25 must be refused
+    on_a.source.model.thaw.set()                                # A wakes up; its append of 25 must be refused
     threads_a.join(30)
     assert results_a == results_b == [Ending.DONE]
-    assert on_a.fenced == 1
+    assert on_a.source.fenced == 1
     _assert_exact(reader_a, a, "s")
     assert reader_b.ids == list(range(11, N))
     owners = _owners(a, "s")
     assert owners == ["A"] * 25 + ["B"] * (N - 25)
-    assert on_b.model.steps == {i: 1 for i in range(25, N)}
+    assert on_b.source.model.steps == {i: 1 for i in range(25, N)}
 
 
 def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_server):
@@ -189,8 +189,8 @@ def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_ser
     for reader in readers:
         assert reader.ids == list(range(120))
     assert [i for i, _, _ in a.entries("s")] == list(range(120))
-    assert on_a.model.total_steps + on_b.model.total_steps == 120
-    assert on_a.fenced == on_b.fenced == 0
+    assert on_a.source.model.total_steps + on_b.source.model.total_steps == 120
+    assert on_a.source.fenced == on_b.source.fenced == 0
 
 
 def test_redis_restart_ends_the_stream_then_recovers(own_redis):
@@ -203,7 +203,7 @@ def test_redis_restart_ends_the_stream_then_recovers(own_redis):
     own_redis.stop()
     driver.join(30)                                       # the producer stops, the connection ends without done
     assert results == [Ending.REPLACED] and reader.done_at is None
-    assert isinstance(on_a.failure, LogUnavailable) and not on_a.producer_running
+    assert isinstance(on_a.source.failure, LogUnavailable) and not on_a.producer_running
     assert reader.ids == list(range(len(reader.ids)))     # a prefix, no gap, no duplicate
     with pytest.raises(LogUnavailable):
         _connect(on_a, reader, reader.cursor, results).join(10)

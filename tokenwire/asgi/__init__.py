@@ -12,9 +12,9 @@ from __future__ import annotations
 from ..endpoints.access import SECRET_HEADERS, Access
 from .app import TokenStreams
 from .canned import CannedApp
-from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest
+from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelTokens, StreamRequest
 
-__all__ = ["MAX_MODEL_TOKENS", "SECRET_HEADERS", "Access", "CannedApp", "ModelFactory", "ModelStream", "StreamRequest",
+__all__ = ["MAX_MODEL_TOKENS", "SECRET_HEADERS", "Access", "CannedApp", "ModelFactory", "ModelTokens", "StreamRequest",
            "TokenStreams", "app"]
 
 # The canned answer with the report's parameters, on the token log $TOKENWIRE_LOG_URL names (memory if unset).

@@ -66,7 +66,7 @@ class Lifecycle:
     def close(self) -> None:
         """Stop every model still generating (their readers get the early ``done``) and close unread ones."""
         for stream in list(self.models.streams if self.models is not None else ()):
-            stream.stop()
+            stream.shut_down()
 
     def _exiting(self) -> None:
         if not self.exiting:

@@ -5,8 +5,9 @@ How this works: ``parse`` keeps the live parameters tokenwire reads
 every other query parameter to the model as given, once each.  ``make``
 calls the factory with a ``StreamRequest`` (the new id, those parameters,
 the body, the client, the request's headers and the principal the app's
-``authorize`` hook named) and wraps its iterator in a ``ModelStream``, or, on a
-shared log, a ``SharedModelStream`` created there first, so that this
+``authorize`` hook named) and makes its iterator a stream's source: a
+``ModelTokens``, or, on a shared log, a ``SharedModel`` in a stream created
+there first, so that this
 process owns it (it takes the lease right after creating it: the owner
 holds it from the start).  A ``ValueError`` from the factory is the
 client's 400; any other exception a 500 naming its type (its message and
@@ -44,17 +45,17 @@ from ..endpoints.params import RequestError, cut_range_message, parse_count, spl
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import aio_of, attach_stream_async
 from .model_start import open_source
-from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelStream, StreamRequest
+from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelTokens, StreamRequest
 from .shared_model import (
     META,
     NAME_KEY,
     REQUEST_KEY,
     Continuation,
-    SharedModelStream,
     attach_model_stream,
     is_model_meta,
     request_from_meta,
     request_to_meta,
+    shared_model_stream,
 )
 
 __all__ = ["KEEP_OUT_OF_LOG", "TAKEOVERS", "ModelSource", "attach", "check_keep_out", "check_takeover",
@@ -135,7 +136,7 @@ class ModelSource:
         self.name = model_name(factory, name)
         self.keep_out_of_log = check_keep_out(keep_out_of_log)
         self.policy, self.buffer, self.on_disconnect = policy, buffer, on_disconnect
-        self.streams: weakref.WeakSet[ModelStream] = weakref.WeakSet()
+        self.streams: weakref.WeakSet[Stream] = weakref.WeakSet()
 
     def parse(self, query: str) -> Asked:
         rest, live = split_query(query)
@@ -180,7 +181,7 @@ class ModelSource:
         except Exception as exc:
             logger.error("tokenwire: the model factory raised %s\n%s", type(exc).__name__, told(exc, made.headers))
             raise RequestError(500, f"the model factory raised {type(exc).__name__}") from None
-        stream: ModelStream
+        stream: Stream
         policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
         if asked.openai is not None and asked.openai.api == RESPONSES:
             on_disconnect = OnDisconnect.DETACH      # a response goes on without its reader: it is retrieved later
@@ -193,12 +194,13 @@ class ModelSource:
                 meta[REQUEST_KEY] = request_to_meta(logged)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
             await self.registry.aio.claim(stream_id)      # owned from the start: no lease means no owner
-            stream = SharedModelStream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
-                                       on_disconnect=on_disconnect, continuation=self.continuation(logged),
-                                       headers=made.headers)
+            stream = shared_model_stream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
+                                         on_disconnect=on_disconnect, continuation=self.continuation(logged),
+                                         headers=made.headers)
         else:
-            stream = ModelStream(stream_id, source, self.registry.log, meta={**META, NAME_KEY: self.name, **owner},
-                                 policy=policy, capacity=capacity, on_disconnect=on_disconnect, headers=made.headers)
+            stream = Stream(stream_id, ModelTokens(source, made.headers), self.registry.log,
+                            meta={**META, NAME_KEY: self.name, **owner}, policy=policy, capacity=capacity,
+                            on_disconnect=on_disconnect, keep_trace=False)
         self.streams.add(stream)
         spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=on_disconnect)
         return self.registry.adopt(stream, spec, asked.cut)

@@ -1,14 +1,14 @@
 """A stream whose tokens come from your own model: an async iterator of ``str``, pulled one token at a time.
 
-How this works: ``ModelStream`` is a core ``Stream`` whose producer, instead
-of paying a canned model's step with ``Sleep``, awaits the iterator's next
-token (an ``Await`` effect, so the event loop goes on meanwhile), logs it
+How this works: ``ModelTokens`` is a ``Stream``'s source whose producer
+(``ModelRun.pull``), instead of paying a canned model's step with ``Sleep``,
+awaits the iterator's next token (an ``Await`` effect, so the event loop goes on meanwhile), logs it
 under the next index and ``Put``s it to the reader, as the canned producer
 does.  The length is not known until the iterator ends, so until then
 ``total`` is ``MAX_MODEL_TOKENS`` (the most a stream's log keeps); when the
 model stops, for whatever reason, ``total`` becomes the number of tokens
 logged, and every reader that reaches the end gets the last frame saying
-how it ended (``closing_frame``):
+how it ended (``Stream.closing_frame``):
 
 - the iterator is exhausted: ``done``, as for the canned answer;
 - it was stopped early (``cancel``, and the last reader left; the server
@@ -26,27 +26,28 @@ With ``detach`` (the default here) the producer does not stop when the
 reader leaves: it keeps logging, so the resume gets everything.  With
 ``cancel`` the token being generated is abandoned (its task is cancelled)
 and the iterator closed with ``aclose``: the model runs at most one step
-for nobody.  Whatever the ending, the iterator is closed once.
+for nobody.  Whatever the ending, the iterator is closed once.  The same
+model on a shared log (Redis) is ``shared_model.SharedModel``: the pull is
+the same ``ModelRun``, its log calls (``ModelLog``) awaited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Protocol
 
-from ..core.channel import BoundedChannel, Policy
-from ..core.effects import Await, Effect, Process, Put, TokenItem
-from ..core.frames import DEFAULT_RETRY_MS, failed_frame
-from ..core.model import Model, Steps, TimingModel
-from ..core.stream import LOST, STOPPED_REASON, OnDisconnect, Stream
-from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped, TokenLog
+from ..core.effects import Await, Process, TokenItem
+from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, ending_state, failed
+from ..core.sources import Source
+from ..core.stream import Stream
+from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped
 from ..endpoints.access import shown, told
 from ..endpoints.decisions import ChatRequest, OpenAIRequest
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelStream", "StreamRequest", "token_problem"]
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelLog", "ModelRun", "ModelTokens", "StreamRequest", "token_problem"]
 
 # The most tokens one model stream may yield: what a stream's token log keeps
 # (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
@@ -132,41 +133,6 @@ def _quote(value: object) -> str:
     return text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "..."
 
 
-@dataclass(frozen=True, slots=True)
-class EarlyEnd:
-    """Why a model stream ended before its model did: ``reason``, and the ``failed`` event's message if it failed."""
-
-    reason: str
-    error: str | None = None
-
-
-CANCELLED = EarlyEnd("cancelled")
-OWNER_LOST = EarlyEnd("owner lost")
-# A shared log lost the stream's tokens (Redis evicted them): the model is never asked again.
-LOST_TOKENS = EarlyEnd(LOST.reason)
-
-# Asked to stop (``POST /streams/<id>/stop``, on any process), or stopped for a reason another process cannot know.
-STOPPED = EarlyEnd(STOPPED_REASON)
-
-
-def ending_state(ending: EarlyEnd | None) -> StreamState:
-    """The log's state for a model that ended so: done, stopped (asked to), or cancelled (any other early end)."""
-    if ending is None:
-        return StreamState.DONE
-    return StreamState.STOPPED if ending is STOPPED else StreamState.CANCELLED
-
-
-class _OpenLength(Model):
-    """The core's model slot for a model whose length is not known: only its length cap is read."""
-
-    def __init__(self, cap: int) -> None:     # no tokens, no timing: the producer never asks for them
-        self.tokens, self.timing, self.steps = (), TimingModel(), Steps(0)
-        self._cap = cap
-
-    def __len__(self) -> int:
-        return self._cap
-
-
 class _End:
     def __repr__(self) -> str:
         return "END"
@@ -216,61 +182,50 @@ def _close_soon(stream_id: str, source: AsyncIterator[str]) -> None:
     task.add_done_callback(_closing.discard)
 
 
-class ModelStream(Stream):
-    """A ``Stream`` fed by ``source``, an async iterator of ``str`` (None: none here, e.g. joined from elsewhere).
+class ModelLog(Protocol):
+    """How a model's tokens and its ending are logged, as steps of the producer (a shared log's are awaited)."""
 
-    ``ending`` is None while the model runs and after it ran out; an
-    ``EarlyEnd`` once it was stopped early or failed.  ``policy``,
-    ``capacity``, ``on_disconnect``, ``retry_ms``, ``meta`` and ``attach``
-    are ``Stream``'s.  ``headers``: the request's, whose credentials a
-    failing model's logged traceback leaves out (``access.told``).
+    def append(self, stream: Stream, index: int, token: str) -> Process: ...
+    def end(self, stream: Stream, total: int, ending: EarlyEnd | None) -> Process: ...
+
+
+class ModelRun:
+    """One model iterator pulled a token at a time by a stream's producer: what stops it, what closes it.
+
+    ``iterator``: the model's (None: none here yet, e.g. a follower's, or
+    closed).  ``position``: the index it yields next.  ``stop_reason``: how a
+    stop ends it (cancelled: a reader left, a shutdown; or stopped: asked
+    to).  ``headers``: the request's, whose credentials a failing model's
+    logged traceback leaves out (``access.told``).
     """
 
-    def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, *,
-                 policy: Policy | str = Policy.BLOCK, capacity: int = 4,
-                 on_disconnect: OnDisconnect | str = OnDisconnect.DETACH, retry_ms: int = DEFAULT_RETRY_MS,
-                 meta: Mapping[str, Any] | None = None, attach: bool | str = False,
-                 headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(stream_id, _OpenLength(MAX_MODEL_TOKENS), log, policy=policy, capacity=capacity,
-                         on_disconnect=on_disconnect, retry_ms=retry_ms, meta=meta, attach=attach,
-                         keep_trace=False)
+    def __init__(self, iterator: AsyncIterator[str] | None, headers: Mapping[str, str] | None = None) -> None:
+        self.iterator = iterator
         self.headers: Mapping[str, str] = headers or {}
-        self.source = source
-        self.position = 0                    # the index the source yields next
-        self.ending: EarlyEnd | None = None
-        self._pending: asyncio.Future[object] | None = None
+        self.position = 0
+        self.pending: asyncio.Future[object] | None = None    # the step under way
         self.released = False                # the iterator was closed before any producer ran it
-        self.stop_reason = CANCELLED         # how a stop ends it: cancelled (a reader left, a shutdown) or stopped
+        self.stop_reason = CANCELLED
 
-    # -- stopping ------------------------------------------------------------
-    def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
-        """As ``Stream.disconnect``; with ``cancel`` and nobody left, the token being generated is abandoned."""
-        super().disconnect(channel, cancel=cancel)
-        if self.cancelled and self._pending is not None:
-            self._pending.cancel()
+    def stop(self, stream: Stream, reason: EarlyEnd = CANCELLED) -> None:
+        """Stop the model now (``STOPPED``: asked to; else cancelled): readers get the early ``done``.
 
-    def stop(self, reason: EarlyEnd = CANCELLED) -> None:
-        """Stop the model now (the server is shutting down; ``STOPPED``: asked to): readers get the early ``done``.
-
-        Right for every model stream, whatever its state: a running producer
-        stops within one token and closes the iterator; an iterator no producer
-        has started is closed here (``release``); a finished one is left alone.
+        Right whatever the state: a running producer stops within one token
+        and closes the iterator; an iterator no producer has started is closed
+        here (``release``); a finished one is left alone.
         """
-        if not self.cancelled or reason is STOPPED:
+        if not stream.cancelled or reason == STOPPED:
             self.stop_reason = reason
-        self.cancelled = True
-        if self._pending is not None:
-            self._pending.cancel()
-        self.release()
+        stream.cancelled = True
+        self.cancel_step()
+        self.release(stream)
 
-    def stop_generating(self) -> None:
-        """Stop for good (``POST /streams/<id>/stop``): ``stop`` with the reason ``stopped``, in the log too."""
-        self.stopping = True
-        if self.ending is None and (self.producer_running or self.source is not None):
-            self.log.set_state(self.stream_id, StreamState.STOPPED)      # still running, or never run
-        self.stop(STOPPED)
+    def cancel_step(self) -> None:
+        """Abandon the token being generated (its task is cancelled), if one is."""
+        if self.pending is not None:
+            self.pending.cancel()
 
-    def release(self) -> None:
+    def release(self, stream: Stream) -> None:
         """Close the iterator now if no producer holds it (never read, or forgotten unread); at most once.
 
         A no-op while a producer runs (it closes the iterator when it ends) and
@@ -278,109 +233,120 @@ class ModelStream(Stream):
         running loop.  A reader that comes later gets the early ``done``
         (``"reason": "cancelled"``).
         """
-        if self.producer_running or self.source is None:
+        if stream.producer_running or self.iterator is None:
             return
-        source, self.source = self.source, None
+        iterator, self.iterator = self.iterator, None
         self.released = True
-        _close_soon(self.stream_id, source)
+        _close_soon(stream.stream_id, iterator)
 
-    # -- the producer --------------------------------------------------------
-    def produce(self, start: int) -> Process:
-        """Pull tokens from the source from ``start`` on, logging each before it is sent; see the module."""
-        source = self.source
-        if source is None or start != self.position:      # a model cannot resume at `start`
-            yield from self._ending(start, OWNER_LOST if source is None and not self.released else self.stop_reason)
-            yield from self._close_source()
+    def pull(self, stream: Stream, start: int, log: ModelLog) -> Process:
+        """Pull tokens from ``start`` on, logging each (``log``) before it is passed on; see the module."""
+        iterator = self.iterator
+        if iterator is None or start != self.position:      # a model cannot resume at `start`
+            yield from log.end(stream, start, OWNER_LOST if iterator is None and not self.released
+                               else self.stop_reason)
+            yield from self.close(stream)
             return
         index = start
         try:
             while True:
-                if self.cancelled:
-                    yield from self._ending(index, self.stop_reason)
+                if stream.cancelled:
+                    yield from log.end(stream, index, self.stop_reason)
                     break
-                self._pending = task = asyncio.ensure_future(_next_token(source))
+                self.pending = task = asyncio.ensure_future(_next_token(iterator))
                 try:
                     token = yield Await(task)
                 except asyncio.CancelledError:
-                    yield from self._ending(index, self.stop_reason)
+                    yield from log.end(stream, index, self.stop_reason)
                     break
                 except Exception as exc:  # noqa: BLE001 - the model's own error, reported to the reader by name
-                    yield from self._failing(index, f"the model raised {type(exc).__name__}", exc)
+                    yield from self.failing(stream, index, f"the model raised {type(exc).__name__}", log, exc)
                     break
                 finally:
-                    self._pending = None
+                    self.pending = None
                 if token is _END:
-                    yield from self._ending(index, None)
+                    yield from log.end(stream, index, None)
                     break
                 problem = token_problem(token, index)
+                if problem is None and index >= stream.total:
+                    problem = f"the model yielded more than {stream.total} tokens, the most a stream keeps"
                 if problem is not None:
-                    yield from self._failing(index, problem)
-                    break
-                if index >= self.total:
-                    yield from self._failing(index, f"the model yielded more than {self.total} tokens, the most a "
-                                                    f"stream keeps")
+                    yield from self.failing(stream, index, problem, log)
                     break
                 try:
-                    item = yield from self._logged(index, str(token))
+                    yield from log.append(stream, index, str(token))
                 except StreamStopped:              # stopped on another process: the log refused the token
                     self.stop_reason = STOPPED
-                    yield from self._ending(index, STOPPED)
+                    yield from log.end(stream, index, STOPPED)
                     break
-                yield Put(self, item)
+                self.position = index + 1
+                yield from stream.pass_on(TokenItem(index, str(token)))
                 index += 1
         except StreamLost:                   # the log lost what readers hold: never continued, said so
-            self._pending = None
-            yield from self._ending(index, LOST_TOKENS)
+            self.pending = None
+            yield from log.end(stream, index, LOST)
         except LogError:
-            self._lost()
-            self._pending = None
-            yield from self._close_source()
+            stream.abandon()
+            self.pending = None
+            yield from self.close(stream)
             raise
-        yield from self._close_source()
+        yield from self.close(stream)
 
-    # Steps a log that must be awaited (Redis, ``shared_model``) overrides: the
-    # generator returns before it yields, so here they are plain calls.
-    def _logged(self, index: int, token: str) -> Generator[Effect, Any, TokenItem]:
-        """Log ``token`` at ``index`` and make its item (rung to the followers)."""
-        self.log.append(self.stream_id, index, token)
-        return self._made(index, token)
-        yield  # unreachable: it makes this a generator
-
-    def _ending(self, total: int, ending: EarlyEnd | None) -> Process:
-        """Record how the model ended in the log, then close every reader's channel."""
-        self.log.set_state(self.stream_id, ending_state(ending))
-        self._close(total, ending)
-        return
-        yield  # unreachable, as in _logged
-
-    def _made(self, index: int, token: str) -> TokenItem:
-        item = TokenItem(index, token)
-        self.position = index + 1
-        self.ring(item)
-        return item
-
-    def _close(self, total: int, ending: EarlyEnd | None) -> None:
-        """The model is over after ``total`` tokens: every reader drains, then gets the closing frame."""
-        self.total, self.ending = total, ending
-        self.producer_running = False
-        for channel in (self.channel, *self.followers):
-            if channel is not None:
-                channel.close()
-        self.cond.notify_all()
-
-    def _failing(self, total: int, message: str, exc: BaseException | None = None) -> Process:
+    def failing(self, stream: Stream, total: int, message: str, log: ModelLog,
+                exc: BaseException | None = None) -> Process:
+        """The model failed after ``total`` tokens: logged once here (no credentials), ``failed`` for readers."""
         told_exc = "" if exc is None else "\n" + told(exc, self.headers)
-        logger.error("tokenwire stream %s: %s%s", self.stream_id, message, told_exc)
-        yield from self._ending(total, EarlyEnd("failed", message))
+        logger.error("tokenwire stream %s: %s%s", stream.stream_id, message, told_exc)
+        yield from log.end(stream, total, failed(message))
 
-    def _close_source(self) -> Process:
-        source, self.source = self.source, None
-        if source is not None:
-            yield Await(_aclose(self.stream_id, source))
+    def close(self, stream: Stream) -> Process:
+        """Close the iterator (awaited), if it is still open."""
+        iterator, self.iterator = self.iterator, None
+        if iterator is not None:
+            yield Await(_aclose(stream.stream_id, iterator))
 
-    # -- the last frame --------------------------------------------------------
-    def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
-        """``done`` for a model that ran out; ``done`` with ``stopped_early``, or ``failed``, otherwise."""
-        if self.ending is not None and self.ending.error is not None:
-            return failed_frame(self.ending.error, self.total)
-        return super().closing_frame(delivered_from, dropped)
+
+class ModelTokens(Source):
+    """Your model as a stream's source on a log in memory: ``iterator``, an async iterator of ``str``.
+
+    ``headers``: the request's (see ``ModelRun``).  ``run`` is the iterator
+    being pulled.  Appends and the ending are plain log calls.
+    """
+
+    length = MAX_MODEL_TOKENS
+
+    def __init__(self, iterator: AsyncIterator[str], headers: Mapping[str, str] | None = None) -> None:
+        self.run = ModelRun(iterator, headers)
+
+    def produce(self, stream: Stream, start: int) -> Process:
+        return self.run.pull(stream, start, self)
+
+    def left(self, stream: Stream, cancel: bool) -> None:
+        """As ``Source.left``; a cancel abandons the token being generated too."""
+        super().left(stream, cancel)
+        if stream.cancelled:
+            self.run.cancel_step()
+
+    def stop_generating(self, stream: Stream) -> None:
+        """Stop for good: ``ModelRun.stop`` with the reason ``stopped``, in the log too (a finished one stays)."""
+        if stream.ending is None and (stream.producer_running or self.run.iterator is not None):
+            stream.log.set_state(stream.stream_id, StreamState.STOPPED)      # still running, or never run
+        self.run.stop(stream, STOPPED)
+
+    def shut_down(self, stream: Stream) -> None:
+        self.run.stop(stream)
+
+    def release(self, stream: Stream) -> None:
+        self.run.release(stream)
+
+    # -- ModelLog: plain calls ------------------------------------------------
+    def append(self, stream: Stream, index: int, token: str) -> Process:
+        stream.log.append(stream.stream_id, index, token)
+        return
+        yield  # unreachable: it makes this a generator, as an awaited append is
+
+    def end(self, stream: Stream, total: int, ending: EarlyEnd | None) -> Process:
+        stream.log.set_state(stream.stream_id, ending_state(ending))
+        stream.ended(total, ending)
+        return
+        yield  # unreachable, as in append

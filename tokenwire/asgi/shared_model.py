@@ -7,8 +7,8 @@ token is logged (through the process's group commit, fenced by the lease)
 before it is sent, and every reader anywhere follows the log.  So a first
 read that lands on another process (half the POST-then-GET pairs behind a
 load balancer) finds a stream whose owner is alive and generating, never one
-that looks abandoned because nobody started it.  ``SharedModelStream`` with
-a source is that owner: it takes the stream's lease as it starts (the
+that looks abandoned because nobody started it.  ``SharedModel`` (a
+stream's source) with an iterator is that owner: it takes the stream's lease as it starts (the
 process's log writer renews all its leases together on a timer) and records
 how the model ended (``done``, or ``cancelled`` for an early stop or an
 error).  Built without a source (``attach``: a reconnect, or a second
@@ -53,14 +53,17 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.channel import BoundedChannel
-from ..core.effects import Await, Effect, Process, Put, TokenItem
+from ..core.channel import Policy
+from ..core.effects import Await, Effect, Process, TokenItem
+from ..core.endings import CANCELLED, LOST, OWNER_LOST, PREFIX_TRIMMED, STOPPED, EarlyEnd, ending_state, failed
 from ..core.pipeline import RunSpec
-from ..core.stream import Attached, OnDisconnect
+from ..core.sources import OnDisconnect, Source
+from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
 from ..endpoints.access import PRINCIPAL_KEY
 from ..endpoints.chat import parse_chat
@@ -69,28 +72,16 @@ from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of
 from .model_start import open_source
-from .model_stream import (
-    CANCELLED,
-    LOST_TOKENS,
-    OWNER_LOST,
-    STOPPED,
-    EarlyEnd,
-    ModelFactory,
-    ModelStream,
-    StreamRequest,
-    ending_state,
-    logger,
-)
+from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelRun, StreamRequest, logger
 
-__all__ = ["META", "NAME_KEY", "Continuation", "SharedModelStream", "attach_model_stream", "is_model_meta",
-           "request_from_meta", "request_to_meta"]
+if TYPE_CHECKING:
+    from ..redislog.aio import AsyncRedisLog
+
+__all__ = ["META", "NAME_KEY", "Continuation", "SharedModel", "attach_model_stream", "is_model_meta",
+           "request_from_meta", "request_to_meta", "shared_model_stream"]
 
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
-# A continuation that cannot be made: the log no longer holds the whole prefix (trimmed to its maxlen).
-PREFIX_TRIMMED = EarlyEnd("prefix trimmed")
-
-
 # What a follower's check returns when it took the lease of a stream whose owner is gone (continuation).
 _TAKEN = EarlyEnd("taken over")
 # The meta key a continuable stream's request is kept under.
@@ -139,251 +130,265 @@ def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest 
         return None
 
 
-class SharedModelStream(AwaitedReads, ModelStream):
-    """A model stream on a shared log: the owner (with ``source``) or a follower (without)."""
+class SharedModel(Source):
+    """Your model as a stream's source on a shared log: the owner (with ``iterator``) or a follower (without).
 
-    def __init__(self, stream_id: str, source: AsyncIterator[str] | None, log: TokenLog, *,
-                 continuation: Continuation | None = None, **kwargs: Any) -> None:
-        super().__init__(stream_id, source, log, attach="checked", **kwargs)
-        self.spec = RunSpec(policy=self.policy, capacity=self.capacity, on_disconnect=self.on_disconnect)
-        self.aio = aio_of(log)
-        self.offered = -1
-        self.continuation = continuation          # a follower may continue the model (takeover="continue")
+    ``continuation``: what a follower calls to continue the model of a dead
+    owner (None: it ends the stream ``owner lost`` instead).  ``spec``: the
+    stream's settings as the registry keeps them.  ``headers``: the
+    request's (see ``ModelRun``).
+    """
+
+    length = MAX_MODEL_TOKENS
+
+    def __init__(self, iterator: AsyncIterator[str] | None, aio: AsyncRedisLog, spec: RunSpec, *,
+                 continuation: Continuation | None = None, headers: Mapping[str, str] | None = None) -> None:
+        self.run = ModelRun(iterator, headers)
+        self.aio, self.spec = aio, spec
+        self.following = iterator is None        # made on another process: followed here, maybe continued
+        self.continuation = continuation
         self.continued_at: int | None = None      # the index this process continued the model at
         self._orphaned_at: float | None = None     # when a follower first saw no owner holding the lease
         self._taken_length = 0
         self.handing_off = False                  # stopped by a shutdown, to be continued elsewhere
         self._present = False                     # this process's reader presence is in the log (cancel only)
 
-    def start_at_creation(self) -> Process | None:
+    def at_creation(self, stream: Stream) -> Process | None:
         """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
-        if self.source is None or self.producer_running:
+        if self.run.iterator is None or stream.producer_running:
             return None
-        self.producer_running = True
-        return self.produce(0)
+        stream.producer_running = True
+        return self.produce(stream, 0)
 
-    # -- readers here and on other processes (``cancel``) ---------------------------------------
-    def join(self, cursor: int, channel: BoundedChannel[TokenItem], live_from: int, tokens: list[str], *,
-             mark: bool = True) -> Attached:
-        """As ``Stream.join``; the first reader attached here puts this process's presence in the log."""
-        attached = super().join(cursor, channel, live_from, tokens, mark=mark)
-        if self.on_disconnect is OnDisconnect.CANCEL and not self._present:
-            self._present = self._presence(self.aio.attend) is not None
-        return attached
-
-    def disconnect(self, channel: BoundedChannel[TokenItem], *, cancel: bool = True) -> None:
-        """As ``Stream.disconnect``, but a cancel stops the model only once no process has a reader attached.
-
-        The last reader here leaving takes this process's presence out of the
-        log; the owner cancels when the log says no reader is left anywhere
-        (``_deserted``).  ``cancel=False`` (the reader is back at once): the
-        presence is no longer renewed, and runs out a lease later unless a
-        reader attaches here again.
-        """
-        super().disconnect(channel, cancel=False)
-        if not self._present or self.channel is not None or self.followers:
-            return
-        self._present = False
-        if not cancel:
-            with contextlib.suppress(RuntimeError):      # no running loop: nothing is renewed there either
-                self.aio.writer.renewal.unattend(self.stream_id)
-            return
-        deserted = self._presence(self.aio.leave)
-        if deserted is not None and self.source is not None:
-            deserted.add_done_callback(self._deserted)
-
-    def _presence(self, call: Callable[[str], asyncio.Future[Any]]) -> asyncio.Future[Any] | None:
-        """Make a presence call nobody waits for (None without a running loop: the entry runs out by itself)."""
-        try:
-            future = call(self.stream_id)
-        except RuntimeError:
-            return None
-        future.add_done_callback(ignored)
-        return future
-
-    def _deserted(self, done: asyncio.Future[Any]) -> None:
-        """The log says no process has a reader attached: the owner stops the model (the step under way too)."""
-        if done.cancelled() or done.exception() is not None or not done.result():
-            return
-        if self.channel is None and not self.followers and self.producer_running and not self.cancelled:
-            self.cancelled = True
-            if self._pending is not None:
-                self._pending.cancel()
-            self.cond.notify_all()
-
-    # -- the owner's log calls, awaited -----------------------------------------------------
-    def _logged(self, index: int, token: str) -> Generator[Effect, Any, TokenItem]:
-        yield Await(self.aio.append_future(self.stream_id, index, token))
-        self.offered = index
-        if self.on_disconnect is OnDisconnect.CANCEL and self.channel is None and not self.followers:
-            watch = self._presence(self.aio.deserted)     # every reader is elsewhere: is any left?
-            if watch is not None:
-                watch.add_done_callback(self._deserted)
-        return self._made(index, token)
-
-    def stop(self, reason: EarlyEnd = CANCELLED) -> None:
-        """As ``ModelStream.stop``; at a shutdown, a model another process may continue is handed off instead.
+    # -- stopping ------------------------------------------------------------------------------
+    def _stop(self, stream: Stream, reason: EarlyEnd) -> None:
+        """``ModelRun.stop``; at a shutdown, a model another process may continue is handed off instead.
 
         Its lease is let go without marking the stream stopped, and its readers'
         connections end without ``done``: they reconnect elsewhere, where a
         follower takes the free lease at once and continues the model.
         """
-        self.handing_off = (reason is CANCELLED and self.continuation is not None and self.producer_running
-                            and self.ending is None)
-        super().stop(reason)
+        self.handing_off = (reason == CANCELLED and self.continuation is not None and stream.producer_running
+                            and stream.ending is None)
+        self.run.stop(stream, reason)
 
-    def stop_generating(self) -> None:
+    def shut_down(self, stream: Stream) -> None:
+        self._stop(stream, CANCELLED)
+
+    def stop_generating(self, stream: Stream) -> None:
         """Stop for good, here: the log says so already (``AsyncRedisLog.stop``), and the owner may be elsewhere."""
-        self.stopping = True
-        self.stop(STOPPED)
+        self._stop(stream, STOPPED)
 
-    def _ending(self, total: int, ending: EarlyEnd | None) -> Process:
-        if self.handing_off and ending is CANCELLED:
+    def release(self, stream: Stream) -> None:
+        self.run.release(stream)
+
+    # -- readers here and on other processes (``cancel``) ---------------------------------------
+    def joined(self, stream: Stream) -> None:
+        """The first reader attached here puts this process's presence in the log."""
+        if stream.on_disconnect is OnDisconnect.CANCEL and not self._present:
+            self._present = self._presence(self.aio.attend, stream.stream_id) is not None
+
+    def left(self, stream: Stream, cancel: bool) -> None:
+        """The last reader here left: a cancel stops the model only once no process has a reader attached.
+
+        This process's presence leaves the log; the owner cancels when the log
+        says no reader is left anywhere (``_deserted``).  ``cancel=False`` (the
+        reader is back at once): the presence is no longer renewed, and runs
+        out a lease later unless a reader attaches here again.
+        """
+        if not self._present:
+            return
+        self._present = False
+        if not cancel:
+            with contextlib.suppress(RuntimeError):      # no running loop: nothing is renewed there either
+                self.aio.writer.renewal.unattend(stream.stream_id)
+            return
+        deserted = self._presence(self.aio.leave, stream.stream_id)
+        if deserted is not None and self.run.iterator is not None:
+            deserted.add_done_callback(functools.partial(self._deserted, stream))
+
+    def _presence(self, call: Callable[[str], asyncio.Future[Any]], stream_id: str) -> asyncio.Future[Any] | None:
+        """Make a presence call nobody waits for (None without a running loop: the entry runs out by itself)."""
+        try:
+            future = call(stream_id)
+        except RuntimeError:
+            return None
+        future.add_done_callback(ignored)
+        return future
+
+    def _deserted(self, stream: Stream, done: asyncio.Future[Any]) -> None:
+        """The log says no process has a reader attached: the owner stops the model (the step under way too)."""
+        if done.cancelled() or done.exception() is not None or not done.result():
+            return
+        if stream.unread() and stream.producer_running and not stream.cancelled:
+            stream.cancelled = True
+            self.run.cancel_step()
+            stream.wake()
+
+    # -- ModelLog: the owner's log calls, awaited -------------------------------------------------
+    def append(self, stream: Stream, index: int, token: str) -> Process:
+        yield Await(self.aio.append_future(stream.stream_id, index, token))
+        if stream.on_disconnect is OnDisconnect.CANCEL and stream.unread():
+            watch = self._presence(self.aio.deserted, stream.stream_id)     # every reader is elsewhere: any left?
+            if watch is not None:
+                watch.add_done_callback(functools.partial(self._deserted, stream))
+
+    def end(self, stream: Stream, total: int, ending: EarlyEnd | None) -> Process:
+        if self.handing_off and ending == CANCELLED:
             try:
-                yield Await(self.aio.release(self.stream_id))              # free for a continuation at once
+                yield Await(self.aio.release(stream.stream_id))              # free for a continuation at once
             except LogError:
                 pass                                                        # it expires by itself
             finally:
-                self._lost()
+                stream.abandon()
             return
-        state = ending_state(ending)
         try:
             if ending is not None and ending.error is not None:
-                yield Await(self.aio.set_failure(self.stream_id, ending.error))   # before the state says so
-            yield Await(self.aio.set_state(self.stream_id, state))      # stops the lease's renewal too
+                yield Await(self.aio.set_failure(stream.stream_id, ending.error))   # before the state says so
+            yield Await(self.aio.set_state(stream.stream_id, ending_state(ending)))  # stops the lease's renewal too
         finally:
-            self._close(total, ending)
+            stream.ended(total, ending)
 
-    def produce(self, start: int) -> Process:
-        if self.source is None:
-            yield from self._follow(start)
+    # -- the producer ----------------------------------------------------------------------------
+    def produce(self, stream: Stream, start: int) -> Process:
+        if self.following:
+            yield from self._follow(stream, start)
             return
+        sid = stream.stream_id
         try:
-            if start == self.position:
-                claim = yield Await(self.aio.claim(self.stream_id))       # the lease says "its owner is alive"
+            if start == self.run.position:
+                claim = yield Await(self.aio.claim(sid))       # the lease says "its owner is alive"
                 if claim.stopped:
-                    self.stop(STOPPED)            # stopped before it began: the producer ends at once
+                    self._stop(stream, STOPPED)            # stopped before it began: the producer ends at once
                 else:
-                    self.aio.watch_stop(self.stream_id, lambda: self.stop(STOPPED))
+                    self.aio.watch_stop(sid, lambda: self._stop(stream, STOPPED))
         except StreamLost:
-            yield from self._close_source()
-            yield from self._ending(start, LOST_TOKENS)
+            yield from self.run.close(stream)
+            yield from self.end(stream, start, LOST)
             return
         except LogError:
-            self._lost()                      # the reader ends without `done`; it resumes once the log is back
-            yield from self._close_source()
+            stream.abandon()                  # the reader ends without `done`; it resumes once the log is back
+            yield from self.run.close(stream)
             raise
         try:
-            yield from super().produce(start)
+            yield from self.run.pull(stream, start, self)
         finally:
-            self.aio.disown(self.stream_id)
+            self.aio.disown(sid)
 
     # -- a follower on another process --------------------------------------------------------
-    def _follow(self, start: int) -> Process:
-        cursor = start - 1
+    def _follow(self, stream: Stream, start: int) -> Process:
+        cursor, sid = start - 1, stream.stream_id
         try:
             while True:
-                got = yield Await(self.aio.wait_after(self.stream_id, cursor))
+                got = yield Await(self.aio.wait_after(sid, cursor))
                 if got:
                     self._orphaned_at = None
                 for index, text in got:
-                    item = self._made(index, text)
-                    self.offered = index
-                    yield Put(self, item)
+                    yield from stream.pass_on(TokenItem(index, text))
                     cursor = index
                 if got:
                     continue
-                ending = yield from self._ended_elsewhere()
+                ending = yield from self._ended_elsewhere(sid)
                 if ending is _TAKEN:
-                    yield from self._continue(cursor)
+                    yield from self._continue(stream, cursor)
                     return
                 if ending is not False:
-                    length = yield Await(self.aio.length(self.stream_id, patient=True))
+                    length = yield Await(self.aio.length(sid, patient=True))
                     if length - 1 > cursor:
                         continue              # the last tokens landed as the owner ended: pass them on first
-                    self._close(length, ending)   # type: ignore[arg-type]
+                    stream.ended(length, ending)   # type: ignore[arg-type]
                     return
         except StreamLost:
-            self._close(cursor + 1, LOST_TOKENS)      # what this process passed on is all there is
+            stream.ended(cursor + 1, LOST)      # what this process passed on is all there is
         except LogError:
-            self._lost()
+            stream.abandon()
             raise
 
-    def _ended_elsewhere(self) -> Generator[Effect, Any, EarlyEnd | None | bool]:
+    def _ended_elsewhere(self, sid: str) -> Generator[Effect, Any, EarlyEnd | None | bool]:
         """How the owner ended the stream, or False while it is still generating."""
-        state = yield Await(self.aio.state(self.stream_id, patient=True))
+        state = yield Await(self.aio.state(sid, patient=True))
         if state is StreamState.DONE:
             return None
         if state is StreamState.STOPPED:
             return STOPPED
         if state is StreamState.CANCELLED:         # as its owner's readers were told: failed, or cancelled
-            failure = yield Await(self.aio.failure(self.stream_id, patient=True))
-            return CANCELLED if failure is None else EarlyEnd("failed", failure)
+            failure = yield Await(self.aio.failure(sid, patient=True))
+            return CANCELLED if failure is None else failed(failure)
         if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
-            claim = yield Await(self.aio.take_over(self.stream_id))
+            claim = yield Await(self.aio.take_over(sid))
             if not claim.owned:
                 return False                   # alive, or another follower took it over first
             self._taken_length = claim.length
             return _TAKEN
-        if (yield Await(self.aio.owner(self.stream_id, patient=True))) is not None:
+        if (yield Await(self.aio.owner(sid, patient=True))) is not None:
             self._orphaned_at = None
             return False
         now = time.monotonic()
         if self._orphaned_at is None or now - self._orphaned_at < self.aio.log.lease_ms / 1000:
             self._orphaned_at = self._orphaned_at or now     # no owner now: dead only if none for a whole lease
             return False
-        yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))    # its owner died
+        yield Await(self.aio.set_state(sid, StreamState.CANCELLED))    # its owner died
         return OWNER_LOST
 
     # -- a follower continuing the model of a dead owner ---------------------------------------
-    def _continue(self, cursor: int) -> Process:
+    def _continue(self, stream: Stream, cursor: int) -> Process:
         """This process holds the lease now: pass on the logged rest, then run the model again from there."""
         assert self.continuation is not None
         factory, request = self.continuation
-        start = self._taken_length
+        start, sid = self._taken_length, stream.stream_id
         try:
             try:
-                prefix = tuple((yield Await(self.aio.read_after(self.stream_id, -1, start, patient=True))))
+                prefix = tuple((yield Await(self.aio.read_after(sid, -1, start, patient=True))))
             except LogGap as exc:
-                yield from self._cannot_continue(cursor, start, exc)
+                yield from self._cannot_continue(stream, cursor, start, exc)
                 return
             for index in range(cursor + 1, start):
-                self.offered = index
-                yield Put(self, self._made(index, prefix[index]))
-            self.position, self.continued_at = start, start
-            self.aio.watch_stop(self.stream_id, lambda: self.stop(STOPPED))
+                yield from stream.pass_on(TokenItem(index, prefix[index]))
+            self.run.position, self.continued_at, self.run.headers = start, start, request.headers
+            self.aio.watch_stop(sid, lambda: self._stop(stream, STOPPED))
             try:
-                self.source = yield Await(open_source(factory, dataclasses.replace(request, prefix=prefix,
-                                                                                   start=start)))
+                self.run.iterator = yield Await(open_source(factory, dataclasses.replace(request, prefix=prefix,
+                                                                                         start=start)))
             except Exception as exc:  # noqa: BLE001 - the factory's own error, named to the reader
-                yield from self._failing(start, f"the model factory raised {type(exc).__name__}", exc)
+                yield from self.run.failing(stream, start, f"the model factory raised {type(exc).__name__}", self,
+                                            exc)
                 return
-            yield from ModelStream.produce(self, start)
+            yield from self.run.pull(stream, start, self)
         finally:
-            self.aio.disown(self.stream_id)
+            self.aio.disown(sid)
 
-
-    def _cannot_continue(self, cursor: int, start: int, gap: LogGap) -> Process:
+    def _cannot_continue(self, stream: Stream, cursor: int, start: int, gap: LogGap) -> Process:
         """The log trimmed the prefix (a ``maxlen`` below the answer): pass on what it still holds, then end.
 
         The model cannot be called with part of its answer, so the stream ends
         with the early-stop ``done`` (``"prefix trimmed"``), for every process.
         """
         logger.warning("tokenwire stream %s: cannot continue the model: %s (a log maxlen below the answer's "
-                       "length)", self.stream_id, gap)
+                       "length)", stream.stream_id, gap)
         try:
-            rest = yield Await(self.aio.read_after(self.stream_id, cursor, start - cursor - 1, patient=True))
+            rest = yield Await(self.aio.read_after(stream.stream_id, cursor, start - cursor - 1, patient=True))
         except LogGap:
             rest = []                            # this reader's next token is trimmed too: it ends where it is
         for index, text in enumerate(rest, cursor + 1):
-            self.offered = index
-            yield Put(self, self._made(index, text))
-        yield from self._ending(cursor + 1 + len(rest), PREFIX_TRIMMED)
+            yield from stream.pass_on(TokenItem(index, text))
+        yield from self.end(stream, cursor + 1 + len(rest), PREFIX_TRIMMED)
 
 
-async def attach_model_stream(stream_id: str, log: TokenLog, **kwargs: Any) -> SharedModelStream:
+def shared_model_stream(stream_id: str, iterator: AsyncIterator[str] | None, log: TokenLog, *, policy: Policy,
+                        capacity: int, on_disconnect: OnDisconnect, continuation: Continuation | None = None,
+                        headers: Mapping[str, str] | None = None) -> Stream:
+    """A model stream already in the shared ``log``: owned here (``iterator``) or followed (None)."""
+    aio = aio_of(log)
+    spec = RunSpec(policy=policy, capacity=capacity, on_disconnect=on_disconnect)
+    source = SharedModel(iterator, aio, spec, continuation=continuation, headers=headers)
+    return Stream(stream_id, source, log, reads=AwaitedReads(aio), attach="checked", policy=policy,
+                  capacity=capacity, on_disconnect=on_disconnect, keep_trace=False)
+
+
+async def attach_model_stream(stream_id: str, log: TokenLog, *, policy: Policy, capacity: int,
+                              on_disconnect: OnDisconnect, continuation: Continuation | None = None) -> Stream:
     """Rebuild a model stream another process created in the shared ``log`` (a follower); raises ``UnknownStream``."""
     if not is_model_meta(await aio_of(log).meta(stream_id)):
         raise UnknownStream(stream_id)
-    return SharedModelStream(stream_id, None, log, **kwargs)
-
+    return shared_model_stream(stream_id, None, log, policy=policy, capacity=capacity, on_disconnect=on_disconnect,
+                               continuation=continuation)

@@ -76,7 +76,7 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
             got = yield Get(stream, channel, heartbeat_ns)
             if follower and (isinstance(got, TokenItem) or got is Taken.END):
                 pending.extend((yield from _caught_up(stream, last)))    # the doorbell rang: read the log
-                if got is Taken.END or stream.ending is LOST:
+                if got is Taken.END or stream.ending == LOST:
                     pending.append(Taken.END)
                 continue
         if isinstance(got, TokenItem):
@@ -100,7 +100,7 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
 
 def _caught_up(stream: Connected, last: int) -> Generator[Effect, Any, list[TokenItem]]:
     """``catch_up``, or nothing once the log has lost the stream (the reader then gets the lost ending)."""
-    if stream.ending is not LOST:
+    if stream.ending != LOST:
         try:
             return (yield from stream.catch_up(last))
         except StreamLost:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from .channel import ChannelStats, Policy, check_capacity, parse_policy
 from .clock import VirtualClock, ms_to_ns
@@ -25,11 +25,10 @@ from .frames import DEFAULT_RETRY_MS
 from .model import ANSWER, Model, TimingModel, answer
 from .reader import MemoryReader, Wire
 from .simulate import Simulation
+from .sources import Canned, Source
 from .stream import Ending, OnDisconnect, Stream, TraceEntry
 from .sync import SingleThread
 from .tokenlog import MemoryTokenLog, TokenLog
-
-S = TypeVar("S", bound=Stream)
 
 __all__ = ["ClockKind", "ConnectionRecord", "RunResult", "RunSpec", "merge_stats", "run"]
 
@@ -98,13 +97,17 @@ class RunSpec:
         return TimingModel(step_ns=ms_to_ns(self.producer_ms), ttft_ns=ms_to_ns(ttft),
                            jitter=self.jitter, seed=self.seed)
 
-    def stream(self, kind: type[S], stream_id: str, log: TokenLog, **options: Any) -> S:
-        """The canned answer this spec shapes, as a ``kind`` (``Stream`` or a subclass) in ``log``: built here only.
+    def model(self) -> Model:
+        """The canned answer this spec shapes, with its seeded timing."""
+        return Model(answer(self.tokens), self.timing())
 
-        ``options`` are the stream's own (``meta``, ``attach``, ``keep_trace``).
+    def stream(self, stream_id: str, log: TokenLog, source: Source | None = None, **options: Any) -> Stream:
+        """A stream in ``log`` with this spec's settings; its source the canned answer (``Canned``) unless given.
+
+        ``options`` are the stream's own (``reads``, ``meta``, ``attach``, ``keep_trace``).
         """
-        return kind(stream_id, Model(answer(self.tokens), self.timing()), log, policy=self.policy,
-                    capacity=self.capacity, on_disconnect=self.on_disconnect, retry_ms=self.retry_ms, **options)
+        return Stream(stream_id, source or Canned(self.model()), log, policy=self.policy, capacity=self.capacity,
+                      on_disconnect=self.on_disconnect, retry_ms=self.retry_ms, **options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +196,7 @@ def run(spec: RunSpec, driver: Driver | None = None) -> RunResult:
         raise ValueError("a real-clock run needs a real-time driver: pass tokenwire.realtime.LoopDriver.private()")
     clock = driver.clock
     log = MemoryTokenLog(clock.now, lock=SingleThread())
-    stream = spec.stream(Stream, spec.stream_id, log)
+    stream = spec.stream(spec.stream_id, log)
     reader = MemoryReader(ms_to_ns(spec.reader_ms), spec.hang_up_after)
     records: list[ConnectionRecord] = []
     driver.spawn(_client(stream, reader, ms_to_ns(spec.retry_ms), records), reader)
@@ -202,6 +205,6 @@ def run(spec: RunSpec, driver: Driver | None = None) -> RunResult:
         spec=spec, frames=tuple(tuple(f) for f in reader.frames), connections=tuple(records),
         arrivals_ns=tuple(reader.arrivals), ids=tuple(reader.ids), texts=tuple(reader.texts),
         events_read=len(reader.events), stats=merge_stats([r.stats for r in records]),
-        steps=dict(stream.model.steps), wall_ns=reader.done_at if reader.done_at is not None else end,
+        steps=dict(stream.source.steps), wall_ns=reader.done_at if reader.done_at is not None else end,
         trace=tuple(stream.trace), hung_up_ns=reader.hung_up_at,
     )

@@ -15,18 +15,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from .channel import Policy
+from .endings import EarlyEnd
 from .frames import TokenItem, open_frame, token_frame
 
-__all__ = ["FRAMES", "EarlyEnding", "Rendered", "Rendering", "TokenwireFrames"]
-
-
-class EarlyEnding(Protocol):
-    """Why a stream ended before its answer did (a model's ``EarlyEnd``): ``reason``, and ``error`` if it failed."""
-
-    @property
-    def reason(self) -> str: ...
-    @property
-    def error(self) -> str | None: ...
+__all__ = ["FRAMES", "Rendered", "Rendering", "TokenwireFrames"]
 
 
 class Rendered(Protocol):
@@ -37,7 +29,7 @@ class Rendered(Protocol):
     capacity: int
     retry_ms: int
     total: int
-    ending: EarlyEnding | None
+    ending: EarlyEnd | None
 
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes: ...
 

@@ -135,7 +135,7 @@ def _result(spec: RunSpec, stream: Stream, seens: list[Client], logs: list[Conne
         arrivals_ns=tuple(t - start for seen in seens for t in seen.arrivals),
         ids=tuple(i for seen in seens for i in seen.ids), texts=tuple(t for seen in seens for t in seen.texts),
         events_read=sum(seen.events for seen in seens), stats=merge_stats([log.stats for log in logs]),
-        steps=dict(stream.model.steps), wall_ns=end - start,
+        steps=dict(stream.source.steps), wall_ns=end - start,
         trace=tuple(TraceEntry(e.t_ns - start, e.index, e.decision, e.depth, e.waited_ns) for e in stream.trace),
     )
 

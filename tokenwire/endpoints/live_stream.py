@@ -76,7 +76,7 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
                meta: Mapping[str, Any] | None = None) -> Stream:
     """Create a stream of ``spec`` (and ``meta``, its principal) in ``log``; returns it (traced if ``keep_trace``)."""
-    return spec.stream(Stream, stream_id, log, meta={**spec_to_meta(spec), **(meta or {})}, keep_trace=keep_trace)
+    return spec.stream(stream_id, log, meta={**spec_to_meta(spec), **(meta or {})}, keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -85,7 +85,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         spec = spec_from_meta(log.meta(stream_id))
     except ValueError:
         raise UnknownStream(stream_id) from None      # made by something that is not a live server
-    return spec.stream(Stream, stream_id, log, attach=True, keep_trace=False)
+    return spec.stream(stream_id, log, attach=True, keep_trace=False)
 
 
 NewStream = Callable[..., Stream]

@@ -29,7 +29,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
-from ..core.rendering import EarlyEnding
+from ..core.endings import EarlyEnd
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
 from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamSource
@@ -195,14 +195,14 @@ async def create_response(endpoints: Endpoints, request: LiveRequest, body: byte
                   parsed.background)
 
 
-def _whole(answered: Answered, tokens: list[str], status: str, ending: EarlyEnding | None,
+def _whole(answered: Answered, tokens: list[str], status: str, ending: EarlyEnd | None,
            background: bool) -> Answer:
     error = ending.error if ending is not None else None
     return _json_answer(response_object(answered, status, "".join(tokens), len(tokens), background=background,
                                         error=error))
 
 
-def _status(state: StreamState, ending: EarlyEnding | None) -> str:
+def _status(state: StreamState, ending: EarlyEnd | None) -> str:
     """A response's status as the log says it (``stopped``: cancelled, whatever this instance knows of it)."""
     if state is StreamState.STOPPED or (state is StreamState.CANCELLED and ending is None):
         return "cancelled"

@@ -34,8 +34,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.endings import EarlyEnd
 from ..core.frames import TokenItem
-from ..core.rendering import EarlyEnding, Rendered
+from ..core.rendering import Rendered
 from .ui_stream import DONE
 
 __all__ = ["ENDING_EVENTS", "PREAMBLE", "ChatChunks", "Gathered", "ResponseEvents", "Answered", "chat_completion",
@@ -55,7 +56,7 @@ def _json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def finish_reason(ending: EarlyEnding | None) -> str:
+def finish_reason(ending: EarlyEnd | None) -> str:
     """A chat completion's ``finish_reason``: ``stop``, or ``abort`` for a stream that ended early."""
     return "stop" if ending is None else _ABORT
 
@@ -115,7 +116,7 @@ def usage(completion_tokens: int) -> dict[str, int]:
     return {"prompt_tokens": 0, "completion_tokens": completion_tokens, "total_tokens": completion_tokens}
 
 
-def chat_completion(answered: Answered, text: str, tokens: int, ending: EarlyEnding | None) -> dict[str, Any]:
+def chat_completion(answered: Answered, text: str, tokens: int, ending: EarlyEnd | None) -> dict[str, Any]:
     """The ``chat.completion`` object of a whole answer (``POST /v1/chat/completions`` without ``stream``)."""
     return {"id": answered.id, "object": "chat.completion", "created": answered.created, "model": answered.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
@@ -129,7 +130,7 @@ class Gathered:
 
     tokens: list[str] = field(default_factory=list)
     ended: bool = False
-    ending: EarlyEnding | None = None
+    ending: EarlyEnd | None = None
 
     def opening(self, stream: Rendered, cursor: int) -> bytes:
         return b""
@@ -154,7 +155,7 @@ def event_count(generated: int, ended: bool) -> int:
     return PREAMBLE + generated + (ENDING_EVENTS if ended else 0)
 
 
-def response_status(ending: EarlyEnding | None, ended: bool) -> str:
+def response_status(ending: EarlyEnd | None, ended: bool) -> str:
     """A response's ``status``: in_progress, completed, failed, cancelled (stopped) or incomplete."""
     if not ended:
         return "in_progress"

@@ -80,12 +80,10 @@ def _idle(stream: Stream) -> bool:
     return not stream.producer_running and stream.channel is None
 
 
-def _let_go(forgotten: LiveStream | Stream | None) -> None:
+def _let_go(forgotten: LiveStream | None) -> None:
     """A stream forgotten here lets go of what it holds: a model stream closes an iterator nobody read."""
-    stream = forgotten.stream if isinstance(forgotten, LiveStream) else forgotten
-    release = getattr(stream, "release", None)
-    if release is not None:
-        release()
+    if forgotten is not None:
+        forgotten.stream.release()
 
 
 class Registry:
@@ -143,11 +141,10 @@ class Registry:
         """Keep a stream made elsewhere (your own model's) under its id; returns its ``LiveStream``.
 
         A stream that generates from its creation on (your own model on a
-        shared log: ``start_at_creation`` gives its producer) is started here.
+        shared log: ``Stream.at_creation`` gives its producer) is started here.
         """
         live = self._remember(LiveStream(stream, spec, cut_after))
-        start = getattr(stream, "start_at_creation", None)
-        producer = start() if start is not None else None
+        producer = stream.at_creation()
         if producer is not None:
             self.spawn(producer)
         return live
@@ -162,7 +159,7 @@ class Registry:
                 # must stay the one object for its id, or a reconnect would start a second producer.
                 idle = [sid for sid, known in self._streams.items() if _idle(known.stream)][:excess]
                 for sid in idle:
-                    _let_go(self._streams.pop(sid).stream)
+                    _let_go(self._streams.pop(sid))
         return live
 
     def get(self, stream_id: str) -> LiveStream:
@@ -223,7 +220,7 @@ class Registry:
         live = self._known(stream_id)
         if live is None:
             stream = await self._attach_stream_async(stream_id, self.log)
-            spec = getattr(stream, "spec", None) or spec_from_meta(await self.aio.meta(stream_id))
+            spec = getattr(stream.source, "spec", None) or spec_from_meta(await self.aio.meta(stream_id))
             return self._joined(stream, spec)
         try:
             await self.aio.total(stream_id)

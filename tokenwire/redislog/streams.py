@@ -1,7 +1,7 @@
 """Streams shared by several instances through one token log (Redis Streams).
 
-How this works: ``SharedStream`` is a core ``Stream`` whose producer does not
-assume it is the only one.  It claims the stream's lease (take it if free)
+How this works: ``SharedCanned`` is the source of a canned stream whose
+producer does not assume it is the only one.  It claims the stream's lease (take it if free)
 and then does one of three things:
 
 - the log holds tokens this connection has not had yet (another instance
@@ -48,10 +48,11 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..core.channel import BoundedChannel
 from ..core.clock import RealClock
-from ..core.effects import Await, Effect, Process, Put, Sleep, TokenItem
+from ..core.effects import Await, Effect, Process, Sleep, TokenItem
 from ..core.model import Model
 from ..core.pipeline import RunSpec
-from ..core.stream import Attached, CursorOutOfRange, Stream
+from ..core.sources import Source
+from ..core.stream import Attached, Stream
 from ..core.tokenlog import (
     IndexConflict,
     LeaseLost,
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
     from .aio import AsyncRedisLog
     from .blocking import Claim
 
-__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedLog", "SharedStream", "aio_of", "attach_stream", "is_shared",
+__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "SharedLog", "aio_of", "attach_stream", "is_shared",
            "make_registry", "new_stream", "open_log"]
 
 # The environment variable that selects the token log when --log is not given.
@@ -104,161 +105,138 @@ def aio_of(log: TokenLog) -> AsyncRedisLog:
 
 
 class AwaitedReads:
-    """The writer's log reads as awaited steps: what a stream on a shared log mixes in before ``Stream``.
+    """The writer's log reads as awaited steps (``Stream.reads`` for a stream on a shared log).
 
-    ``aio`` is the log's asyncio twin; ``offered`` the last index this
-    instance offered its readers, which an attach compares with what it read
-    (an index offered while the read was in flight is read again: the writer
-    sends each index once).
+    ``aio`` is the log's asyncio twin.  An attach compares what it read with
+    ``Stream.offered`` (the last index this instance offered its readers): an
+    index offered while the read was in flight is read again, so the writer
+    sends each index once.
     """
 
-    stream_id: str
-    total: int
-    aio: AsyncRedisLog
-    offered: int
-    join: Callable[..., Attached]
-    producer_running: bool
-    disconnect: Callable[..., None]          # Stream's (channel, *, cancel=True)
+    def __init__(self, aio: AsyncRedisLog) -> None:
+        self.aio = aio
 
-    def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
-        if not -1 <= cursor < self.total:
-            raise CursorOutOfRange(cursor, self.total)
-        live_from, tokens = yield Await(self.aio.snapshot(self.stream_id, cursor, patient=True))
-        offered = self.offered
-        replay, producer = self.join(cursor, channel, live_from, tokens, mark=False)
+    def attach(self, stream: Stream, cursor: int,
+               channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
+        stream.check_cursor(cursor)
+        live_from, tokens = yield Await(self.aio.snapshot(stream.stream_id, cursor, patient=True))
+        offered = stream.offered
+        replay, producer = stream.join(cursor, channel, live_from, tokens, mark=False)
         if offered >= live_from:      # offered while this read was in flight: read those too
             try:
-                more = yield Await(self.aio.read_after(self.stream_id, live_from - 1, offered - live_from + 1,
+                more = yield Await(self.aio.read_after(stream.stream_id, live_from - 1, offered - live_from + 1,
                                                        patient=True))
             except LogError:
                 if producer is not None:
-                    self.producer_running = False     # never started: the next reader starts one
-                self.disconnect(channel)
+                    stream.producer_running = False     # never started: the next reader starts one
+                stream.disconnect(channel)
                 raise
             replay += [TokenItem(i, text) for i, text in enumerate(more, live_from)]
         return replay, producer
 
-    def catch_up(self, last: int) -> Generator[Effect, Any, list[TokenItem]]:
-        tokens = yield Await(self.aio.read_after(self.stream_id, last, patient=True))
+    def catch_up(self, stream: Stream, last: int) -> Generator[Effect, Any, list[TokenItem]]:
+        tokens = yield Await(self.aio.read_after(stream.stream_id, last, patient=True))
         return [TokenItem(i, text) for i, text in enumerate(tokens, last + 1)]
 
 
-class SharedStream(AwaitedReads, Stream):
-    """A ``Stream`` on a shared log: one instance generates (the lease holder), the others follow.
+class SharedCanned(Source):
+    """The canned ``model`` on a shared log: one instance generates (the lease holder), the others follow.
 
-    Every log call of its processes is awaited on the log's asyncio twin
-    (``log.aio``, an ``AsyncRedisLog``) through the ``Await`` effect, so a
-    slow or stalled Redis holds up only the process that asked, never the
-    loop.  ``fenced`` counts model steps whose append was refused (the lease
-    had gone elsewhere); ``failure`` keeps the last log error that stopped
-    the producer; ``offered`` is the last index this instance offered its
-    readers (an attach compares it with what it read).
+    Every log call of its producer is awaited on the log's asyncio twin
+    (``aio``, an ``AsyncRedisLog``) through the ``Await`` effect, so a slow
+    or stalled Redis holds up only the process that asked, never the loop.
+    ``fenced`` counts model steps whose append was refused (the lease had
+    gone elsewhere); ``failure`` keeps the last log error that stopped the
+    producer.
     """
 
-    log: SharedLog
-
-    def __init__(self, stream_id: str, model: Model, log: SharedLog, **kwargs: Any) -> None:
-        super().__init__(stream_id, model, log, **kwargs)
-        self.aio = aio_of(log)
+    def __init__(self, model: Model, aio: AsyncRedisLog) -> None:
+        self.model, self.aio = model, aio
+        self.length = len(model)
         self.fenced = 0
         self.failure: LogError | None = None
-        self.offered = -1
 
-    # -- the producer --------------------------------------------------------------------
-    def produce(self, start: int) -> Process:
+    @property
+    def steps(self) -> Mapping[int, int]:
+        return self.model.steps
+
+    def produce(self, stream: Stream, start: int) -> Process:
         """Deliver ``start..total-1``: generate under the lease, or follow the owner; checks cancel first."""
-        cursor, owned, check = start - 1, False, True
+        cursor, owned, check, sid = start - 1, False, True, stream.stream_id
         try:
-            while cursor < self.total - 1:
-                if self.cancelled and self.stopping:
-                    self._readers_stopped(cursor + 1)    # the log says stopped already (``AsyncRedisLog.stop``)
+            while cursor < stream.total - 1:
+                if stream.cancelled and stream.stopping:
+                    stream.stopped_at(cursor + 1)    # the log says stopped already (``AsyncRedisLog.stop``)
                     return
-                if self.cancelled:
-                    yield from self._cancel()
+                if stream.cancelled:
+                    stream.producer_running = False
+                    stream.wake()
+                    yield Await(self.aio.set_state(sid, StreamState.CANCELLED))   # releases the lease too
                     return
                 if owned:
-                    made = yield from self._step(cursor + 1)
+                    made = yield from self._step(stream, cursor + 1)
                     owned, check, cursor = made > cursor, True, made
                     continue
                 if check:          # the lease: at the start, after a fenced append, at each heartbeat
-                    claim = yield Await(self.aio.claim(self.stream_id))
+                    claim = yield Await(self.aio.claim(sid))
                     if claim.length > cursor + 1:
-                        cursor = yield from self._pass_on(cursor, claim.length)
+                        cursor = yield from self._pass_on(stream, cursor, claim.length)
                         continue
                     if claim.stopped:                    # stopped on some instance: never generated again
-                        self._readers_stopped(claim.length)
+                        stream.stopped_at(claim.length)
                         return
                     if claim.owned:
                         owned = True
                         continue
                 before = cursor
-                cursor = yield from self._follow(cursor)
+                cursor = yield from self._follow(stream, cursor)
                 check = cursor == before           # nothing new within block_ms: is the owner still there?
-            yield Await(self.aio.set_state(self.stream_id, StreamState.DONE))
+            yield Await(self.aio.set_state(sid, StreamState.DONE))
         except StreamStopped:       # stopped on another instance: the log refused the next token
-            self.aio.disown(self.stream_id)
-            self._readers_stopped(cursor + 1)
+            self.aio.disown(sid)
+            stream.stopped_at(cursor + 1)
             return
         except LogError as exc:     # unavailable, evicted, trimmed: end the connection, keep the process
-            yield from self._fail(exc)
+            yield from self._fail(stream, exc)
             return
-        self._finished()
+        stream.ended(stream.total)
 
-    def stop_generating(self) -> None:
-        """Stop for good, here: the log says so already (``AsyncRedisLog.stop``); the producer ends at its next step."""
-        self.stopping = True
-        if self.producer_running:
-            self.cancelled = True
-            self.cond.notify_all()
-
-    def _cancel(self) -> Process:
-        self.producer_running = False
-        self.cond.notify_all()
-        yield Await(self.aio.set_state(self.stream_id, StreamState.CANCELLED))   # releases the lease too
-
-    def _pass_on(self, cursor: int, length: int) -> Process:
-        tokens = yield Await(self.aio.read_after(self.stream_id, cursor, length - cursor - 1, patient=True))
+    def _pass_on(self, stream: Stream, cursor: int, length: int) -> Process:
+        tokens = yield Await(self.aio.read_after(stream.stream_id, cursor, length - cursor - 1, patient=True))
         for index, text in enumerate(tokens, cursor + 1):
-            yield from self._deliver(TokenItem(index, text))
+            yield from stream.pass_on(TokenItem(index, text))
             cursor = index
         return cursor
 
-    def _step(self, index: int) -> Process:
+    def _step(self, stream: Stream, index: int) -> Process:
         """Generate and log ``index``; returns it, or ``index - 1`` if the append was fenced off."""
         yield Sleep(self.model.cost_ns(index))
         token = self.model.generate(index)
         try:
-            yield Await(self.aio.append_future(self.stream_id, index, token))
+            yield Await(self.aio.append_future(stream.stream_id, index, token))
         except (LeaseLost, IndexConflict):
             self.fenced += 1        # another instance owns it now; its tokens come from the log
-            self.aio.disown(self.stream_id)
+            self.aio.disown(stream.stream_id)
             return index - 1
-        yield from self._deliver(TokenItem(index, token))
+        yield from stream.pass_on(TokenItem(index, token))
         return index
 
-    def _follow(self, cursor: int) -> Process:
-        for index, text in (yield Await(self.aio.wait_after(self.stream_id, cursor))):
+    def _follow(self, stream: Stream, cursor: int) -> Process:
+        for index, text in (yield Await(self.aio.wait_after(stream.stream_id, cursor))):
             if index != cursor + 1:
-                raise LogGap(self.stream_id, cursor, index)
-            yield from self._deliver(TokenItem(index, text))
+                raise LogGap(stream.stream_id, cursor, index)
+            yield from stream.pass_on(TokenItem(index, text))
             cursor = index
         return cursor
 
-    def _deliver(self, item: TokenItem) -> Process:
-        """Ring this instance's followers, then offer ``item`` to the reader of record."""
-        self.offered = max(self.offered, item.index)
-        if self.followers:
-            self.ring(item)
-        yield Put(self, item)
-
-    def _fail(self, exc: LogError) -> Process:
+    def _fail(self, stream: Stream, exc: LogError) -> Process:
         self.failure = exc
         if isinstance(exc, StreamLost):
-            self.lose(self.offered + 1)    # never generated again: every reader gets the "lost" ending
+            stream.lose(stream.offered + 1)    # never generated again: every reader gets the "lost" ending
         else:
-            self._lost()                    # the writers end their connections without `done`
+            stream.abandon()                   # the writers end their connections without `done`
         try:
-            yield Await(self.aio.release(self.stream_id))
+            yield Await(self.aio.release(stream.stream_id))
         except LogError:
             pass                            # unreachable: the lease expires by itself
 
@@ -286,16 +264,22 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     return RedisTokenLog(url, name=name)
 
 
+def _shared_canned(spec: RunSpec, stream_id: str, log: TokenLog, **options: Any) -> Stream:
+    """The canned answer ``spec`` shapes as a stream on the shared ``log``: its producer and its reads awaited."""
+    aio = aio_of(log)
+    return spec.stream(stream_id, log, SharedCanned(spec.model(), aio), reads=AwaitedReads(aio), **options)
+
+
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
                meta: Mapping[str, Any] | None = None) -> Stream:
-    """Create a stream of ``spec`` in ``log`` (a ``SharedStream`` if the log is shared); returns it.
+    """Create a stream of ``spec`` in ``log`` (its source a ``SharedCanned`` if the log is shared); returns it.
 
     ``meta``: more for the log to keep with the stream's spec (its principal).
     """
     if not is_shared(log):
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
-    return spec.stream(SharedStream, stream_id, log, meta={**registry.spec_to_meta(spec), **(meta or {})},
-                       keep_trace=keep_trace)
+    return _shared_canned(spec, stream_id, log, meta={**registry.spec_to_meta(spec), **(meta or {})},
+                          keep_trace=keep_trace)
 
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
@@ -310,7 +294,7 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
         spec = registry.spec_from_meta(log.meta(stream_id))
     except ValueError:
         raise UnknownStream(stream_id) from None
-    return spec.stream(SharedStream, stream_id, log, attach=True, keep_trace=False)
+    return _shared_canned(spec, stream_id, log, attach=True, keep_trace=False)
 
 
 async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
@@ -320,7 +304,7 @@ async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep
         return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
     kept = {**registry.spec_to_meta(spec), **(meta or {}), "policy": spec.policy.value, "capacity": spec.capacity}
     await aio_of(log).create(stream_id, kept, spec.tokens)
-    return spec.stream(SharedStream, stream_id, log, attach="checked", keep_trace=keep_trace)
+    return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=keep_trace)
 
 
 async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
@@ -334,7 +318,7 @@ async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
         raise UnknownStream(stream_id) from None
     if total != spec.tokens:
         raise UnknownStream(stream_id)          # not a stream a live server made
-    return spec.stream(SharedStream, stream_id, log, attach="checked", keep_trace=False)
+    return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=False)
 
 
 def make_registry(url: str | None, attach_stream_async: registry.AttachStreamAsync | None = None,

@@ -1,0 +1,142 @@
+"""What fills a stream's log: the ``Source`` hooks a ``Stream`` calls, and the canned answer (``Canned``).
+
+How this works: a ``Stream`` holds the connections; its source holds what
+makes the tokens and says what the stream does at each turn: ``produce``
+is the producer process (from index ``start`` to the end), ``joined`` and
+``left`` hear that a reader attached, or that the last reader here left,
+``stop_generating`` that someone asked it to stop for good, ``shut_down``
+that the server is going away, ``release`` that the stream is forgotten
+here, and ``at_creation`` gives a producer to run before anyone reads (your
+model on a shared log is generated from its creation on).  The hooks take
+the stream, so one source object serves one stream without holding it.
+``Source`` is the base with what most sources do: a reader leaving with
+``on_disconnect="cancel"`` cancels the producer, the rest does nothing.
+
+``Canned`` is the seeded canned answer on a log read with plain calls (in
+memory): each index costs a model step (``Sleep``), is appended, and passed
+on.  The same on a shared log is ``redislog.streams.SharedCanned``; your own
+model is ``asgi.model_stream.ModelTokens``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from .effects import Process, Sleep
+from .frames import TokenItem
+from .model import Model
+from .tokenlog import LogError, StreamState
+
+if TYPE_CHECKING:
+    from .stream import Stream
+
+__all__ = ["Canned", "OnDisconnect", "Source"]
+
+
+class OnDisconnect(StrEnum):
+    """What the last reader leaving does: ``cancel`` the producer, or ``detach`` (it goes on filling the log)."""
+
+    CANCEL = "cancel"
+    DETACH = "detach"
+
+
+class Source:
+    """What fills a stream's log, and what its stream does at each turn; see the module.
+
+    ``length``: how many tokens the answer has, or the most it may have
+    while that is not known.  ``steps``: model steps paid per index (a
+    canned model counts them; others keep none).
+    """
+
+    length: int = 0
+
+    @property
+    def steps(self) -> Mapping[int, int]:
+        return {}
+
+    def produce(self, stream: Stream, start: int) -> Process:
+        """The producer: fill the log from index ``start`` and pass each token on (``Stream.pass_on``)."""
+        raise NotImplementedError
+
+    def joined(self, stream: Stream) -> None:
+        """A reader attached to ``stream`` here."""
+
+    def left(self, stream: Stream, cancel: bool) -> None:
+        """The last reader here left (``cancel=False``: it is back at once); ``cancel`` cancels the producer."""
+        if cancel:
+            stream.cancelled = stream.stopping or stream.on_disconnect is OnDisconnect.CANCEL
+
+    def stop_generating(self, stream: Stream) -> None:
+        """Stop for good (``stream.stopping`` is set): the running producer stops within one token."""
+        if stream.producer_running:
+            stream.cancelled = True
+            stream.wake()
+
+    def shut_down(self, stream: Stream) -> None:
+        """The server is shutting down (its producers are cancelled with the loop)."""
+
+    def release(self, stream: Stream) -> None:
+        """``stream`` is forgotten here: let go of what only this source holds."""
+
+    def at_creation(self, stream: Stream) -> Process | None:
+        """A producer to run from the stream's creation on, before anyone reads (None: the first reader starts one)."""
+        return None
+
+
+class Canned(Source):
+    """The canned ``model`` on a log read with plain calls: a ``Sleep`` per model step, then append, then pass on."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.length = len(model)
+
+    @property
+    def steps(self) -> Mapping[int, int]:
+        return self.model.steps
+
+    def produce(self, stream: Stream, start: int) -> Process:
+        """Generate ``start..length-1``, checking for cancellation before each token.
+
+        A log error (the stream was evicted) stops it and ends the attached
+        connections without ``done``; the error is re-raised to the driver.
+        """
+        cost, generate, append, sid = self.model.cost_ns, self.model.generate, stream.log.append, stream.stream_id
+        try:
+            for index in range(start, stream.total):
+                if stream.cancelled:
+                    self._cancelled(stream, index)
+                    return
+                yield Sleep(cost(index))
+                token = generate(index)
+                append(sid, index, token)
+                yield from stream.pass_on(TokenItem(index, token))
+            if stream.stopping:                     # asked to stop as the last token was made
+                self._stopped(stream, stream.total)
+                return
+            stream.log.set_state(sid, StreamState.DONE)
+            stream.ended(stream.total)
+        except LogError:
+            stream.abandon()
+            raise
+
+    def stop_generating(self, stream: Stream) -> None:
+        """As ``Source``'s; the log says ``stopped`` now (a finished stream stays ``done``)."""
+        if stream.producer_running:
+            stream.log.set_state(stream.stream_id, StreamState.STOPPED)   # a reconnect meanwhile gets the ending
+            super().stop_generating(stream)
+        elif stream.log.state(stream.stream_id) is not StreamState.DONE:
+            self._stopped(stream, stream.log.length(stream.stream_id))
+
+    def _stopped(self, stream: Stream, total: int) -> None:
+        stream.log.set_state(stream.stream_id, StreamState.STOPPED)
+        stream.stopped_at(total)
+
+    def _cancelled(self, stream: Stream, index: int) -> None:
+        if stream.stopping:
+            self._stopped(stream, index)
+            return
+        stream.producer_running = False
+        stream.log.set_state(stream.stream_id, StreamState.CANCELLED)
+        stream.wake()
