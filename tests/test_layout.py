@@ -117,3 +117,23 @@ def test_module_size(path: pathlib.Path) -> None:
     if str(path.relative_to(PACKAGE)) in LONG_ALLOWED:
         return
     assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+def _classes_based_on() -> dict[str, list[str]]:
+    """Every class in the package, by name, with the names of its bases as written."""
+    bases: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = [ast.unparse(base).rpartition(".")[2] for base in node.bases]
+    return bases
+
+
+def test_one_stream_class_and_its_sources_one_layer_deep() -> None:
+    """Nothing subclasses ``Stream``; every source is a ``Source`` directly (strategies, not layers)."""
+    bases = _classes_based_on()
+    assert [name for name, based in bases.items() if "Stream" in based] == []
+    sources = sorted(name for name, based in bases.items() if "Source" in based)
+    assert sources == ["Canned", "ModelTokens", "SharedCanned", "SharedModel"]
+    assert [name for name, based in bases.items() if set(based) & set(sources)] == []
+    assert [name for name, based in bases.items() if "AwaitedReads" in based or "LocalReads" in based] == []

@@ -73,8 +73,7 @@ def test_a_heartbeat_timeout_is_not_restarted_by_other_wake_ups():
             if state["stop"]:
                 return
             yield Sleep(5_000_000)
-            with stream.cond:
-                stream.cond.notify_all()
+            stream.wake()
             state["wakes"] += 1
 
     def waiter():
@@ -158,7 +157,7 @@ def test_a_parked_get_is_woken_with_the_item_once_its_stream_rings() -> None:
         _turns(loop, 2)
         assert woken == [] and p.since >= 0, "nothing rang: still parked"
         item = TokenItem(0, ANSWER[0])
-        assert stream.offer(item) is Outcome.ACCEPTED          # notifies the stream's cond, which rings the lot
+        assert stream.offer(item) is Outcome.ACCEPTED          # counts a change on the stream, which rings the lot
         assert stream.offer(TokenItem(1, ANSWER[1])) is Outcome.ACCEPTED   # rings again before the loop turns
         _turns(loop)
         assert woken == [(p, item)], "woken once, with what it was waiting for"
@@ -191,7 +190,7 @@ def test_a_parked_put_waits_for_the_reader_and_its_pause_is_counted() -> None:
         loop.close()
 
 
-def test_a_stream_whose_cond_is_not_single_threaded_cannot_park() -> None:
+def test_a_stream_whose_changes_are_not_counted_cannot_park() -> None:
     import threading
 
     loop = asyncio.new_event_loop()
@@ -199,8 +198,8 @@ def test_a_stream_whose_cond_is_not_single_threaded_cannot_park() -> None:
         lot = ParkingLot(loop, RealClock().now, lambda p, value: None)
         stream = _stream()
         channel = stream.new_channel()
-        stream.cond = threading.Condition()  # type: ignore[assignment]
-        with pytest.raises(TypeError, match="needs a stream whose cond is a SingleThread"):
+        stream.changes = threading.Condition()  # type: ignore[assignment]
+        with pytest.raises(TypeError, match="needs a stream whose changes are counted by Changes"):
             lot.park(_idle_proc(loop), Get(stream, channel), 0)
     finally:
         loop.close()
@@ -276,7 +275,7 @@ def _exchange(driver: Simulation | LoopDriver, policy: str) -> tuple[object, ...
         for i in range(10):
             outcomes.append((yield Put(stream, TokenItem(i, ANSWER[i]))))
         channel.close()
-        stream.cond.notify_all()
+        stream.wake()
 
     def reader() -> Process:
         yield Sleep(20_000_000)

@@ -41,8 +41,7 @@ from typing import Protocol
 
 from ..core.effects import Await, Process, TokenItem
 from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, ending_state, failed
-from ..core.sources import Source
-from ..core.stream import Stream
+from ..core.sources import Fed, Source
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped
 from ..endpoints.access import shown, told
 from ..endpoints.decisions import ChatRequest, OpenAIRequest
@@ -185,8 +184,8 @@ def _close_soon(stream_id: str, source: AsyncIterator[str]) -> None:
 class ModelLog(Protocol):
     """How a model's tokens and its ending are logged, as steps of the producer (a shared log's are awaited)."""
 
-    def append(self, stream: Stream, index: int, token: str) -> Process: ...
-    def end(self, stream: Stream, total: int, ending: EarlyEnd | None) -> Process: ...
+    def append(self, stream: Fed, index: int, token: str) -> Process: ...
+    def end(self, stream: Fed, total: int, ending: EarlyEnd | None) -> Process: ...
 
 
 class ModelRun:
@@ -207,7 +206,7 @@ class ModelRun:
         self.released = False                # the iterator was closed before any producer ran it
         self.stop_reason = CANCELLED
 
-    def stop(self, stream: Stream, reason: EarlyEnd = CANCELLED) -> None:
+    def stop(self, stream: Fed, reason: EarlyEnd = CANCELLED) -> None:
         """Stop the model now (``STOPPED``: asked to; else cancelled): readers get the early ``done``.
 
         Right whatever the state: a running producer stops within one token
@@ -225,7 +224,7 @@ class ModelRun:
         if self.pending is not None:
             self.pending.cancel()
 
-    def release(self, stream: Stream) -> None:
+    def release(self, stream: Fed) -> None:
         """Close the iterator now if no producer holds it (never read, or forgotten unread); at most once.
 
         A no-op while a producer runs (it closes the iterator when it ends) and
@@ -239,7 +238,7 @@ class ModelRun:
         self.released = True
         _close_soon(stream.stream_id, iterator)
 
-    def pull(self, stream: Stream, start: int, log: ModelLog) -> Process:
+    def pull(self, stream: Fed, start: int, log: ModelLog) -> Process:
         """Pull tokens from ``start`` on, logging each (``log``) before it is passed on; see the module."""
         iterator = self.iterator
         if iterator is None or start != self.position:      # a model cannot resume at `start`
@@ -292,14 +291,14 @@ class ModelRun:
             raise
         yield from self.close(stream)
 
-    def failing(self, stream: Stream, total: int, message: str, log: ModelLog,
+    def failing(self, stream: Fed, total: int, message: str, log: ModelLog,
                 exc: BaseException | None = None) -> Process:
         """The model failed after ``total`` tokens: logged once here (no credentials), ``failed`` for readers."""
         told_exc = "" if exc is None else "\n" + told(exc, self.headers)
         logger.error("tokenwire stream %s: %s%s", stream.stream_id, message, told_exc)
         yield from log.end(stream, total, failed(message))
 
-    def close(self, stream: Stream) -> Process:
+    def close(self, stream: Fed) -> Process:
         """Close the iterator (awaited), if it is still open."""
         iterator, self.iterator = self.iterator, None
         if iterator is not None:
@@ -318,34 +317,34 @@ class ModelTokens(Source):
     def __init__(self, iterator: AsyncIterator[str], headers: Mapping[str, str] | None = None) -> None:
         self.run = ModelRun(iterator, headers)
 
-    def produce(self, stream: Stream, start: int) -> Process:
+    def produce(self, stream: Fed, start: int) -> Process:
         return self.run.pull(stream, start, self)
 
-    def left(self, stream: Stream, cancel: bool) -> None:
+    def left(self, stream: Fed, cancel: bool) -> None:
         """As ``Source.left``; a cancel abandons the token being generated too."""
         super().left(stream, cancel)
         if stream.cancelled:
             self.run.cancel_step()
 
-    def stop_generating(self, stream: Stream) -> None:
+    def stop_generating(self, stream: Fed) -> None:
         """Stop for good: ``ModelRun.stop`` with the reason ``stopped``, in the log too (a finished one stays)."""
         if stream.ending is None and (stream.producer_running or self.run.iterator is not None):
             stream.log.set_state(stream.stream_id, StreamState.STOPPED)      # still running, or never run
         self.run.stop(stream, STOPPED)
 
-    def shut_down(self, stream: Stream) -> None:
+    def shut_down(self, stream: Fed) -> None:
         self.run.stop(stream)
 
-    def release(self, stream: Stream) -> None:
+    def release(self, stream: Fed) -> None:
         self.run.release(stream)
 
     # -- ModelLog: plain calls ------------------------------------------------
-    def append(self, stream: Stream, index: int, token: str) -> Process:
+    def append(self, stream: Fed, index: int, token: str) -> Process:
         stream.log.append(stream.stream_id, index, token)
         return
         yield  # unreachable: it makes this a generator, as an awaited append is
 
-    def end(self, stream: Stream, total: int, ending: EarlyEnd | None) -> Process:
+    def end(self, stream: Fed, total: int, ending: EarlyEnd | None) -> Process:
         stream.log.set_state(stream.stream_id, ending_state(ending))
         stream.ended(total, ending)
         return

@@ -62,7 +62,7 @@ from ..core.channel import Policy
 from ..core.effects import Await, Effect, Process, TokenItem
 from ..core.endings import CANCELLED, LOST, OWNER_LOST, PREFIX_TRIMMED, STOPPED, EarlyEnd, ending_state, failed
 from ..core.pipeline import RunSpec
-from ..core.sources import OnDisconnect, Source
+from ..core.sources import Fed, OnDisconnect, Source
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
 from ..endpoints.access import PRINCIPAL_KEY
@@ -153,7 +153,7 @@ class SharedModel(Source):
         self.handing_off = False                  # stopped by a shutdown, to be continued elsewhere
         self._present = False                     # this process's reader presence is in the log (cancel only)
 
-    def at_creation(self, stream: Stream) -> Process | None:
+    def at_creation(self, stream: Fed) -> Process | None:
         """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
         if self.run.iterator is None or stream.producer_running:
             return None
@@ -161,7 +161,7 @@ class SharedModel(Source):
         return self.produce(stream, 0)
 
     # -- stopping ------------------------------------------------------------------------------
-    def _stop(self, stream: Stream, reason: EarlyEnd) -> None:
+    def _stop(self, stream: Fed, reason: EarlyEnd) -> None:
         """``ModelRun.stop``; at a shutdown, a model another process may continue is handed off instead.
 
         Its lease is let go without marking the stream stopped, and its readers'
@@ -172,23 +172,23 @@ class SharedModel(Source):
                             and stream.ending is None)
         self.run.stop(stream, reason)
 
-    def shut_down(self, stream: Stream) -> None:
+    def shut_down(self, stream: Fed) -> None:
         self._stop(stream, CANCELLED)
 
-    def stop_generating(self, stream: Stream) -> None:
+    def stop_generating(self, stream: Fed) -> None:
         """Stop for good, here: the log says so already (``AsyncRedisLog.stop``), and the owner may be elsewhere."""
         self._stop(stream, STOPPED)
 
-    def release(self, stream: Stream) -> None:
+    def release(self, stream: Fed) -> None:
         self.run.release(stream)
 
     # -- readers here and on other processes (``cancel``) ---------------------------------------
-    def joined(self, stream: Stream) -> None:
+    def joined(self, stream: Fed) -> None:
         """The first reader attached here puts this process's presence in the log."""
         if stream.on_disconnect is OnDisconnect.CANCEL and not self._present:
             self._present = self._presence(self.aio.attend, stream.stream_id) is not None
 
-    def left(self, stream: Stream, cancel: bool) -> None:
+    def left(self, stream: Fed, cancel: bool) -> None:
         """The last reader here left: a cancel stops the model only once no process has a reader attached.
 
         This process's presence leaves the log; the owner cancels when the log
@@ -216,7 +216,7 @@ class SharedModel(Source):
         future.add_done_callback(ignored)
         return future
 
-    def _deserted(self, stream: Stream, done: asyncio.Future[Any]) -> None:
+    def _deserted(self, stream: Fed, done: asyncio.Future[Any]) -> None:
         """The log says no process has a reader attached: the owner stops the model (the step under way too)."""
         if done.cancelled() or done.exception() is not None or not done.result():
             return
@@ -226,14 +226,14 @@ class SharedModel(Source):
             stream.wake()
 
     # -- ModelLog: the owner's log calls, awaited -------------------------------------------------
-    def append(self, stream: Stream, index: int, token: str) -> Process:
+    def append(self, stream: Fed, index: int, token: str) -> Process:
         yield Await(self.aio.append_future(stream.stream_id, index, token))
         if stream.on_disconnect is OnDisconnect.CANCEL and stream.unread():
             watch = self._presence(self.aio.deserted, stream.stream_id)     # every reader is elsewhere: any left?
             if watch is not None:
                 watch.add_done_callback(functools.partial(self._deserted, stream))
 
-    def end(self, stream: Stream, total: int, ending: EarlyEnd | None) -> Process:
+    def end(self, stream: Fed, total: int, ending: EarlyEnd | None) -> Process:
         if self.handing_off and ending == CANCELLED:
             try:
                 yield Await(self.aio.release(stream.stream_id))              # free for a continuation at once
@@ -250,7 +250,7 @@ class SharedModel(Source):
             stream.ended(total, ending)
 
     # -- the producer ----------------------------------------------------------------------------
-    def produce(self, stream: Stream, start: int) -> Process:
+    def produce(self, stream: Fed, start: int) -> Process:
         if self.following:
             yield from self._follow(stream, start)
             return
@@ -276,7 +276,7 @@ class SharedModel(Source):
             self.aio.disown(sid)
 
     # -- a follower on another process --------------------------------------------------------
-    def _follow(self, stream: Stream, start: int) -> Process:
+    def _follow(self, stream: Fed, start: int) -> Process:
         cursor, sid = start - 1, stream.stream_id
         try:
             while True:
@@ -331,7 +331,7 @@ class SharedModel(Source):
         return OWNER_LOST
 
     # -- a follower continuing the model of a dead owner ---------------------------------------
-    def _continue(self, stream: Stream, cursor: int) -> Process:
+    def _continue(self, stream: Fed, cursor: int) -> Process:
         """This process holds the lease now: pass on the logged rest, then run the model again from there."""
         assert self.continuation is not None
         factory, request = self.continuation
@@ -357,7 +357,7 @@ class SharedModel(Source):
         finally:
             self.aio.disown(sid)
 
-    def _cannot_continue(self, stream: Stream, cursor: int, start: int, gap: LogGap) -> Process:
+    def _cannot_continue(self, stream: Fed, cursor: int, start: int, gap: LogGap) -> Process:
         """The log trimmed the prefix (a ``maxlen`` below the answer): pass on what it still holds, then end.
 
         The model cannot be called with part of its answer, so the stream ends

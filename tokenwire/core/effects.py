@@ -35,7 +35,7 @@ class Mailbox(Protocol):
     keep_trace: bool
 
     @property
-    def cond(self) -> object: ...    # the stream's SingleThread (a driver checks it)
+    def changes(self) -> object: ...    # the stream's ``Changes`` (a driver checks it)
 
     def offer(self, item: TokenItem) -> Outcome: ...
     def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken: ...

@@ -27,7 +27,6 @@ from .reader import MemoryReader, Wire
 from .simulate import Simulation
 from .sources import Canned, Source
 from .stream import Ending, OnDisconnect, Stream, TraceEntry
-from .sync import SingleThread
 from .tokenlog import MemoryTokenLog, TokenLog
 
 __all__ = ["ClockKind", "ConnectionRecord", "RunResult", "RunSpec", "merge_stats", "run"]
@@ -195,7 +194,7 @@ def run(spec: RunSpec, driver: Driver | None = None) -> RunResult:
     elif driver is None:
         raise ValueError("a real-clock run needs a real-time driver: pass tokenwire.realtime.LoopDriver.private()")
     clock = driver.clock
-    log = MemoryTokenLog(clock.now, lock=SingleThread())
+    log = MemoryTokenLog(clock.now, locked=False)
     stream = spec.stream(spec.stream_id, log)
     reader = MemoryReader(ms_to_ns(spec.reader_ms), spec.hang_up_after)
     records: list[ConnectionRecord] = []

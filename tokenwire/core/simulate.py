@@ -130,5 +130,5 @@ class Simulation:
 
 
 def _notified(effect: Put | Get) -> int:
-    """The stream's notification count, or -1 when its condition does not count (a real one)."""
-    return getattr(effect.stream.cond, "notified", -1)
+    """The stream's count of changes, or -1 when it keeps none (then the process is always retried)."""
+    return getattr(effect.stream.changes, "count", -1)

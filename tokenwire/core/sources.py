@@ -8,7 +8,8 @@ is the producer process (from index ``start`` to the end), ``joined`` and
 that the server is going away, ``release`` that the stream is forgotten
 here, and ``at_creation`` gives a producer to run before anyone reads (your
 model on a shared log is generated from its creation on).  The hooks take
-the stream, so one source object serves one stream without holding it.
+the stream (as ``Fed``: what a source may read and change of it), so one
+source object serves one stream without holding it.
 ``Source`` is the base with what most sources do: a reader leaving with
 ``on_disconnect="cancel"`` cancels the producer, the rest does nothing.
 
@@ -22,17 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .effects import Process, Sleep
+from .endings import EarlyEnd
 from .frames import TokenItem
 from .model import Model
-from .tokenlog import LogError, StreamState
+from .tokenlog import LogError, StreamState, TokenLog
 
-if TYPE_CHECKING:
-    from .stream import Stream
-
-__all__ = ["Canned", "OnDisconnect", "Source"]
+__all__ = ["Canned", "Fed", "OnDisconnect", "Source"]
 
 
 class OnDisconnect(StrEnum):
@@ -40,6 +39,28 @@ class OnDisconnect(StrEnum):
 
     CANCEL = "cancel"
     DETACH = "detach"
+
+
+class Fed(Protocol):
+    """What a source reads and changes of its stream (``Stream`` is one): these, and nothing private."""
+
+    stream_id: str
+    log: TokenLog
+    total: int                  # the answer's length, or the most it may have until it ends
+    on_disconnect: OnDisconnect
+    producer_running: bool
+    cancelled: bool             # the producer is to stop before its next token
+    stopping: bool              # asked to stop for good
+    offered: int                # the last index offered to readers here
+    ending: EarlyEnd | None
+
+    def pass_on(self, item: TokenItem) -> Process: ...
+    def ended(self, total: int, ending: EarlyEnd | None = None) -> None: ...
+    def stopped_at(self, total: int) -> None: ...
+    def lose(self, reached: int) -> None: ...
+    def abandon(self) -> None: ...
+    def wake(self) -> None: ...
+    def unread(self) -> bool: ...
 
 
 class Source:
@@ -56,31 +77,31 @@ class Source:
     def steps(self) -> Mapping[int, int]:
         return {}
 
-    def produce(self, stream: Stream, start: int) -> Process:
+    def produce(self, stream: Fed, start: int) -> Process:
         """The producer: fill the log from index ``start`` and pass each token on (``Stream.pass_on``)."""
         raise NotImplementedError
 
-    def joined(self, stream: Stream) -> None:
+    def joined(self, stream: Fed) -> None:
         """A reader attached to ``stream`` here."""
 
-    def left(self, stream: Stream, cancel: bool) -> None:
+    def left(self, stream: Fed, cancel: bool) -> None:
         """The last reader here left (``cancel=False``: it is back at once); ``cancel`` cancels the producer."""
         if cancel:
             stream.cancelled = stream.stopping or stream.on_disconnect is OnDisconnect.CANCEL
 
-    def stop_generating(self, stream: Stream) -> None:
+    def stop_generating(self, stream: Fed) -> None:
         """Stop for good (``stream.stopping`` is set): the running producer stops within one token."""
         if stream.producer_running:
             stream.cancelled = True
             stream.wake()
 
-    def shut_down(self, stream: Stream) -> None:
+    def shut_down(self, stream: Fed) -> None:
         """The server is shutting down (its producers are cancelled with the loop)."""
 
-    def release(self, stream: Stream) -> None:
+    def release(self, stream: Fed) -> None:
         """``stream`` is forgotten here: let go of what only this source holds."""
 
-    def at_creation(self, stream: Stream) -> Process | None:
+    def at_creation(self, stream: Fed) -> Process | None:
         """A producer to run from the stream's creation on, before anyone reads (None: the first reader starts one)."""
         return None
 
@@ -96,7 +117,7 @@ class Canned(Source):
     def steps(self) -> Mapping[int, int]:
         return self.model.steps
 
-    def produce(self, stream: Stream, start: int) -> Process:
+    def produce(self, stream: Fed, start: int) -> Process:
         """Generate ``start..length-1``, checking for cancellation before each token.
 
         A log error (the stream was evicted) stops it and ends the attached
@@ -121,7 +142,7 @@ class Canned(Source):
             stream.abandon()
             raise
 
-    def stop_generating(self, stream: Stream) -> None:
+    def stop_generating(self, stream: Fed) -> None:
         """As ``Source``'s; the log says ``stopped`` now (a finished stream stays ``done``)."""
         if stream.producer_running:
             stream.log.set_state(stream.stream_id, StreamState.STOPPED)   # a reconnect meanwhile gets the ending
@@ -129,11 +150,11 @@ class Canned(Source):
         elif stream.log.state(stream.stream_id) is not StreamState.DONE:
             self._stopped(stream, stream.log.length(stream.stream_id))
 
-    def _stopped(self, stream: Stream, total: int) -> None:
+    def _stopped(self, stream: Fed, total: int) -> None:
         stream.log.set_state(stream.stream_id, StreamState.STOPPED)
         stream.stopped_at(total)
 
-    def _cancelled(self, stream: Stream, index: int) -> None:
+    def _cancelled(self, stream: Fed, index: int) -> None:
         if stream.stopping:
             self._stopped(stream, index)
             return

@@ -48,10 +48,10 @@ The stream itself is one class: the connections, the channel, the followers
 and how the answer ended.  What one connection sends (its writer,
 ``serve``) is ``connection``'s; how an answer or a connection ends
 (``EarlyEnd``, ``Ending``) is ``endings``'.  Every driver runs a stream's
-processes on one thread, so nothing here locks.  ``cond`` is a ``SingleThread`` notifier: every change a parked
-process could be waiting for calls its ``notify_all``, which the simulation
-counts and the event-loop driver hooks to retry the processes parked on the
-stream.
+processes on one thread, so nothing here locks: every change a parked
+process could be waiting for calls ``wake``, which its ``Changes`` counts
+(the simulation reads the count) and rings (the event-loop driver hooks it
+to retry the processes parked on the stream).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from .changes import Changes
 from .channel import BoundedChannel, Outcome, Policy, Taken, check_capacity, parse_policy
 from .connection import Attached, serve
 from .effects import Effect, Process, Put
@@ -67,7 +68,6 @@ from .frames import DEFAULT_RETRY_MS, TokenItem, done_frame, failed_frame
 from .model import Model
 from .rendering import FRAMES, Rendering
 from .sources import Canned, OnDisconnect, Source
-from .sync import SingleThread
 from .tokenlog import StreamState, TokenLog
 
 # ``Attached``, ``Ending`` and the sources are imported from here too.
@@ -142,7 +142,7 @@ class Stream:
     def __init__(self, stream_id: str, source: Source | Model, log: TokenLog, *, reads: Reads = LOCAL_READS,
                  policy: Policy | str = Policy.BLOCK, capacity: int = 4,
                  on_disconnect: OnDisconnect | str = OnDisconnect.CANCEL, retry_ms: int = DEFAULT_RETRY_MS,
-                 meta: Mapping[str, Any] | None = None, attach: bool | str = False, cond: SingleThread | None = None,
+                 meta: Mapping[str, Any] | None = None, attach: bool | str = False, changes: Changes | None = None,
                  keep_trace: bool = True) -> None:
         self.stream_id, self.log, self.reads = stream_id, log, reads
         self.source: Source = Canned(source) if isinstance(source, Model) else source
@@ -150,7 +150,7 @@ class Stream:
         self.on_disconnect = OnDisconnect(on_disconnect)
         self.retry_ms = retry_ms
         self.total = self.source.length      # the answer's length, or the most it may have until it ends
-        self.cond = SingleThread() if cond is None else cond
+        self.changes = Changes() if changes is None else changes
         self.channel: BoundedChannel[TokenItem] | None = None
         self.followers: list[BoundedChannel[TokenItem]] = []     # doorbells of readers that follow the log
         self.live_from = 0
@@ -225,7 +225,7 @@ class Stream:
                 self.producer_running = True
                 producer = self.source.produce(self, live_from)
         self.source.joined(self)
-        self.cond.notify_all()
+        self.wake()
         return replay, producer
 
     def attach(self, cursor: int, channel: BoundedChannel[TokenItem]) -> Generator[Effect, Any, Attached]:
@@ -261,7 +261,7 @@ class Stream:
             self.channel = None
         if self.unread():
             self.source.left(self, cancel)
-        self.cond.notify_all()
+        self.wake()
 
     # -- what a source and the server ask of the stream ---------------------
     def stop_generating(self) -> None:
@@ -287,8 +287,8 @@ class Stream:
         return self.source.at_creation(self)
 
     def wake(self) -> None:
-        """Tell the processes parked on this stream that something changed."""
-        self.cond.notify_all()
+        """Tell the processes parked on this stream that something changed (``Changes``)."""
+        self.changes.changed()
 
     def pass_on(self, item: TokenItem) -> Process:
         """The producer's step for a logged ``item``: ring the followers, then ``Put`` it to the reader."""
@@ -303,7 +303,7 @@ class Stream:
             if not len(follower):
                 follower.offer(item)
         if self.followers:
-            self.cond.notify_all()
+            self.wake()
 
     def ended(self, total: int, ending: EarlyEnd | None = None) -> None:
         """The answer is over after ``total`` tokens (``ending``: why early): every reader drains, then ends."""
@@ -312,7 +312,7 @@ class Stream:
         for channel in (self.channel, *self.followers):
             if channel is not None:
                 channel.close()
-        self.cond.notify_all()
+        self.wake()
 
     def stopped_at(self, total: int) -> None:
         """The answer stopped (asked to) after ``total`` tokens: readers drain, then get the early-stop ``done``."""
@@ -331,7 +331,7 @@ class Stream:
             if channel is not None:
                 channel.abandon()
         self.channel, self.followers = None, []
-        self.cond.notify_all()
+        self.wake()
 
     # -- channel operations, called by drivers ----------------------------
     def offer(self, item: TokenItem) -> Outcome:
@@ -343,14 +343,14 @@ class Stream:
         if outcome is Outcome.CUT:
             self.channel = None
         if outcome is not Outcome.FULL:
-            self.cond.notify_all()
+            self.wake()
         return outcome
 
     def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken:
         """Take from ``channel`` without waiting."""
         got = channel.take()
         if isinstance(got, TokenItem):
-            self.cond.notify_all()
+            self.wake()
         return got
 
     def note(self, t_ns: int, index: int, decision: str, waited_ns: int = 0) -> None:

@@ -28,11 +28,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
-
-from .sync import SingleThread
 
 __all__ = [
     "DEFAULT_MAX_AGE_NS",
@@ -168,8 +167,8 @@ class _Entry:
 class MemoryTokenLog:
     """An in-process ``TokenLog`` with stream, age and size bounds.
 
-    ``now`` is a clock function in ns (a clock's ``now``); ``lock`` a
-    ``SingleThread`` for single-threaded use (default: a real lock); ``evictions`` counts
+    ``now`` is a clock function in ns (a clock's ``now``); ``locked``: each
+    call under a lock (False: a run on one thread, where a lock guards nothing); ``evictions`` counts
     streams dropped for count or age, ``trimmed`` tokens dropped for size, ``appended`` tokens logged.
     """
 
@@ -180,7 +179,7 @@ class MemoryTokenLog:
         max_streams: int = DEFAULT_MAX_STREAMS,
         max_age_ns: int = DEFAULT_MAX_AGE_NS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        lock: SingleThread | None = None,
+        locked: bool = True,
     ) -> None:
         for name, value in (("max_streams", max_streams), ("max_age_ns", max_age_ns), ("max_tokens", max_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -190,7 +189,7 @@ class MemoryTokenLog:
         self._streams: OrderedDict[str, _Entry] = OrderedDict()
         self._created: deque[tuple[int, str]] = deque()     # (creation time, id), oldest first
         # The lock is never held while calling out, so there is no ordering to get wrong.
-        self._lock: threading.Lock | SingleThread = threading.Lock() if lock is None else lock
+        self._lock: AbstractContextManager[object] = threading.Lock() if locked else nullcontext()
         self.evictions = 0
         self.trimmed = 0
         self.appended = 0                # tokens logged, ever (``/metrics``)

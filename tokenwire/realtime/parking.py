@@ -1,8 +1,8 @@
-"""The parking lot: processes waiting on a stream, retried when the stream's notifier rings.
+"""The parking lot: processes waiting on a stream, retried when the stream changes.
 
 How this works: a ``Put`` on a full ``block`` channel or a ``Get`` on an
-empty one parks its process here, under the stream.  The stream's condition
-(a ``SingleThread``) gets the lot's ``ring`` for that stream as its hook (a
+empty one parks its process here, under the stream.  The stream's change
+counter (``Changes``) gets the lot's ``ring`` for that stream as its hook (a
 ``partial``, which adds no Python frame to every change of every stream),
 so every change to the stream rings the lot; the lot retries that stream's
 parked processes once, on the next loop turn, however often it rang in
@@ -24,10 +24,10 @@ import asyncio
 from collections.abc import Callable
 from functools import partial
 
+from ..core.changes import Changes
 from ..core.channel import Outcome, Taken
 from ..core.effects import TIMEOUT, Get, Put
 from ..core.exchange import get, put
-from ..core.sync import SingleThread
 from .procs import Proc
 
 __all__ = ["ParkingLot"]
@@ -46,14 +46,15 @@ class ParkingLot:
         self._ring = self.ring                  # made once: a hook is ours if its func is this very object
 
     def park(self, p: Proc, effect: Put | Get, now: int) -> None:
-        """Park ``p`` until its stream rings or its Get times out; ``TypeError`` if the cond is not a SingleThread."""
-        cond = effect.stream.cond
-        if not isinstance(cond, SingleThread):
-            raise TypeError(f"the event-loop driver needs a stream whose cond is a SingleThread, got {cond!r}")
+        """Park ``p`` until its stream rings or its Get times out; ``TypeError`` if its changes are not ``Changes``."""
+        changes = effect.stream.changes
+        if not isinstance(changes, Changes):
+            raise TypeError(f"the event-loop driver needs a stream whose changes are counted by Changes, "
+                            f"got {changes!r}")
         key = id(effect.stream)
-        hook = cond.hook
+        hook = changes.hook
         if not (isinstance(hook, partial) and hook.func is self._ring and hook.args[0] == key):  # none, or another's
-            cond.hook = partial(self._ring, key)
+            changes.hook = partial(self._ring, key)
         if p.since < 0:
             p.since = now
             timeout = effect.timeout_ns if isinstance(effect, Get) else None

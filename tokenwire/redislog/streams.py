@@ -51,7 +51,7 @@ from ..core.clock import RealClock
 from ..core.effects import Await, Effect, Process, Sleep, TokenItem
 from ..core.model import Model
 from ..core.pipeline import RunSpec
-from ..core.sources import Source
+from ..core.sources import Fed, Source
 from ..core.stream import Attached, Stream
 from ..core.tokenlog import (
     IndexConflict,
@@ -160,7 +160,7 @@ class SharedCanned(Source):
     def steps(self) -> Mapping[int, int]:
         return self.model.steps
 
-    def produce(self, stream: Stream, start: int) -> Process:
+    def produce(self, stream: Fed, start: int) -> Process:
         """Deliver ``start..total-1``: generate under the lease, or follow the owner; checks cancel first."""
         cursor, owned, check, sid = start - 1, False, True, stream.stream_id
         try:
@@ -201,14 +201,14 @@ class SharedCanned(Source):
             return
         stream.ended(stream.total)
 
-    def _pass_on(self, stream: Stream, cursor: int, length: int) -> Process:
+    def _pass_on(self, stream: Fed, cursor: int, length: int) -> Process:
         tokens = yield Await(self.aio.read_after(stream.stream_id, cursor, length - cursor - 1, patient=True))
         for index, text in enumerate(tokens, cursor + 1):
             yield from stream.pass_on(TokenItem(index, text))
             cursor = index
         return cursor
 
-    def _step(self, stream: Stream, index: int) -> Process:
+    def _step(self, stream: Fed, index: int) -> Process:
         """Generate and log ``index``; returns it, or ``index - 1`` if the append was fenced off."""
         yield Sleep(self.model.cost_ns(index))
         token = self.model.generate(index)
@@ -221,7 +221,7 @@ class SharedCanned(Source):
         yield from stream.pass_on(TokenItem(index, token))
         return index
 
-    def _follow(self, stream: Stream, cursor: int) -> Process:
+    def _follow(self, stream: Fed, cursor: int) -> Process:
         for index, text in (yield Await(self.aio.wait_after(stream.stream_id, cursor))):
             if index != cursor + 1:
                 raise LogGap(stream.stream_id, cursor, index)
@@ -229,7 +229,7 @@ class SharedCanned(Source):
             cursor = index
         return cursor
 
-    def _fail(self, stream: Stream, exc: LogError) -> Process:
+    def _fail(self, stream: Fed, exc: LogError) -> Process:
         self.failure = exc
         if isinstance(exc, StreamLost):
             stream.lose(stream.offered + 1)    # never generated again: every reader gets the "lost" ending
