@@ -1,4 +1,9 @@
-"""The live endpoints, sans-IO: request rules, the streams registry, and what each request gets.
+"""The live endpoints: request rules, the streams registry, and what each request gets, decided once for both servers.
+
+No socket and no HTTP framing here (the adapters own those); what does
+touch the event loop is named: ``writing`` runs an open stream's writer on
+it, and the ``registry`` holds the server's loop driver, which runs the
+producers, and a lock, since tools and tests read it from other threads.
 
 ``decisions`` is what goes in and what comes out, ``routes`` the one route
 table (path, methods, body and its limit, action, error format), ``decide``
