@@ -209,6 +209,21 @@ def test_done_is_final_and_releases_the_lease_cancel_elsewhere_is_ignored(url):
     assert not a.claim("s").owned                      # a finished stream is never claimed
 
 
+def test_a_failure_is_stored_with_its_state_and_dropped_when_the_stream_is_generated_again(url):
+    a, b = _redis_log(url, name="A"), _redis_log(url, name="B")
+    a.create("s", {}, total=2)
+    a.claim("s")
+    b.set_state("s", StreamState.CANCELLED, "the model raised KeyError")   # not B's lease: ignored, failure too
+    assert (a.state("s"), a.failure("s")) == (StreamState.GENERATING, None)
+    a.set_state("s", StreamState.CANCELLED, "the model raised KeyError")
+    assert (b.state("s"), b.failure("s")) == (StreamState.CANCELLED, "the model raised KeyError")
+    assert b.claim("s").owned                            # generated again: no stale failure is left
+    assert (b.state("s"), b.failure("s")) == (StreamState.GENERATING, None)
+    b.set_state("s", StreamState.CANCELLED, "the model raised KeyError")
+    b.set_state("s", StreamState.DONE)                   # cancelled -> done is allowed: the failure goes with it
+    assert (a.state("s"), a.failure("s")) == (StreamState.DONE, None)
+
+
 def test_a_retried_append_that_already_landed_succeeds(url):
     log = _redis_log(url)
     log.create("s", {}, total=3)

@@ -242,10 +242,9 @@ class SharedModel(Source):
             finally:
                 stream.abandon()
             return
-        try:
-            if ending is not None and ending.error is not None:
-                yield Await(self.aio.set_failure(stream.stream_id, ending.error))   # before the state says so
-            yield Await(self.aio.set_state(stream.stream_id, ending_state(ending)))  # stops the lease's renewal too
+        try:       # the state and a failure's message in one call; it stops the lease's renewal too
+            yield Await(self.aio.set_state(stream.stream_id, ending_state(ending), None if ending is None
+                                           else ending.error))
         finally:
             stream.ended(total, ending)
 

@@ -112,13 +112,8 @@ class AsyncRedisLog:
             return str(reply)
         return await self._ask(self._command("HGET", self.log.keys(stream_id)[0], name, parse=parse), patient)
 
-    async def set_failure(self, stream_id: str, message: str) -> None:
-        """Record why the stream's model failed (the ``failed`` event's message: the error's type, no secret),
-        before its state says cancelled, so that a reader on any process ends ``failed`` as the owner's do."""
-        await self._ask(self._command("HSET", self.log.keys(stream_id)[0], "failure", message), False)
-
     async def failure(self, stream_id: str, *, patient: bool = False) -> str | None:
-        """The message ``set_failure`` recorded, None if the stream did not fail."""
+        """The message ``set_state`` recorded with the state, None if the stream did not fail."""
         def parse(reply: Any) -> str | None:
             return None if reply is None else str(reply)
         return await self._ask(self._command("HGET", self.log.keys(stream_id)[0], "failure", parse=parse), patient)
@@ -142,13 +137,18 @@ class AsyncRedisLog:
         value = await self._ask(self._command("GET", self.log.keys(stream_id)[2]), patient)
         return None if value is None else str(value)
 
-    async def set_state(self, stream_id: str, state: StreamState) -> None:
-        """Record ``state`` (``done`` is final; ``done``/``cancelled`` release this instance's lease)."""
+    async def set_state(self, stream_id: str, state: StreamState, failure: str | None = None) -> None:
+        """Record ``state`` (``done`` is final; ``done``/``cancelled`` release this instance's lease), in one call.
+
+        ``failure``: why the model failed (the ``failed`` event's message: the
+        error's type, no secret), stored with the state, so that a reader on
+        any process ends ``failed`` as the owner's do.
+        """
         writer = self._here().writer
         if state is not StreamState.GENERATING:
             writer.renewal.disown(stream_id)
         stored = await writer.script("set_state", self.log.keys(stream_id),
-                                     [self.log.owner_id, StreamState(state).value, self.log.ttl_ms])
+                                     [self.log.owner_id, StreamState(state).value, self.log.ttl_ms, failure or ""])
         if not stored:
             raise UnknownStream(stream_id)
 

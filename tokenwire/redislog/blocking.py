@@ -239,13 +239,18 @@ class RedisTokenLog:
     def state(self, stream_id: str) -> StreamState:
         return self._run(self.aio.state(stream_id))
 
-    def set_state(self, stream_id: str, state: StreamState) -> None:
+    def set_state(self, stream_id: str, state: StreamState, failure: str | None = None) -> None:
         """Record ``state``; ``done`` is final, and ``done``/``cancelled`` release this instance's lease.
 
         ``cancelled`` is ignored while another instance holds the lease (it is
-        still generating there).  Raises ``UnknownStream``, ``LogUnavailable``.
+        still generating there).  ``failure``: why the model failed, stored
+        with the state.  Raises ``UnknownStream``, ``LogUnavailable``.
         """
-        self._run(self.aio.set_state(stream_id, state))
+        self._run(self.aio.set_state(stream_id, state, failure))
+
+    def failure(self, stream_id: str) -> str | None:
+        """Why the stream's model failed, as ``set_state`` stored it; None if it did not."""
+        return self._run(self.aio.failure(stream_id))
 
     def append(self, stream_id: str, index: int, token: str) -> None:
         """Log ``token`` at ``index`` if this instance holds (or can take) the lease.

@@ -143,6 +143,7 @@ if state == 'stopped' then return {-3, len, '', 0} end
 if state == 'done' then return {0, len, '', 0} end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'state', 'generating')
+redis.call('HDEL', KEYS[1], 'failure')
 return {1, len, ARGV[1], fence(KEYS[1], KEYS[2], ARGV[1], len)}
 """
 
@@ -295,9 +296,10 @@ end
 return out
 """
 
-# KEYS meta, tokens, lease; ARGV owner, state, ttl_ms -> the state now stored ('' if unknown).
+# KEYS meta, tokens, lease; ARGV owner, state, ttl_ms, failure -> the state now stored ('' if unknown).
 # done and stopped are final; cancelled is ignored while another instance holds the lease
-# (the stream is still generating there); done/cancelled release our lease.
+# (the stream is still generating there); done/cancelled release our lease.  The failure ('' for none: a
+# stale one is dropped) is stored with the state, in the same step: a reader that sees the state sees why.
 SET_STATE = """
 local cur = redis.call('HGET', KEYS[1], 'state')
 if not cur then return '' end
@@ -305,6 +307,7 @@ if cur == 'done' or cur == 'stopped' then return cur end
 local o = redis.call('GET', KEYS[3])
 if ARGV[2] == 'cancelled' and o and o ~= ARGV[1] then return cur end
 redis.call('HSET', KEYS[1], 'state', ARGV[2])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'failure', ARGV[4]) else redis.call('HDEL', KEYS[1], 'failure') end
 if ARGV[2] ~= 'generating' and o == ARGV[1] then redis.call('DEL', KEYS[3]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
