@@ -29,8 +29,8 @@ from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStre
 from . import policy
 from .presence import readers_key
 from .reader import LogReader
+from .replies import Claim, claimed, create_args, created, tokens_read
 from .rounds import LOG_ROUND_BUCKETS
-from .scripts import Claim, claimed, create_args, created, tokens_read
 from .writer import OP_TIMEOUT_S, LogWriter, Settings
 
 __all__ = ["AsyncRedisLog", "Settings"]

@@ -64,7 +64,7 @@ from ..core.tokenlog import (
 )
 from .aio import AsyncRedisLog
 from .redact import redact_url, scrub
-from .scripts import Claim, entry_index
+from .replies import Claim, entry_index
 from .writer import STALL_TIMEOUT_S
 
 __all__ = [

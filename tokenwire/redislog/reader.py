@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.tokenlog import LogError
 from .clients import STALL_TIMEOUT_S, Settings, client, unavailable
-from .scripts import entry_index
+from .replies import entry_index
 from .writer import LogWriter
 
 __all__ = ["FOLLOW_COUNT", "FOLLOW_LINGER_S", "LogReader"]

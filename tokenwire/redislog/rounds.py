@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.buckets import Buckets
+from .replies import entry_id
 from .resp import pack_xadd, xadd_reply
-from .scripts import entry_id
 
 __all__ = ["LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "settle"]
 

@@ -39,9 +39,10 @@ from redis.exceptions import NoScriptError, ResponseError
 from ..core.tokenlog import LogError
 from .clients import OP_TIMEOUT_S, STALL_TIMEOUT_S, Settings, client, unavailable
 from .renewal import Renewal
+from .replies import appended
 from .resp import Replies, pack
 from .rounds import Append, Appends, Command, Parse, RoundFigures, settle
-from .scripts import REFUSED, SCRIPTS, appended
+from .scripts import REFUSED, SCRIPTS
 
 # The timeouts, Settings, client and unavailable live in ``clients``; they are imported from here too.
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
