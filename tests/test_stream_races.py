@@ -2,14 +2,19 @@
 that arrives once all is logged replays beside one still draining (the heartbeat timeout that other wake-ups
 do not restart is the event-loop driver's: test_realtime.py)."""
 
+import json
+
 import pytest
 
 from tokenwire.core.clock import VirtualClock
 from tokenwire.core.effects import Process, Sleep
+from tokenwire.core.endings import LOST, EarlyEnd
+from tokenwire.core.frames import TokenItem
 from tokenwire.core.model import ANSWER, Model, TimingModel
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.simulate import Simulation
+from tokenwire.core.sources import Fed, Source
 from tokenwire.core.stream import Ending, Stream
 from tokenwire.core.tokenlog import LogUnavailable, MemoryTokenLog, StreamState
 from tokenwire.endpoints.registry import Registry
@@ -76,3 +81,54 @@ def test_a_reader_that_arrives_once_all_is_logged_does_not_cut_off_one_still_dra
     sim.run()
     assert endings == {"slow": Ending.DONE, "late": Ending.DONE}
     assert slow.ids == late.ids == list(range(10))
+
+
+class _LostAfter(Source):
+    """A source whose log loses the stream after ``n`` tokens, ended with an ending made here (equal to LOST)."""
+
+    length = 10
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def produce(self, stream: Fed, start: int) -> Process:
+        for index in range(start, self.n):
+            yield Sleep(1_000_000)
+            stream.log.append(stream.stream_id, index, ANSWER[index])
+            yield from stream.pass_on(TokenItem(index, ANSWER[index]))
+        stream.ended(self.n, EarlyEnd("lost"))      # not the LOST constant: an ending is a value
+
+
+class _CountingLog(MemoryTokenLog):
+    reads = 0
+
+    def read_after(self, stream_id, cursor, limit=None):
+        self.reads += 1
+        return super().read_after(stream_id, cursor, limit)
+
+
+def test_a_followers_lost_ending_is_the_lost_ending_wherever_it_was_made() -> None:
+    """The follower reads nothing more from a log that lost the stream, and ends ``lost`` after what it holds."""
+    clock = VirtualClock()
+    log = _CountingLog(clock.now)
+    stream = Stream("s", _LostAfter(4), log)
+    first, follower = MemoryReader(), MemoryReader()
+    endings: dict[str, Ending] = {}
+    reads_at_end: list[int] = []
+
+    def read(name: str, reader: MemoryReader, after_ns: int) -> Process:
+        yield Sleep(after_ns)
+        reader.begin_connection()
+        endings[name] = yield from stream.serve(-1, stream.new_channel())
+        reads_at_end.append(log.reads)
+
+    sim = Simulation(clock)
+    sim.spawn(read("first", first, 0), first)
+    sim.spawn(read("follower", follower, 1_500_000), follower)     # joins after token 0: follows the log
+    sim.run()
+    assert stream.ending == LOST and endings == {"first": Ending.DONE, "follower": Ending.DONE}
+    # Token 3 was rung to the follower as the log lost the stream: it is not read from a lost log.
+    assert first.ids == [0, 1, 2, 3] and follower.ids == [0, 1, 2]
+    assert [json.loads(reader.events[-1].data) for reader in (first, follower)] == [
+        {"tokens": 4, "delivered_from": 0, "dropped": 0, "stopped_early": True, "reason": "lost"}] * 2
+    assert reads_at_end[-1] == reads_at_end[0]           # once the stream was lost, no reader read the log again

@@ -115,6 +115,11 @@ def _body_cut(body: Mapping[str, Any]) -> int | None:
     text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(text, str):
         raise RequestError(400, f"cut_after must be a number or a string, got {value!r}")
+    return _cut(text)
+
+
+def _cut(text: str) -> int:
+    """``cut_after`` as given (query or body): a count of tokens below the most a model stream keeps."""
     cut = parse_count("cut_after", text)
     if not 0 <= cut < MAX_MODEL_TOKENS:
         raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, text))
@@ -142,9 +147,7 @@ class ModelSource:
         rest, live = split_query(query)
         if "last_event_id" in live:
             raise RequestError(400, "last_event_id applies to /streams/<id>/events, not to a new stream")
-        cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
-        if cut is not None and not 0 <= cut < MAX_MODEL_TOKENS:
-            raise RequestError(400, cut_range_message(MAX_MODEL_TOKENS, live["cut_after"]))
+        cut = _cut(live["cut_after"]) if "cut_after" in live else None
         params: dict[str, str] = {}
         for name, value in parse_qsl(rest, keep_blank_values=True):
             if name in params:
