@@ -1,4 +1,4 @@
-"""SharedStream in one process: two 'instances' (two logs with their own owner ids) on one Redis.
+"""Canned streams on a shared log (SharedCanned) in one process: two 'instances' (two logs with their own owner ids) on one Redis.
 
 Each connection runs on its own event-loop driver (a private loop on a thread, so
 instances run side by side); the reader is
