@@ -1,4 +1,4 @@
-"""Canned streams on a shared log (SharedCanned) in one process: two 'instances' (two logs with their own owner ids) on one Redis.
+"""Canned streams on a shared log (SharedCanned) in one process: two instances (two logs, own owner ids), one Redis.
 
 Each connection runs on its own event-loop driver (a private loop on a thread, so
 instances run side by side); the reader is
@@ -13,11 +13,11 @@ import threading
 import pytest
 from support.live import wait_until
 
-from tokenwire.core.model import ANSWER
+from tokenwire.core.model import ANSWER, Model
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Ending, Stream
-from tokenwire.core.tokenlog import LogUnavailable, StreamState, UnknownStream
+from tokenwire.core.tokenlog import LogUnavailable, MemoryTokenLog, StreamState, UnknownStream
 from tokenwire.realtime import LoopDriver
 
 N = 60
@@ -94,7 +94,6 @@ def test_spec_round_trips_through_the_log_and_attach_needs_the_stream(redis_serv
 
 def test_the_core_stream_runs_on_the_redis_log_alone(redis_server):
     log = _log(redis_server.url, "A")
-    from tokenwire.core.model import Model
     stream = Stream("s", Model(ANSWER[:N], _spec().timing()), log)
     reader, results = MemoryReader(), []
     _connect(stream, reader, -1, results).join(30)
@@ -215,3 +214,64 @@ def test_redis_restart_ends_the_stream_then_recovers(own_redis):
     _connect(fresh, reader2, -1, results2).join(30)
     assert results2 == [Ending.DONE]
     _assert_exact(reader2, a, "t", 30)
+
+
+class _Calls:
+    """An asyncio twin of the log whose calls a hand-stepped producer is answered for (no Redis here)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: (name, args)
+
+
+def test_a_canned_stream_a_reader_found_lost_ends_lost_not_done():
+    """A follower's writer finds the log lost the stream (``lose``) while the owner's producer is mid-Put: the
+    producer ends there, without marking the stream done or taking the "lost" ending away."""
+    from tokenwire.core.channel import Outcome
+    from tokenwire.core.effects import Await, Put, Sleep
+    from tokenwire.redislog.replies import Claim
+    from tokenwire.redislog.streams import SharedCanned
+
+    log = MemoryTokenLog(lambda: 0)
+    stream = Stream("s", SharedCanned(Model(ANSWER[:3], _spec().timing()), _Calls()), log)   # type: ignore[arg-type]
+    producer = stream.source.produce(stream, 0)
+    effect = next(producer)
+    assert isinstance(effect, Await) and effect.awaitable[0] == "claim"
+    assert isinstance(producer.send(Claim(owned=True, length=0, owner="A")), Sleep)
+    assert producer.send(None).awaitable[0] == "append_future"
+    assert isinstance(producer.send(None), Put)                       # token 0 goes to the reader
+    stream.lose(1)                                                    # a reader's writer: the log lost the stream
+    with pytest.raises(StopIteration):
+        producer.send(Outcome.ACCEPTED)                               # nothing more: no set_state(done)
+    assert stream.ending is not None and stream.ending.reason == "lost"
+    assert b'"reason": "lost"' in stream.closing_frame(0, 0)
+
+
+def test_an_owner_whose_producer_a_log_error_stopped_follows_the_log_on_the_next_reader():
+    """The model's iterator is closed with the failed producer; the next reader on the owner's process follows
+    the log (a continuation elsewhere, or ``owner lost`` after a lease), never ends the stream itself."""
+    import asyncio
+
+    from tokenwire.asgi.shared_model import SharedModel
+    from tokenwire.core.effects import Await
+    from tokenwire.redislog.replies import Claim
+
+    async def model():
+        for token in ("a", "b"):
+            yield token
+
+    async def scenario():
+        stream = Stream("s", SharedModel(model(), _Calls()), MemoryTokenLog(lambda: 0))   # type: ignore[arg-type]
+        producer = stream.source.produce(stream, 0)
+        assert next(producer).awaitable[0] == "claim"
+        step = producer.send(Claim(owned=True, length=0, owner="A"))
+        step = producer.send(await step.awaitable)                       # the model's first token
+        assert step.awaitable[0] == "append_future"
+        step = producer.throw(LogUnavailable("token log unavailable: redis down"))
+        assert isinstance(step, Await)
+        with pytest.raises(LogUnavailable):
+            producer.send(await step.awaitable)                          # the iterator closed, then the error
+        again = stream.source.produce(stream, 0)                         # a reader reconnects on this process
+        return next(again).awaitable[0], stream.ending
+
+    first, ending = asyncio.run(scenario())
+    assert (first, ending) == ("wait_after", None)

@@ -132,3 +132,19 @@ def test_a_followers_lost_ending_is_the_lost_ending_wherever_it_was_made() -> No
     assert [json.loads(reader.events[-1].data) for reader in (first, follower)] == [
         {"tokens": 4, "delivered_from": 0, "dropped": 0, "stopped_early": True, "reason": "lost"}] * 2
     assert reads_at_end[-1] == reads_at_end[0]           # once the stream was lost, no reader read the log again
+
+
+def test_a_stream_being_adopted_is_never_the_one_forgotten_to_make_room() -> None:
+    """Every stream the registry knows is in use: the one just made stays (its model unread, not closed)."""
+    from tokenwire.asgi.model_stream import ModelTokens
+
+    async def model():
+        yield "a"
+
+    reg = Registry(MemoryTokenLog(lambda: 0, max_streams=100), max_streams=1)
+    busy = reg.create(RunSpec(tokens=10))
+    busy.stream.connect(-1, busy.stream.new_channel())   # a reader and a producer: in use
+    tokens = ModelTokens(model())
+    made = reg.adopt(Stream("m", tokens, reg.log, keep_trace=False))
+    assert reg.get("m") is made and reg.get(busy.stream_id) is busy
+    assert tokens.run.iterator is not None and not tokens.run.released

@@ -64,7 +64,12 @@ class Lifecycle:
             self.close()
 
     def close(self) -> None:
-        """Stop every model still generating (their readers get the early ``done``) and close unread ones."""
+        """Stop every model still generating and close unread ones (``Stream.shut_down``).
+
+        Its readers get the early ``done``, unless another process may continue the
+        model (``takeover="continue"`` on Redis): that stream is handed off, and its
+        readers' connections end without ``done``, to resume where it goes on.
+        """
         for stream in list(self.models.streams if self.models is not None else ()):
             stream.shut_down()
 

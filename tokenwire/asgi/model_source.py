@@ -35,7 +35,6 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ..core.channel import Policy
-from ..core.pipeline import RunSpec
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
 from ..endpoints.access import SECRET_HEADERS, header_map, owner_meta, told
@@ -44,7 +43,7 @@ from ..endpoints.openai import RESPONSES
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import aio_of, attach_stream_async
-from .model_start import open_source
+from .model_start import open_iterator
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelTokens, StreamRequest
 from .shared_model import (
     META,
@@ -178,7 +177,7 @@ class ModelSource:
                              headers=header_map(request.headers, self.keep_out_of_log), principal=request.principal,
                              openai=asked.openai)
         try:
-            source = await open_source(self.factory, made)
+            iterator = await open_iterator(self.factory, made)
         except ValueError as exc:
             raise RequestError(400, str(exc)) from None
         except Exception as exc:
@@ -197,16 +196,15 @@ class ModelSource:
                 meta[REQUEST_KEY] = request_to_meta(logged)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
             await self.registry.aio.claim(stream_id)      # owned from the start: no lease means no owner
-            stream = shared_model_stream(stream_id, source, self.registry.log, policy=policy, capacity=capacity,
+            stream = shared_model_stream(stream_id, iterator, self.registry.log, policy=policy, capacity=capacity,
                                          on_disconnect=on_disconnect, continuation=self.continuation(logged),
                                          headers=made.headers)
         else:
-            stream = Stream(stream_id, ModelTokens(source, made.headers), self.registry.log,
+            stream = Stream(stream_id, ModelTokens(iterator, made.headers), self.registry.log,
                             meta={**META, NAME_KEY: self.name, **owner}, policy=policy, capacity=capacity,
                             on_disconnect=on_disconnect, keep_trace=False)
         self.streams.add(stream)
-        spec = RunSpec(policy=self.policy, capacity=self.buffer, on_disconnect=on_disconnect)
-        return self.registry.adopt(stream, spec, asked.cut)
+        return self.registry.adopt(stream, asked.cut)
 
     def logged(self, request: StreamRequest) -> StreamRequest:
         """``request`` as the log keeps it (``request_to_meta``): without the headers kept out of the log."""

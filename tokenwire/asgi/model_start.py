@@ -4,7 +4,7 @@ How this works: a factory comes in four shapes (a function returning an
 iterable of ``str``, sync or async; a generator function; an async generator
 function; an async function returning an async iterable).  A generator's body
 does not run when it is called: its checks of the request run at its first
-step.  So ``open_source`` calls the factory, then runs the model's first step
+step.  So ``open_iterator`` calls the factory, then runs the model's first step
 as a task for one turn of the event loop, before the create is answered:
 
 - the step raised (a ``ValueError`` checking the request, say): the
@@ -32,7 +32,7 @@ from typing import Any
 
 from .model_stream import StreamRequest, _aclose, _quote
 
-__all__ = ["open_source"]
+__all__ = ["open_iterator"]
 
 
 class _SyncTokens:
@@ -94,7 +94,7 @@ def _tokens_of(made: Any) -> AsyncIterator[Any]:
     raise TypeError(f"the model factory must return an iterable of str, got {_quote(made)}")
 
 
-async def open_source(factory: Any, request: StreamRequest) -> AsyncIterator[str]:
+async def open_iterator(factory: Any, request: StreamRequest) -> AsyncIterator[str]:
     """Call ``factory`` (awaiting it if it is async) and start its model; returns the async iterator of tokens.
 
     Raises what the factory raises, or its model's first step raises before

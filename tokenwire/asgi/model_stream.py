@@ -215,7 +215,7 @@ class ModelRun:
         """
         if not stream.cancelled or reason == STOPPED:
             self.stop_reason = reason
-        stream.cancelled = True
+        stream.cancel()
         self.cancel_step()
         self.release(stream)
 
@@ -249,6 +249,8 @@ class ModelRun:
         index = start
         try:
             while True:
+                if stream.ending is not None:      # ended under the producer: a reader found the log lost it
+                    break
                 if stream.cancelled:
                     yield from log.end(stream, index, self.stop_reason)
                     break
@@ -267,8 +269,8 @@ class ModelRun:
                     yield from log.end(stream, index, None)
                     break
                 problem = token_problem(token, index)
-                if problem is None and index >= stream.total:
-                    problem = f"the model yielded more than {stream.total} tokens, the most a stream keeps"
+                if problem is None and index >= MAX_MODEL_TOKENS:
+                    problem = f"the model yielded more than {MAX_MODEL_TOKENS} tokens, the most a stream keeps"
                 if problem is not None:
                     yield from self.failing(stream, index, problem, log)
                     break

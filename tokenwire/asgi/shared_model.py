@@ -11,8 +11,9 @@ that looks abandoned because nobody started it.  ``SharedModel`` (a
 stream's source) with an iterator is that owner: it takes the stream's lease as it starts (the
 process's log writer renews all its leases together on a timer) and records
 how the model ended (``done``, or ``cancelled`` for an early stop or an
-error).  Built without a source (``attach``: a reconnect, or a second
-reader, landed on another process), it follows: it waits on the process's
+error).  With no iterator to pull (built by ``attach``: a reconnect, or a
+second reader, landed on another process; or an owner whose producer a log
+error stopped), it follows: it waits on the process's
 shared ``XREAD`` for new tokens and passes them on; when the log stops
 growing it reads the stream's state: ``done`` ends the stream with the
 plain ``done``, ``cancelled`` with the early-stop ``done``, and a stream
@@ -41,7 +42,7 @@ then on it is the owner: the new iterator's tokens are logged from
 ``start`` on, fenced by the lease as the first owner's were, so each index
 is logged once.  A token the dead owner generated but never logged is
 generated again; nothing logged is.  A shutdown hands such a stream off
-(``stop``): the lease is released without marking the stream stopped and
+(``shut_down``): the lease is released without marking the stream stopped and
 the readers' connections end without ``done``, so they reconnect elsewhere
 and a follower there continues at once.  Every log call is awaited
 (``Await``): nothing blocks the loop.
@@ -56,12 +57,12 @@ import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ..core.channel import Policy
 from ..core.effects import Await, Effect, Process, TokenItem
 from ..core.endings import CANCELLED, LOST, OWNER_LOST, PREFIX_TRIMMED, STOPPED, EarlyEnd, ending_state, failed
-from ..core.pipeline import RunSpec
 from ..core.sources import Fed, OnDisconnect, Source
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
@@ -70,8 +71,8 @@ from ..endpoints.chat import parse_chat
 from ..endpoints.openai import parse_openai
 from ..endpoints.params import RequestError
 from ..redislog.presence import ignored
-from ..redislog.streams import AwaitedReads, aio_of
-from .model_start import open_source
+from ..redislog.streams import AwaitedReads, aio_of, followed, passed_on
+from .model_start import open_iterator
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelRun, StreamRequest, logger
 
 if TYPE_CHECKING:
@@ -82,8 +83,6 @@ __all__ = ["META", "NAME_KEY", "Continuation", "SharedModel", "attach_model_stre
 
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
-# What a follower's check returns when it took the lease of a stream whose owner is gone (continuation).
-_TAKEN = EarlyEnd("taken over")
 # The meta key a continuable stream's request is kept under.
 REQUEST_KEY = "request"
 # The meta key of the name of the model that made the stream: only a process with that model continues it.
@@ -130,24 +129,28 @@ def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest 
         return None
 
 
+class Elsewhere(Enum):
+    """What a follower learns of the owner when the log stops growing, when the stream has not ended."""
+
+    GENERATING = "generating"     # the owner is alive (or another follower took it over first)
+    TAKEN = "taken"               # the owner is gone and this process took the lease: it continues the model
+
+
 class SharedModel(Source):
     """Your model as a stream's source on a shared log: the owner (with ``iterator``) or a follower (without).
 
     ``continuation``: what a follower calls to continue the model of a dead
-    owner (None: it ends the stream ``owner lost`` instead).  ``spec``: the
-    stream's settings as the registry keeps them.  ``headers``: the
+    owner (None: it ends the stream ``owner lost`` instead).  ``headers``: the
     request's (see ``ModelRun``).
     """
 
     length = MAX_MODEL_TOKENS
 
-    def __init__(self, iterator: AsyncIterator[str] | None, aio: AsyncRedisLog, spec: RunSpec, *,
+    def __init__(self, iterator: AsyncIterator[str] | None, aio: AsyncRedisLog, *,
                  continuation: Continuation | None = None, headers: Mapping[str, str] | None = None) -> None:
         self.run = ModelRun(iterator, headers)
-        self.aio, self.spec = aio, spec
-        self.following = iterator is None        # made on another process: followed here, maybe continued
+        self.aio = aio
         self.continuation = continuation
-        self.continued_at: int | None = None      # the index this process continued the model at
         self._orphaned_at: float | None = None     # when a follower first saw no owner holding the lease
         self._taken_length = 0
         self.handing_off = False                  # stopped by a shutdown, to be continued elsewhere
@@ -155,10 +158,15 @@ class SharedModel(Source):
 
     def at_creation(self, stream: Fed) -> Process | None:
         """The owner's producer, to run from creation on (``Registry.adopt`` spawns it); None for a follower."""
-        if self.run.iterator is None or stream.producer_running:
-            return None
-        stream.producer_running = True
-        return self.produce(stream, 0)
+        return None if self._following() else self.produce(stream, 0)
+
+    def _following(self) -> bool:
+        """No iterator to pull here (never had one, or a log error stopped its producer): follow the log.
+
+        An iterator released unread (a stop before its producer ran) is not
+        followed: the stream ends as the stop said.
+        """
+        return self.run.iterator is None and not self.run.released
 
     # -- stopping ------------------------------------------------------------------------------
     def _stop(self, stream: Fed, reason: EarlyEnd) -> None:
@@ -221,9 +229,8 @@ class SharedModel(Source):
         if done.cancelled() or done.exception() is not None or not done.result():
             return
         if stream.unread() and stream.producer_running and not stream.cancelled:
-            stream.cancelled = True
+            stream.cancel()
             self.run.cancel_step()
-            stream.wake()
 
     # -- ModelLog: the owner's log calls, awaited -------------------------------------------------
     def append(self, stream: Fed, index: int, token: str) -> Process:
@@ -250,12 +257,12 @@ class SharedModel(Source):
 
     # -- the producer ----------------------------------------------------------------------------
     def produce(self, stream: Fed, start: int) -> Process:
-        if self.following:
+        if self._following():
             yield from self._follow(stream, start)
             return
         sid = stream.stream_id
         try:
-            if start == self.run.position:
+            if start == self.run.position and self.run.iterator is not None:
                 claim = yield Await(self.aio.claim(sid))       # the lease says "its owner is alive"
                 if claim.stopped:
                     self._stop(stream, STOPPED)            # stopped before it began: the producer ends at once
@@ -279,23 +286,19 @@ class SharedModel(Source):
         cursor, sid = start - 1, stream.stream_id
         try:
             while True:
-                got = yield Await(self.aio.wait_after(sid, cursor))
-                if got:
-                    self._orphaned_at = None
-                for index, text in got:
-                    yield from stream.pass_on(TokenItem(index, text))
-                    cursor = index
-                if got:
+                got = yield from followed(self.aio, stream, cursor)
+                if got > cursor:
+                    self._orphaned_at, cursor = None, got
                     continue
-                ending = yield from self._ended_elsewhere(sid)
-                if ending is _TAKEN:
+                outcome = yield from self._ended_elsewhere(sid)
+                if outcome is Elsewhere.TAKEN:
                     yield from self._continue(stream, cursor)
                     return
-                if ending is not False:
+                if outcome is not Elsewhere.GENERATING:
                     length = yield Await(self.aio.length(sid, patient=True))
                     if length - 1 > cursor:
                         continue              # the last tokens landed as the owner ended: pass them on first
-                    stream.ended(length, ending)   # type: ignore[arg-type]
+                    stream.ended(length, outcome)
                     return
         except StreamLost:
             stream.ended(cursor + 1, LOST)      # what this process passed on is all there is
@@ -303,8 +306,8 @@ class SharedModel(Source):
             stream.abandon()
             raise
 
-    def _ended_elsewhere(self, sid: str) -> Generator[Effect, Any, EarlyEnd | None | bool]:
-        """How the owner ended the stream, or False while it is still generating."""
+    def _ended_elsewhere(self, sid: str) -> Generator[Effect, Any, EarlyEnd | Elsewhere | None]:
+        """How the owner ended the stream (None: done, to the end), or what the follower learned of the owner."""
         state = yield Await(self.aio.state(sid, patient=True))
         if state is StreamState.DONE:
             return None
@@ -316,16 +319,16 @@ class SharedModel(Source):
         if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
             claim = yield Await(self.aio.take_over(sid))
             if not claim.owned:
-                return False                   # alive, or another follower took it over first
+                return Elsewhere.GENERATING     # alive, or another follower took it over first
             self._taken_length = claim.length
-            return _TAKEN
+            return Elsewhere.TAKEN
         if (yield Await(self.aio.owner(sid, patient=True))) is not None:
             self._orphaned_at = None
-            return False
+            return Elsewhere.GENERATING
         now = time.monotonic()
         if self._orphaned_at is None or now - self._orphaned_at < self.aio.log.lease_ms / 1000:
             self._orphaned_at = self._orphaned_at or now     # no owner now: dead only if none for a whole lease
-            return False
+            return Elsewhere.GENERATING
         yield Await(self.aio.set_state(sid, StreamState.CANCELLED))    # its owner died
         return OWNER_LOST
 
@@ -343,10 +346,10 @@ class SharedModel(Source):
                 return
             for index in range(cursor + 1, start):
                 yield from stream.pass_on(TokenItem(index, prefix[index]))
-            self.run.position, self.continued_at, self.run.headers = start, start, request.headers
+            self.run.position, self.run.headers = start, request.headers
             self.aio.watch_stop(sid, lambda: self._stop(stream, STOPPED))
             try:
-                self.run.iterator = yield Await(open_source(factory, dataclasses.replace(request, prefix=prefix,
+                self.run.iterator = yield Await(open_iterator(factory, dataclasses.replace(request, prefix=prefix,
                                                                                          start=start)))
             except Exception as exc:  # noqa: BLE001 - the factory's own error, named to the reader
                 yield from self.run.failing(stream, start, f"the model factory raised {type(exc).__name__}", self,
@@ -365,12 +368,10 @@ class SharedModel(Source):
         logger.warning("tokenwire stream %s: cannot continue the model: %s (a log maxlen below the answer's "
                        "length)", stream.stream_id, gap)
         try:
-            rest = yield Await(self.aio.read_after(stream.stream_id, cursor, start - cursor - 1, patient=True))
+            cursor = yield from passed_on(self.aio, stream, cursor, start - cursor - 1)
         except LogGap:
-            rest = []                            # this reader's next token is trimmed too: it ends where it is
-        for index, text in enumerate(rest, cursor + 1):
-            yield from stream.pass_on(TokenItem(index, text))
-        yield from self.end(stream, cursor + 1 + len(rest), PREFIX_TRIMMED)
+            pass                                 # this reader's next token is trimmed too: it ends where it is
+        yield from self.end(stream, cursor + 1, PREFIX_TRIMMED)
 
 
 def shared_model_stream(stream_id: str, iterator: AsyncIterator[str] | None, log: TokenLog, *, policy: Policy,
@@ -378,8 +379,7 @@ def shared_model_stream(stream_id: str, iterator: AsyncIterator[str] | None, log
                         headers: Mapping[str, str] | None = None) -> Stream:
     """A model stream already in the shared ``log``: owned here (``iterator``) or followed (None)."""
     aio = aio_of(log)
-    spec = RunSpec(policy=policy, capacity=capacity, on_disconnect=on_disconnect)
-    source = SharedModel(iterator, aio, spec, continuation=continuation, headers=headers)
+    source = SharedModel(iterator, aio, continuation=continuation, headers=headers)
     return Stream(stream_id, source, log, reads=AwaitedReads(aio), attach="checked", policy=policy,
                   capacity=capacity, on_disconnect=on_disconnect, keep_trace=False)
 

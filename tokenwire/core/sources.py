@@ -8,8 +8,8 @@ is the producer process (from index ``start`` to the end), ``joined`` and
 that the server is going away, ``release`` that the stream is forgotten
 here, and ``at_creation`` gives a producer to run before anyone reads (your
 model on a shared log is generated from its creation on).  The hooks take
-the stream (as ``Fed``: what a source may read and change of it), so one
-source object serves one stream without holding it.
+the stream as ``Fed``: what a source may read of it, and the methods by
+which it changes it (a source sets none of its state directly).
 ``Source`` is the base with what most sources do: a reader leaving with
 ``on_disconnect="cancel"`` cancels the producer, the rest does nothing.
 
@@ -44,16 +44,27 @@ class OnDisconnect(StrEnum):
 class Fed(Protocol):
     """What a source reads and changes of its stream (``Stream`` is one): these, and nothing private."""
 
-    stream_id: str
-    log: TokenLog
-    total: int                  # the answer's length, or the most it may have until it ends
-    on_disconnect: OnDisconnect
-    producer_running: bool
-    cancelled: bool             # the producer is to stop before its next token
-    stopping: bool              # asked to stop for good
-    offered: int                # the last index offered to readers here
-    ending: EarlyEnd | None
+    @property
+    def stream_id(self) -> str: ...
+    @property
+    def log(self) -> TokenLog: ...
+    @property
+    def total(self) -> int: ...             # the answer's length, or the most it may have until it ends
+    @property
+    def on_disconnect(self) -> OnDisconnect: ...
+    @property
+    def producer_running(self) -> bool: ...
+    @property
+    def cancelled(self) -> bool: ...        # the producer is to stop before its next token
+    @property
+    def stopping(self) -> bool: ...         # asked to stop for good
+    @property
+    def offered(self) -> int: ...           # the last index offered to readers here
+    @property
+    def ending(self) -> EarlyEnd | None: ...
 
+    def cancel(self) -> None: ...
+    def idle(self) -> None: ...
     def pass_on(self, item: TokenItem) -> Process: ...
     def ended(self, total: int, ending: EarlyEnd | None = None) -> None: ...
     def stopped_at(self, total: int) -> None: ...
@@ -86,14 +97,13 @@ class Source:
 
     def left(self, stream: Fed, cancel: bool) -> None:
         """The last reader here left (``cancel=False``: it is back at once); ``cancel`` cancels the producer."""
-        if cancel:
-            stream.cancelled = stream.stopping or stream.on_disconnect is OnDisconnect.CANCEL
+        if cancel and (stream.stopping or stream.on_disconnect is OnDisconnect.CANCEL):
+            stream.cancel()
 
     def stop_generating(self, stream: Fed) -> None:
         """Stop for good (``stream.stopping`` is set): the running producer stops within one token."""
         if stream.producer_running:
-            stream.cancelled = True
-            stream.wake()
+            stream.cancel()
 
     def shut_down(self, stream: Fed) -> None:
         """The server is shutting down (its producers are cancelled with the loop)."""
@@ -133,6 +143,8 @@ class Canned(Source):
                 token = generate(index)
                 append(sid, index, token)
                 yield from stream.pass_on(TokenItem(index, token))
+            if stream.ending is not None:           # ended under the producer (a reader found the log lost it)
+                return
             if stream.stopping:                     # asked to stop as the last token was made
                 self._stopped(stream, stream.total)
                 return
@@ -158,6 +170,5 @@ class Canned(Source):
         if stream.stopping:
             self._stopped(stream, index)
             return
-        stream.producer_running = False
+        stream.idle()
         stream.log.set_state(stream.stream_id, StreamState.CANCELLED)
-        stream.wake()

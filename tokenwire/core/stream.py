@@ -1,8 +1,9 @@
-"""One stream: a model, its token log, the producer, and the connections that read it.
+"""One stream: its token log, the producer its source runs, and the connections that read it.
 
-How this works: the producer generates index ``i`` (a model step, paid for
-with a ``Sleep``), appends it to the log and ``Put``s it to whichever channel
-is attached.  A connection attaches a fresh channel with ``connect(cursor)``,
+How this works: the producer (its ``Source``'s) makes index ``i`` (a canned
+model's step paid for with a ``Sleep``, your model's next token, or a token
+another instance logged), appends it to the log and ``Put``s it to whichever
+channel is attached.  A connection attaches a fresh channel with ``connect(cursor)``,
 which is atomic (one thread, no await inside it): every index already in the log
 at that moment is replayed by the writer from the log, every later one
 arrives through the channel.  So a reconnect never misses an index that was
@@ -284,7 +285,21 @@ class Stream:
 
     def at_creation(self) -> Process | None:
         """The producer to run from the stream's creation on, if its source generates unread (None: none)."""
-        return self.source.at_creation(self)
+        if self.producer_running:
+            return None
+        producer = self.source.at_creation(self)
+        self.producer_running = producer is not None
+        return producer
+
+    def cancel(self) -> None:
+        """The producer is to stop before its next token (a reader left, the server stops, someone asked)."""
+        self.cancelled = True
+        self.wake()
+
+    def idle(self) -> None:
+        """The producer stopped before the end without ending the answer: the next reader starts another."""
+        self.producer_running = False
+        self.wake()
 
     def wake(self) -> None:
         """Tell the processes parked on this stream that something changed (``Changes``)."""

@@ -34,7 +34,6 @@ class LiveStream:
     """
 
     stream: Stream
-    spec: RunSpec
     cut_after: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

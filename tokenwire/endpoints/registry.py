@@ -135,15 +135,15 @@ class Registry:
         _check_cut(spec, cut_after)
         stream = self._new_stream(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log, keep_trace=self.keep_trace,
                                   meta=meta)
-        return self._remember(LiveStream(stream, spec, cut_after))
+        return self._remember(LiveStream(stream, cut_after))
 
-    def adopt(self, stream: Stream, spec: RunSpec, cut_after: int | None = None) -> LiveStream:
+    def adopt(self, stream: Stream, cut_after: int | None = None) -> LiveStream:
         """Keep a stream made elsewhere (your own model's) under its id; returns its ``LiveStream``.
 
         A stream that generates from its creation on (your own model on a
         shared log: ``Stream.at_creation`` gives its producer) is started here.
         """
-        live = self._remember(LiveStream(stream, spec, cut_after))
+        live = self._remember(LiveStream(stream, cut_after))
         producer = stream.at_creation()
         if producer is not None:
             self.spawn(producer)
@@ -156,8 +156,10 @@ class Registry:
             excess = len(self._streams) - self.max_streams
             if excess > 0:
                 # Forget the oldest idle streams only: a stream with a producer or a reader
-                # must stay the one object for its id, or a reconnect would start a second producer.
-                idle = [sid for sid, known in self._streams.items() if _idle(known.stream)][:excess]
+                # must stay the one object for its id, or a reconnect would start a second producer;
+                # and never the one being remembered, which nobody has had a chance to read yet.
+                idle = [sid for sid, known in self._streams.items()
+                        if sid != live.stream_id and _idle(known.stream)][:excess]
                 for sid in idle:
                     _let_go(self._streams.pop(sid))
         return live
@@ -171,7 +173,7 @@ class Registry:
         live = self._known(stream_id)
         if live is None:
             stream = self._attach_stream(stream_id, self.log)   # UnknownStream if the log does not hold it
-            return self._joined(stream, spec_from_meta(self.log.meta(stream_id)))
+            return self._joined(stream)
         return self._still_logged(live, self.log.total, stream_id)
 
     def _known(self, stream_id: str) -> LiveStream | None:
@@ -181,10 +183,10 @@ class Registry:
                 self._streams.move_to_end(stream_id)
         return live
 
-    def _joined(self, stream: Stream, spec: RunSpec) -> LiveStream:
+    def _joined(self, stream: Stream) -> LiveStream:
         # A one-time cut belongs to the instance that made the stream; a
         # stream joined later runs to the end rather than being cut twice.
-        return self._remember(LiveStream(stream, spec, -1))
+        return self._remember(LiveStream(stream, -1))
 
     def _still_logged(self, live: LiveStream, total: Callable[[str], object], stream_id: str) -> LiveStream:
         """``live``, once the log says it still holds it (``total`` raises ``UnknownStream`` otherwise)."""
@@ -211,7 +213,7 @@ class Registry:
         _check_cut(spec, cut_after)
         stream = await self._new_stream_async(secrets.token_urlsafe(STREAM_ID_BYTES), spec, self.log,
                                               keep_trace=self.keep_trace, meta=meta)
-        return self._remember(LiveStream(stream, spec, cut_after))
+        return self._remember(LiveStream(stream, cut_after))
 
     async def get_async(self, stream_id: str) -> LiveStream:
         """``get``, with a shared log read by awaited calls; raises ``UnknownStream``, ``LogUnavailable``."""
@@ -219,9 +221,7 @@ class Registry:
             return self.get(stream_id)
         live = self._known(stream_id)
         if live is None:
-            stream = await self._attach_stream_async(stream_id, self.log)
-            spec = getattr(stream.source, "spec", None) or spec_from_meta(await self.aio.meta(stream_id))
-            return self._joined(stream, spec)
+            return self._joined(await self._attach_stream_async(stream_id, self.log))
         try:
             await self.aio.total(stream_id)
         except UnknownStream:

@@ -72,8 +72,8 @@ if TYPE_CHECKING:
     from .aio import AsyncRedisLog
     from .blocking import Claim
 
-__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "SharedLog", "aio_of", "attach_stream", "is_shared",
-           "make_registry", "new_stream", "open_log"]
+__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "SharedLog", "aio_of", "attach_stream", "followed",
+           "is_shared", "make_registry", "new_stream", "open_log", "passed_on"]
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
@@ -128,7 +128,7 @@ class AwaitedReads:
                                                        patient=True))
             except LogError:
                 if producer is not None:
-                    stream.producer_running = False     # never started: the next reader starts one
+                    stream.idle()                       # never started: the next reader starts one
                 stream.disconnect(channel)
                 raise
             replay += [TokenItem(i, text) for i, text in enumerate(more, live_from)]
@@ -137,6 +137,29 @@ class AwaitedReads:
     def catch_up(self, stream: Stream, last: int) -> Generator[Effect, Any, list[TokenItem]]:
         tokens = yield Await(self.aio.read_after(stream.stream_id, last, patient=True))
         return [TokenItem(i, text) for i, text in enumerate(tokens, last + 1)]
+
+
+def passed_on(aio: AsyncRedisLog, stream: Fed, cursor: int, count: int) -> Generator[Effect, Any, int]:
+    """Read ``count`` tokens after ``cursor`` from the log and pass each on; returns the last index passed on."""
+    tokens = yield Await(aio.read_after(stream.stream_id, cursor, count, patient=True))
+    for index, text in enumerate(tokens, cursor + 1):
+        yield from stream.pass_on(TokenItem(index, text))
+        cursor = index
+    return cursor
+
+
+def followed(aio: AsyncRedisLog, stream: Fed, cursor: int) -> Generator[Effect, Any, int]:
+    """Pass on what another process logs after ``cursor``, through the process's shared ``XREAD``.
+
+    Returns the last index passed on (``cursor`` if nothing came within the
+    wait); raises ``LogGap`` if the log skipped an index.
+    """
+    for index, text in (yield Await(aio.wait_after(stream.stream_id, cursor))):
+        if index != cursor + 1:
+            raise LogGap(stream.stream_id, cursor, index)
+        yield from stream.pass_on(TokenItem(index, text))
+        cursor = index
+    return cursor
 
 
 class SharedCanned(Source):
@@ -169,8 +192,7 @@ class SharedCanned(Source):
                     stream.stopped_at(cursor + 1)    # the log says stopped already (``AsyncRedisLog.stop``)
                     return
                 if stream.cancelled:
-                    stream.producer_running = False
-                    stream.wake()
+                    stream.idle()
                     yield Await(self.aio.set_state(sid, StreamState.CANCELLED))   # releases the lease too
                     return
                 if owned:
@@ -180,7 +202,7 @@ class SharedCanned(Source):
                 if check:          # the lease: at the start, after a fenced append, at each heartbeat
                     claim = yield Await(self.aio.claim(sid))
                     if claim.length > cursor + 1:
-                        cursor = yield from self._pass_on(stream, cursor, claim.length)
+                        cursor = yield from passed_on(self.aio, stream, cursor, claim.length - cursor - 1)
                         continue
                     if claim.stopped:                    # stopped on some instance: never generated again
                         stream.stopped_at(claim.length)
@@ -189,8 +211,10 @@ class SharedCanned(Source):
                         owned = True
                         continue
                 before = cursor
-                cursor = yield from self._follow(stream, cursor)
+                cursor = yield from followed(self.aio, stream, cursor)
                 check = cursor == before           # nothing new within block_ms: is the owner still there?
+            if stream.ending is not None:          # ended under the producer: a reader found the log lost it
+                return
             yield Await(self.aio.set_state(sid, StreamState.DONE))
         except StreamStopped:       # stopped on another instance: the log refused the next token
             self.aio.disown(sid)
@@ -200,13 +224,6 @@ class SharedCanned(Source):
             yield from self._fail(stream, exc)
             return
         stream.ended(stream.total)
-
-    def _pass_on(self, stream: Fed, cursor: int, length: int) -> Process:
-        tokens = yield Await(self.aio.read_after(stream.stream_id, cursor, length - cursor - 1, patient=True))
-        for index, text in enumerate(tokens, cursor + 1):
-            yield from stream.pass_on(TokenItem(index, text))
-            cursor = index
-        return cursor
 
     def _step(self, stream: Fed, index: int) -> Process:
         """Generate and log ``index``; returns it, or ``index - 1`` if the append was fenced off."""
@@ -220,14 +237,6 @@ class SharedCanned(Source):
             return index - 1
         yield from stream.pass_on(TokenItem(index, token))
         return index
-
-    def _follow(self, stream: Fed, cursor: int) -> Process:
-        for index, text in (yield Await(self.aio.wait_after(stream.stream_id, cursor))):
-            if index != cursor + 1:
-                raise LogGap(stream.stream_id, cursor, index)
-            yield from stream.pass_on(TokenItem(index, text))
-            cursor = index
-        return cursor
 
     def _fail(self, stream: Fed, exc: LogError) -> Process:
         self.failure = exc
