@@ -8,7 +8,7 @@ task (``wire``).  The streams live in a ``Registry``; their writer and
 producer processes run on a ``LoopDriver`` made on the server's event loop at
 the first request (or at lifespan startup).  Without a model a stream is the
 canned answer with the report's parameters, exactly as ``tokenwire serve``
-makes it; with one, ``ModelSource`` calls the factory per stream.
+makes it; with one, ``ModelMaker`` calls the factory per stream.
 
 Mounted in a Starlette or FastAPI app, the routes answer under the mount
 point and the ``events_url`` of a new stream starts with ``root_path``.
@@ -46,7 +46,7 @@ from ..realtime import LoopDriver
 from ..redislog.streams import make_registry
 from . import scope as asgi
 from .lifecycle import Lifecycle
-from .model_source import KEEP_OUT_OF_LOG, ModelSource, attach, check_keep_out, check_takeover
+from .model_maker import KEEP_OUT_OF_LOG, ModelMaker, attach, check_keep_out, check_takeover
 from .model_stream import ModelFactory
 from .wire import AsgiWire, Receive, Send
 
@@ -129,7 +129,7 @@ class TokenStreams:
                                                 create_rate=create_rate)
         takeover = check_takeover(takeover)     # refused even without a model (the canned answer always continues)
         keep_out_of_log = check_keep_out(keep_out_of_log)
-        self.models = None if model is None else ModelSource(
+        self.models = None if model is None else ModelMaker(
             model, self.registry, policy=self.policy, buffer=self.buffer, on_disconnect=self.on_disconnect,
             takeover=takeover, name=name, keep_out_of_log=keep_out_of_log)
         self.endpoints = Endpoints(self.registry, self.config, self.models, alone=True, routes=routes,

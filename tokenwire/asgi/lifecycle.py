@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 
 from ..endpoints.decide import Endpoints, logger
 from .exiting import watch_exit
-from .model_source import ModelSource
+from .model_maker import ModelMaker
 from .wire import Receive, Send
 
 __all__ = ["Lifecycle"]
@@ -32,7 +32,7 @@ _LAST_FRAMES_S = 0.25
 class Lifecycle:
     """Start (``start``, on the server's loop) and stop ``endpoints`` and the ``models``' streams."""
 
-    def __init__(self, endpoints: Endpoints, models: ModelSource | None, start: Callable[[], bool]) -> None:
+    def __init__(self, endpoints: Endpoints, models: ModelMaker | None, start: Callable[[], bool]) -> None:
         self.endpoints, self.models, self._start = endpoints, models, start
         self.exiting = False
 

@@ -8,7 +8,7 @@ step.  So ``open_iterator`` calls the factory, then runs the model's first step
 as a task for one turn of the event loop, before the create is answered:
 
 - the step raised (a ``ValueError`` checking the request, say): the
-  factory's error, raised here (``ModelSource.make`` makes it the 400 or
+  factory's error, raised here (``ModelMaker.make`` makes it the 400 or
   500), and the model is closed;
 - it yielded its first token, ended, or is waiting (an upstream call, its
   thinking): the stream is made, and its producer's first ``__anext__``

@@ -102,7 +102,7 @@ def request_to_meta(request: StreamRequest) -> dict[str, Any]:
 
     A chat's request keeps only that it was one: its ``chat`` is read again
     from the body.  Its headers are kept as given: the caller has taken out
-    those kept out of the log (``ModelSource.logged``); the principal is the
+    those kept out of the log (``ModelMaker.logged``); the principal is the
     meta's own.
     """
     return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),

@@ -4,7 +4,7 @@ How this works: ``parse_chat`` reads the JSON body the SDK's transports
 send (``DefaultChatTransport``: ``{id, messages, trigger, messageId, ...}``;
 ``WorkflowChatTransport``: ``{messages, ...}``) into a ``ChatRequest``.  A
 ``POST /chat`` makes a stream as ``POST /streams`` does (the same quota, the
-same source: the canned answer takes the report's parameters from the body's
+same stream maker: the canned answer takes the report's parameters from the body's
 fields, a model gets the ``ChatRequest``), remembers it as the chat's stream
 (``Endpoints.chats``, a ``Kept``: in memory, or in the shared log so any
 instance resumes any chat; a new POST for the chat replaces it) and opens
@@ -37,7 +37,7 @@ from ..core.tokenlog import StreamState, UnknownStream
 from ..report.params import NAMES
 from . import rules
 from .access import chat_name
-from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream, StreamSource
+from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream, StreamMaker
 from .kept import Kept
 from .params import MAX_ID_DIGITS, RequestError, echo, field_of, json_object, parse_count
 from .registry import LiveStream, Registry
@@ -57,11 +57,11 @@ _RUN_ID, _TAIL = "x-workflow-run-id", "x-workflow-stream-tail-index"
 
 
 class Endpoints(Protocol):
-    """What the chat routes use of the endpoints (``decide.Endpoints``): the registry, the source, the chats,
+    """What the chat routes use of the endpoints (``decide.Endpoints``): the registry, the stream maker, the chats,
     making and stopping streams."""
 
     registry: Registry
-    source: StreamSource
+    maker: StreamMaker
     chats: Kept
 
     async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
@@ -105,7 +105,7 @@ def _headers(stream_id: str, *extra: tuple[str, str]) -> Headers:
 async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> OpenStream:
     """``POST /chat``: make the chat's stream, remember it as the chat's, open it from chunk 0."""
     chat = parse_chat(body)
-    asked = endpoints.source.parse_chat(chat)
+    asked = endpoints.maker.parse_chat(chat)
     registry = endpoints.registry
     rules.check_room(registry)                            # no stream is made for a 503
     live = await endpoints.make(asked, request, body)

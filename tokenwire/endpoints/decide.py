@@ -17,9 +17,9 @@ has every token of a stream that ended normally, and takes a slot (503).  A
 ``RequestError`` or a token-log failure anywhere is the refusal it names
 (``rules``).
 
-What a new stream is differs: the canned answer (``CannedSource``, the
+What a new stream is differs: the canned answer (``CannedMaker``, the
 report's parameters) or a user's model (``tokenwire.asgi``); a
-``StreamSource`` parses a create query and makes the stream.  Writing an
+``StreamMaker`` parses a create query and makes the stream.  Writing an
 open stream is ``Endpoints.write`` (``writing``), against the adapter's wire.
 """
 
@@ -37,7 +37,7 @@ from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
 from .chat import canned_query, open_chat, resume_chat, stop_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
-from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream, StreamSource
+from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
 from .exposition import Exposition, exposition
 from .kept import Kept
 from .metering import Meter
@@ -54,7 +54,7 @@ from .registry import LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, ErrorFormat, Found, RouteTable
 from .writing import EventWire, Writing, write_events
 
-__all__ = ["CannedSource", "Endpoints", "ReadBody", "StreamSource", "logger", "refusal"]
+__all__ = ["CannedMaker", "Endpoints", "ReadBody", "StreamMaker", "logger", "refusal"]
 
 # The one logger: ``tokenwire serve`` (and ``--quiet``) configures it; an
 # ASGI server's logging configuration reaches it as any library's.
@@ -64,7 +64,7 @@ logger = logging.getLogger("tokenwire")
 ReadBody = Callable[[int], Awaitable[bytes]]
 
 
-class CannedSource:
+class CannedMaker:
     """The canned 277-token answer, shaped by the report's parameters."""
 
     def __init__(self, registry: Registry) -> None:
@@ -107,7 +107,7 @@ AnswersId = Callable[["Endpoints", LiveRequest, str], Awaitable[Answer | OpenStr
 class Endpoints:
     """The live routes of ``routes`` (``POST /streams``, ``GET /streams/<id>/events``, ...) over ``registry``.
 
-    ``source`` makes new streams (the canned answer by default).  ``alone``:
+    ``maker`` makes new streams (the canned answer by default).  ``alone``:
     these routes are all the server serves, so any other path is their 404
     and an unknown method their 501; otherwise ``decide`` answers None for a
     path that is not theirs.  ``body_limits`` sets the routes' body limits
@@ -121,7 +121,7 @@ class Endpoints:
     answers 404; ``metering``, ``exposition``).
     """
 
-    def __init__(self, registry: Registry, config: LiveConfig, source: StreamSource | None = None, *,
+    def __init__(self, registry: Registry, config: LiveConfig, maker: StreamMaker | None = None, *,
                  alone: bool = False, routes: RouteTable = LIVE_ROUTES,
                  body_limits: Mapping[str, int] | None = None, authorize: Authorize | None = None,
                  challenge: str = DEFAULT_CHALLENGE, meter: Meter | None = None, secret: Iterable[str] = ()) -> None:
@@ -129,7 +129,7 @@ class Endpoints:
         self.authorize, self.challenge, self.secret = authorize, challenge, tuple(secret)
         self._exposition: Exposition | None = None
         self.routes = routes.with_limits(body_limits or {})
-        self.source: StreamSource = source if source is not None else CannedSource(registry)
+        self.maker: StreamMaker = maker if maker is not None else CannedMaker(registry)
         self.journal: deque[ConnectionLog] = deque(maxlen=JOURNAL_SIZE)
         self.writing: set[Writing] = set()      # the streams being written now
         self.closing = False                    # a shutdown has closed the streams (close_streams)
@@ -191,7 +191,7 @@ class Endpoints:
             return refusal(rules.log_error(exc), route.errors)
 
     async def _create(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        asked = self.source.parse(request.query)
+        asked = self.maker.parse(request.query)
         body = await read_body()
         live = await self.make(asked, request, body)
         return Answer(201, *rules.created(live.stream_id, request.root_path))
@@ -224,7 +224,7 @@ class Endpoints:
 
     async def _create_and_open(self, request: LiveRequest, found: Found,
                                read_body: Callable[[], Awaitable[bytes]]) -> OpenStream | Answer:
-        asked = self.source.parse(request.query)
+        asked = self.maker.parse(request.query)
         rules.last_event_id(request.header_values("last-event-id"), created=True)  # refused before a stream is made
         rules.check_room(self.registry)                       # nor is one made for a 503
         live = await self.make(asked, request, b"")
@@ -259,7 +259,7 @@ class Endpoints:
         return handle
 
     async def _models(self, request: LiveRequest, found: Found, read_body: Callable[[], Awaitable[bytes]]) -> Answer:
-        return models_answer(await self.source.model_ids())
+        return models_answer(await self.maker.model_ids())
 
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         """Make the stream ``asked`` describes, within ``request``'s client's creation quota (429 past it)."""
@@ -267,7 +267,7 @@ class Endpoints:
             self.registry.admit_creation(request.client)
         except OverQuota as exc:
             raise rules.quota_error(exc) from None
-        live = await self.source.make(asked, request, body)
+        live = await self.maker.make(asked, request, body)
         if self.meter is not None:
             self.meter.created += 1
         return live

@@ -7,7 +7,7 @@ a refusal, the ``201`` of a new stream, a ``204``) for the adapter to write
 as it is, or an ``OpenStream`` (a stream to write from a cursor) for the
 adapter to hand a wire to.  Neither side looks inside the other: the
 adapters never decide a status, the endpoints never touch a socket.  A
-``StreamSource`` (the canned answer, a user's model) is what the routes ask
+``StreamMaker`` (the canned answer, a user's model) is what the routes ask
 to read a request's body and make its stream.
 """
 
@@ -21,7 +21,7 @@ from ..core.pipeline import RunSpec
 from ..core.rendering import FRAMES, Rendering
 from .registry import LiveStream
 
-__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenAIRequest", "OpenStream", "StreamSource"]
+__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenAIRequest", "OpenStream", "StreamMaker"]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -141,7 +141,7 @@ class OpenStream:
     resumed: bool = False
 
 
-class StreamSource(Protocol):
+class StreamMaker(Protocol):
     """What makes a new stream: the canned answer or a user's model."""
 
     def parse(self, query: str) -> Asked:

@@ -1,7 +1,7 @@
 """OpenAI's routes: ``/v1/chat/completions``, ``/v1/responses`` (and its retrieve and cancel), ``/v1/models``.
 
 How this works: ``parse_openai`` reads the JSON body the ``openai`` SDK
-sends into an ``OpenAIRequest``; the source reads it (the canned answer takes
+sends into an ``OpenAIRequest``; the stream maker reads it (the canned answer takes
 the report's parameters from the body's fields, a model gets the request as
 ``StreamRequest.openai``) and a stream is made as ``POST /streams`` makes
 one (the same quota, the same log).  What goes on the wire is a rendering of
@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl
 from ..core.endings import EarlyEnd
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
-from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamSource
+from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
 from .kept import Kept
 from .openai_wire import (
     Answered,
@@ -62,7 +62,7 @@ class Endpoints(Protocol):
     """What the OpenAI routes use of the endpoints (``decide.Endpoints``)."""
 
     registry: Registry
-    source: StreamSource
+    maker: StreamMaker
     records: Kept
     closing: bool
 
@@ -101,7 +101,7 @@ def _include_usage(request: OpenAIRequest) -> bool:
 
 async def _made(endpoints: Endpoints, request: LiveRequest, body: bytes, api: str) -> tuple[OpenAIRequest, LiveStream]:
     parsed = parse_openai(body, api)
-    asked = endpoints.source.parse_openai(parsed)
+    asked = endpoints.maker.parse_openai(parsed)
     registry = endpoints.registry
     rules.check_room(registry)                            # no stream is made for a 503
     return parsed, await endpoints.make(asked, request, body)

@@ -1,4 +1,4 @@
-"""Your model as the endpoints' ``StreamSource``: a create query read as the model's parameters, a stream made per call.
+"""Your model as the endpoints' ``StreamMaker``: a create query read as the model's parameters, a stream made per call.
 
 How this works: ``parse`` keeps the live parameters tokenwire reads
 (``cut_after``; ``last_event_id`` is refused on a new stream) and hands
@@ -57,7 +57,7 @@ from .shared_model import (
     shared_model_stream,
 )
 
-__all__ = ["KEEP_OUT_OF_LOG", "TAKEOVERS", "ModelSource", "attach", "check_keep_out", "check_takeover",
+__all__ = ["KEEP_OUT_OF_LOG", "TAKEOVERS", "ModelMaker", "attach", "check_keep_out", "check_takeover",
            "model_name"]
 
 # What a follower does when a model stream's owner is gone: end it ("owner lost"), or continue the model.
@@ -125,7 +125,7 @@ def _cut(text: str) -> int:
     return cut
 
 
-class ModelSource:
+class ModelMaker:
     """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``.
 
     ``name`` (None: ``model_name``'s default) is recorded in each stream's
@@ -218,10 +218,10 @@ class ModelSource:
 
 
 async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: Policy, buffer: int,
-                 on_disconnect: OnDisconnect, models: ModelSource | None = None) -> Stream:
+                 on_disconnect: OnDisconnect, models: ModelMaker | None = None) -> Stream:
     """A stream another process made in the shared log: a model's is followed, a canned one rebuilt.
 
-    With ``models`` (the app's model source), a model stream made to be
+    With ``models`` (the app's model maker), a model stream made to be
     continued is continued here if its owner is gone, and only if it was
     made by a model of the same name: another model's stream ends ``owner
     lost`` instead of being continued with another answer.
