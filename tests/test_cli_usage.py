@@ -66,6 +66,14 @@ CASES = [
                                           "drop-newest (or drop), drop-oldest, disconnect; got 'dropped'"),
     (["report", "--reader-ms", "1000"], "tokenwire report: --reader-ms must be a number of milliseconds from 0 to "
                                         "100 (like 3 or 0.5, at most 6 decimals); got '1000'"),
+    # An unknown flag is named before a missing required argument (argparse's own order says the latter).
+    (["proxy", "--bogus=1"], "tokenwire proxy: unknown flag '--bogus'; allowed: --upstream, --model, --api-key-env, "
+                             "--takeover, --continue-final-message, --connect-timeout-s, --upstream-timeout-s, "
+                             "--host, --port, --heartbeat-s, --write-timeout-s, --max-live, --max-connections, "
+                             "--max-streams, --create-burst, --create-rate, --grace-s, --max-duration-s, "
+                             "--max-body-bytes, --max-chat-body-bytes, --quiet, --log"),
+    (["read", "--bogus"], "tokenwire read: unknown flag '--bogus'; allowed: --header, --last-event-id, "
+                          "--max-attempts"),
 ]
 
 

@@ -93,6 +93,20 @@ class FlagParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise ParamError(self._one_line(message))
 
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
+        """``parse_args``, but an unknown flag is named before anything else is said of the rest.
+
+        argparse checks the required arguments first, so ``proxy --bogus`` would
+        say that ``--upstream`` is missing, not that ``--bogus`` is no flag.
+        """
+        known = {option for action in self._actions for option in action.option_strings}
+        for arg in argv:
+            if arg == "--":
+                break
+            if arg.startswith("--") and arg.partition("=")[0] not in known:
+                self.error(f"unrecognized arguments: {arg}")
+        return self.parse_args(argv)
+
     def _one_line(self, message: str) -> str:
         if message.startswith("unrecognized arguments: "):
             stray = message.split(": ", 1)[1].split()[0]

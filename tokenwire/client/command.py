@@ -73,7 +73,7 @@ def cli_main(argv: list[str], *, sleep: Callable[[float], object] = time.sleep) 
     """Run ``tokenwire read``; returns the exit status (``sleep`` is for tests)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse(argv)
         headers = _headers(args.header)
         if not 1 <= args.max_attempts <= MAX_ATTEMPTS:
             raise ValueError(f"--max-attempts must be from 1 to {MAX_ATTEMPTS}; got {args.max_attempts!r}")

@@ -128,7 +128,7 @@ def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire demo``; returns the exit status (2 for bad usage, 128 + the signal that stopped it)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse(argv)
         settings = _settings(args)
     except ValueError as exc:                 # a ParamError from the flags, or a bad setting
         return usage_error("demo", parser.refusal(str(exc), argv))

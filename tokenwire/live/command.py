@@ -193,7 +193,7 @@ def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse(argv)
         check_port(args.port)
         routes = LIVE_ROUTES.with_limits({"max_body_bytes": args.max_body_bytes,
                                           "max_chat_body_bytes": args.max_chat_body_bytes})

@@ -84,7 +84,7 @@ def cli_main(argv: list[str]) -> int:
     """Run ``tokenwire proxy``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse(argv)
         app = _app(args)
     except ValueError as exc:
         return usage_error("proxy", parser.refusal(str(exc), argv))
