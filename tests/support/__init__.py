@@ -4,6 +4,7 @@ test directory without ``__init__.py``), so a test imports ``from support.live i
 - ``requirements``: what a test needs from the machine (``require_binary``, ``require_node_package``,
   ``require_eventsource``...), each skipping the test with how to install it, or failing it under
   ``TOKENWIRE_REQUIRE_ALL=1`` (``skip_or_fail``); ``free_port``; ``ROOT``, the repository.
+- ``processes``: a server process a test starts and stops (``wait_ready``, ``stop``).
 - ``asgi``: a uvicorn process on loopback (``uvicorn("support.apps.chat:app")``, ``--app-dir tests``) and
   reading its streams with httpx-sse.
 - ``live``: the in-process servers (``serving``, ``serving_report``, ``in_thread``), raw HTTP exchanges, and

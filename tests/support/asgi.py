@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent, connect_sse
 
+from support.processes import stop, wait_ready
 from support.requirements import ROOT, free_port
 
 TIMEOUT_S = 10.0
@@ -53,28 +53,19 @@ class Uvicorn:
              "--port", str(self.port), "--loop", self.env.get("TOKENWIRE_LOOP", "uvloop"), "--http", self.http,
              "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.errors)
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"uvicorn exited with {self.proc.returncode}: {self.stderr()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"uvicorn did not listen on {self.port} within {TIMEOUT_S} s: {self.stderr()}")
+        wait_ready(self.proc, self._listening, f"uvicorn on port {self.port}", TIMEOUT_S, self.stderr)
+
+    def _listening(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(TIMEOUT_S)
+        if proc is not None:
+            stop(proc, sig, TIMEOUT_S)
 
     def stderr(self) -> str:
         self.errors.seek(0)

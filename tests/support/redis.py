@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from support.live import await_until, wait_until
+from support.processes import stop, wait_ready
 from support.requirements import free_port, require_binary, skip_or_fail
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
@@ -67,16 +68,12 @@ class RedisServer:
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--daemonize", "no", "--loglevel", "warning", "--logfile", "", *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
-                raise RuntimeError(f"redis-server exited with {self.proc.returncode}: {err.strip()}")
-            if self.ping():
-                return
-            time.sleep(0.01)
-        self.stop()
-        raise RuntimeError(f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S} s")
+        wait_ready(self.proc, self.ping, f"redis-server on port {self.port}", START_TIMEOUT_S, self._stderr)
+
+    def _stderr(self) -> str:
+        """What the process wrote on stderr (read once it has exited)."""
+        proc = self.proc
+        return proc.stderr.read().decode(errors="replace") if proc is not None and proc.stderr else ""
 
     def ping(self) -> bool:
         try:
@@ -91,12 +88,7 @@ class RedisServer:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_TIMEOUT_S)
+        stop(proc, signal.SIGTERM, STOP_TIMEOUT_S)
         if proc.stderr:
             proc.stderr.close()
 
