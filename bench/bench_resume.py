@@ -32,8 +32,8 @@ from tokenwire.core.pipeline import RunSpec
 from tokenwire.core.reader import MemoryReader
 from tokenwire.core.stream import Stream
 from tokenwire.core.tokenlog import MemoryTokenLog, TokenLog
+from tokenwire.endpoints.logs import attach_stream, new_stream
 from tokenwire.realtime import LoopDriver
-from tokenwire.redislog.streams import attach_stream, new_stream
 
 from .redis_scale import RedisServer
 

@@ -21,7 +21,7 @@ from support.requirements import free_port
 from test_pages_cdp import axe, browser_page, require_axe
 
 from tokenwire.core.model import ANSWER
-from tokenwire.redislog.streams import make_registry
+from tokenwire.endpoints.logs import make_registry
 from tokenwire.report.params import SCENARIOS
 
 SCREENS = ((390, 844), (1280, 900))        # a phone's first screen and a laptop's

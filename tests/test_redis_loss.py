@@ -320,7 +320,7 @@ def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_c
 
     from tokenwire.core.reader import MemoryReader
     from tokenwire.core.stream import Ending
-    from tokenwire.redislog.streams import attach_stream, new_stream
+    from tokenwire.endpoints.logs import attach_stream, new_stream
     a, b = _log(redis_server.url, "A", lease_ms=300, block_ms=50), _log(redis_server.url, "B", block_ms=50)
     whole, results = MemoryReader(), []
     _connect(new_stream("s", _spec(tokens=30), a), whole, -1, results).join(30)

@@ -80,7 +80,8 @@ def _assert_exact(reader, log, sid, n=N):
 
 
 def test_spec_round_trips_through_the_log_and_attach_needs_the_stream(redis_server):
-    from tokenwire.redislog.streams import SharedCanned, attach_stream, new_stream
+    from tokenwire.endpoints.logs import attach_stream, new_stream
+    from tokenwire.redislog.streams import SharedCanned
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     spec = _spec(policy="drop-oldest", capacity=7, seed=9, on_disconnect="detach", jitter=0.2)
     made = new_stream("s", spec, a)
@@ -103,7 +104,7 @@ def test_the_core_stream_runs_on_the_redis_log_alone(redis_server):
 
 
 def test_cut_on_a_resumed_on_b(redis_server):
-    from tokenwire.redislog.streams import attach_stream, new_stream
+    from tokenwire.endpoints.logs import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(), a)
     reader, results = MemoryReader(hang_up_after=20), []
@@ -140,7 +141,7 @@ class FrozenModel:
 
 
 def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
-    from tokenwire.redislog.streams import attach_stream, new_stream
+    from tokenwire.endpoints.logs import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(), a)
     on_a.source.model = FrozenModel(on_a.source.model, 25)
@@ -162,7 +163,7 @@ def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
 
 
 def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_server):
-    from tokenwire.redislog.streams import attach_stream, new_stream
+    from tokenwire.endpoints.logs import attach_stream, new_stream
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(tokens=120, producer_ms=0.5), a)
     on_b = attach_stream("s", b)
@@ -193,7 +194,7 @@ def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_ser
 
 
 def test_redis_restart_ends_the_stream_then_recovers(own_redis):
-    from tokenwire.redislog.streams import new_stream
+    from tokenwire.endpoints.logs import new_stream
     a = _log(own_redis.url, "A")
     on_a = new_stream("s", _spec(tokens=200, producer_ms=3.0), a)
     reader, results = MemoryReader(), []

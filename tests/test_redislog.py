@@ -279,9 +279,9 @@ def test_redis_down_is_log_unavailable_quickly():
 # -- selection: --log / TOKENWIRE_LOG_URL ---------------------------------------------
 def test_the_log_is_chosen_by_flag_or_environment(monkeypatch, capsys):
     pytest.importorskip("redis")
+    from tokenwire.endpoints.logs import make_registry
     from tokenwire.live.command import cli_main
     from tokenwire.redislog.blocking import RedisTokenLog
-    from tokenwire.redislog.streams import make_registry
     monkeypatch.delenv("TOKENWIRE_LOG_URL", raising=False)
     assert isinstance(make_registry(None).log, MemoryTokenLog)
     monkeypatch.setenv("TOKENWIRE_LOG_URL", f"redis://127.0.0.1:{free_port()}/0?lease_ms=700")

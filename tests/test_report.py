@@ -368,9 +368,9 @@ def test_cli_prints_the_handlers_figures_in_the_commands_words(capsysbinary: pyt
 ])
 def test_cli_bad_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
                                             fragment: str) -> None:
-    from tokenwire.report.render import cli_main
+    from tokenwire.cli import main                     # the command as typed: it words the report's ParamError
 
-    assert cli_main(argv) == 2
+    assert main(["report", *argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("tokenwire report: ") and fragment in err
 

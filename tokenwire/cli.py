@@ -1,4 +1,4 @@
-"""The ``tokenwire`` command: ``report``, ``serve`` and ``demo``.
+"""The ``tokenwire`` command: ``report``, ``serve``, ``demo``, ``read`` and ``proxy``.
 
 How this works: this module only picks the subcommand; each subcommand's
 own module parses its flags (``tokenwire.report.render``, ``tokenwire.live.command``,
@@ -7,9 +7,11 @@ query-string parameters they mirror.  Bad usage exits 2 with one line on
 stderr; nothing reaches the user as a traceback.
 
 Every subcommand words a usage error the same way: a ``ParamError`` (the
-report's flag parser raises it; ``FlagParser``, the argparse parser of
-``serve`` and ``demo``, raises it instead of printing its usage block),
-printed by ``usage_error`` as ``tokenwire COMMAND: <the line>``, exit 2.
+report's flag parser raises it; ``FlagParser``, the argparse parser of the
+other commands, raises it instead of printing its usage block), printed by
+``usage_error`` as ``tokenwire COMMAND: <the line>``, exit 2 (``main``
+does it for a ``ParamError`` a command lets through, so the report's
+modules import nothing from here).
 A value the flags parse but a setting refuses (``serve --grace-s -1``) is
 worded by ``FlagParser.refusal`` as the report words it: the flag, the
 rule, and the value as it was typed (``got '-1'``, never ``got -1.0``).
@@ -62,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         return entry(args[1:])
+    except ParamError as exc:                 # a command's usage error, worded here for every command
+        return usage_error(args[0], exc)
     except KeyboardInterrupt:
         return 130
 

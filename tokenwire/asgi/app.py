@@ -38,12 +38,12 @@ from ..endpoints.config import (
 from ..endpoints.decide import Endpoints, process_error
 from ..endpoints.decisions import Answer, OpenStream
 from ..endpoints.exposition import require_prometheus
+from ..endpoints.logs import make_registry
 from ..endpoints.metering import Meter
 from ..endpoints.registry import DEFAULT_CREATE_BURST, DEFAULT_CREATE_RATE, DEFAULT_MAX_LIVE, Registry
 from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..endpoints.rules import SSE_HEADERS
 from ..realtime import LoopDriver
-from ..redislog.streams import make_registry
 from . import scope as asgi
 from .lifecycle import Lifecycle
 from .model_maker import KEEP_OUT_OF_LOG, ModelMaker, attach, check_keep_out, check_takeover

@@ -39,10 +39,11 @@ from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
 from ..endpoints.access import SECRET_HEADERS, header_map, owner_meta, told
 from ..endpoints.decisions import Asked, ChatRequest, LiveRequest, OpenAIRequest
+from ..endpoints.logs import attach_stream_async
 from ..endpoints.openai import RESPONSES
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
-from ..redislog.streams import aio_of, attach_stream_async
+from ..redislog.streams import aio_of
 from .model_start import open_iterator
 from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelTokens, StreamRequest
 from .shared_model import (

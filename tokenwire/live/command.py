@@ -158,7 +158,7 @@ def _setup(args: argparse.Namespace) -> tuple[LiveConfig, Registry]:
                         max_duration_s=max_duration_setting(args.max_duration_s))
     if not 0 < args.max_age_s <= 86_400 * 365:
         raise ValueError(f"max_age_s must be from 1 to {86_400 * 365} seconds, got {args.max_age_s!r}")
-    from ..redislog.streams import make_registry  # the token log: --log, $TOKENWIRE_LOG_URL, or memory
+    from ..endpoints.logs import make_registry  # the token log: --log, $TOKENWIRE_LOG_URL, or memory
     registry = make_registry(args.log, max_live=args.max_live, max_streams=args.max_streams,
                              max_age_ns=args.max_age_s * 1_000_000_000, create_burst=args.create_burst,
                              create_rate=args.create_rate)

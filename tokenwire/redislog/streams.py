@@ -33,11 +33,10 @@ reaches it (any instance can, the answer being the same everywhere); the
 instance that created it only wrote its spec.  A stale local copy is never
 trusted: every attach reads the log's length and tokens at one instant.
 
-``open_log`` turns ``--log`` / ``TOKENWIRE_LOG_URL`` into a token log;
-``new_stream``/``attach_stream`` and their awaited twins are the registry's
-stream factories for it (the spec is kept in the log's meta, so any instance
-can rebuild a stream), and ``make_registry`` puts them together for
-``tokenwire serve`` and ``TokenStreams``.
+``open_log`` turns ``--log`` / ``TOKENWIRE_LOG_URL`` into a token log; the
+registry's stream factories for it, and the registry a live server runs
+on, are ``tokenwire.endpoints.logs``' (this layer serves the endpoints,
+and imports none of them).
 """
 
 from __future__ import annotations
@@ -47,10 +46,8 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..core.channel import BoundedChannel
-from ..core.clock import RealClock
 from ..core.effects import Await, Effect, Process, Sleep, TokenItem
 from ..core.model import Model
-from ..core.pipeline import RunSpec
 from ..core.sources import Fed, Source
 from ..core.stream import Attached, Stream
 from ..core.tokenlog import (
@@ -63,17 +60,15 @@ from ..core.tokenlog import (
     StreamState,
     StreamStopped,
     TokenLog,
-    UnknownStream,
 )
-from ..endpoints import registry
 from .redact import redact_url
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
     from .blocking import Claim
 
-__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "SharedLog", "aio_of", "attach_stream", "followed",
-           "is_shared", "make_registry", "new_stream", "open_log", "passed_on"]
+__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "SharedLog", "aio_of", "followed", "is_shared", "open_log",
+           "passed_on"]
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
@@ -250,7 +245,7 @@ class SharedCanned(Source):
             pass                            # unreachable: the lease expires by itself
 
 
-# -- choosing the log and building streams ---------------------------------------
+# -- choosing the log ---------------------------------------------------------------
 def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None) -> TokenLog:
     """Return the token log ``url`` names: in memory for None, ``""`` or ``"memory"``, else Redis.
 
@@ -271,76 +266,3 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     except ImportError as exc:
         raise ValueError(f"a redis:// log needs the redis package: pip install 'tokenwire[redis]' ({exc})") from None
     return RedisTokenLog(url, name=name)
-
-
-def _shared_canned(spec: RunSpec, stream_id: str, log: TokenLog, **options: Any) -> Stream:
-    """The canned answer ``spec`` shapes as a stream on the shared ``log``: its producer and its reads awaited."""
-    aio = aio_of(log)
-    return spec.stream(stream_id, log, SharedCanned(spec.model(), aio), reads=AwaitedReads(aio), **options)
-
-
-def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
-               meta: Mapping[str, Any] | None = None) -> Stream:
-    """Create a stream of ``spec`` in ``log`` (its source a ``SharedCanned`` if the log is shared); returns it.
-
-    ``meta``: more for the log to keep with the stream's spec (its principal).
-    """
-    if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
-    return _shared_canned(spec, stream_id, log, meta={**registry.spec_to_meta(spec), **(meta or {})},
-                          keep_trace=keep_trace)
-
-
-def attach_stream(stream_id: str, log: TokenLog) -> Stream:
-    """Rebuild a stream another instance created in the shared ``log``; returns it.
-
-    Raises ``UnknownStream`` if the log does not hold it (or it was not made
-    by a live server), ``LogUnavailable``.
-    """
-    if not is_shared(log):
-        return registry.attach_stream(stream_id, log)
-    try:
-        spec = registry.spec_from_meta(log.meta(stream_id))
-    except ValueError:
-        raise UnknownStream(stream_id) from None
-    return _shared_canned(spec, stream_id, log, attach=True, keep_trace=False)
-
-
-async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
-                           meta: Mapping[str, Any] | None = None) -> Stream:
-    """``new_stream`` for code on an event loop: a shared log is written with an awaited call."""
-    if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
-    kept = {**registry.spec_to_meta(spec), **(meta or {}), "policy": spec.policy.value, "capacity": spec.capacity}
-    await aio_of(log).create(stream_id, kept, spec.tokens)
-    return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=keep_trace)
-
-
-async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
-    """``attach_stream`` for code on an event loop; raises ``UnknownStream``, ``LogUnavailable``."""
-    if not is_shared(log):
-        return registry.attach_stream(stream_id, log)
-    meta, total, _, _ = await aio_of(log).info(stream_id)
-    try:
-        spec = registry.spec_from_meta(meta)
-    except ValueError:
-        raise UnknownStream(stream_id) from None
-    if total != spec.tokens:
-        raise UnknownStream(stream_id)          # not a stream a live server made
-    return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=False)
-
-
-def make_registry(url: str | None, attach_stream_async: registry.AttachStreamAsync | None = None,
-                  **kwargs: Any) -> registry.Registry:
-    """Return a live-server ``Registry`` on the log ``url`` names (see ``open_log``).
-
-    ``kwargs`` go to ``Registry``.  Raises ``ValueError`` for a bad URL or
-    setting; a Redis that is down is not an error here (requests get 503).
-    """
-    clock = RealClock()
-    log = open_log(url, clock.now)
-    if not is_shared(log):
-        return registry.Registry(clock=clock, **kwargs)
-    return registry.Registry(log, clock=clock, new_stream=new_stream, attach_stream=attach_stream,
-                             new_stream_async=new_stream_async,
-                             attach_stream_async=attach_stream_async or globals()["attach_stream_async"], **kwargs)

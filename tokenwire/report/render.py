@@ -165,16 +165,14 @@ def render(params_query: str, *, served_live: bool = False) -> tuple[int, list[t
 
 
 def cli_main(argv: list[str]) -> int:
-    """``tokenwire report [--flag value ...]``: print the report; 2 with one stderr line on bad flags."""
+    """``tokenwire report [--flag value ...]``: print the report; raises ``ParamError`` for a bad flag (the
+    command line words it: ``tokenwire report: <the line>``, exit 2)."""
     try:
         params = parse_cli(argv)
         check_real_budget(params, COMMAND)
     except HelpRequested:
         print(cli_usage())
         return 0
-    except ParamError as exc:
-        from ..cli import usage_error
-        return usage_error("report", exc)
     sys.stdout.buffer.write(render_report(build_report(params), COMMAND))
     sys.stdout.flush()
     return 0
