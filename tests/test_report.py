@@ -368,7 +368,7 @@ def test_cli_prints_the_handlers_figures_in_the_commands_words(capsysbinary: pyt
 ])
 def test_cli_bad_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
                                             fragment: str) -> None:
-    from tokenwire.cli import main                     # the command as typed: it words the report's ParamError
+    from tokenwire.cli import main  # the command as typed: it words the report's ParamError
 
     assert main(["report", *argv]) == 2
     out, err = capsys.readouterr()
