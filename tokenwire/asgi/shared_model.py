@@ -308,13 +308,12 @@ class SharedModel(Source):
 
     def _ended_elsewhere(self, sid: str) -> Generator[Effect, Any, EarlyEnd | Elsewhere | None]:
         """How the owner ended the stream (None: done, to the end), or what the follower learned of the owner."""
-        state = yield Await(self.aio.state(sid, patient=True))
+        state, failure = yield Await(self.aio.ending(sid, patient=True))
         if state is StreamState.DONE:
             return None
         if state is StreamState.STOPPED:
             return STOPPED
         if state is StreamState.CANCELLED:         # as its owner's readers were told: failed, or cancelled
-            failure = yield Await(self.aio.failure(sid, patient=True))
             return CANCELLED if failure is None else failed(failure)
         if self.continuation is not None:          # the owner held the lease from creation: none now, it is gone
             claim = yield Await(self.aio.take_over(sid))

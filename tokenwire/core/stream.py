@@ -165,8 +165,9 @@ class Stream:
         if attach == "checked":
             pass
         elif attach:    # another instance created it in a shared log: check it is the same answer
-            if log.total(stream_id) != self.total:
-                raise ValueError(f"stream {stream_id!r} has {log.total(stream_id)} tokens in the log, "
+            logged = log.total(stream_id)
+            if logged != self.total:
+                raise ValueError(f"stream {stream_id!r} has {logged} tokens in the log, "
                                  f"the source has {self.total}")
         else:
             log.create(stream_id, {**(meta or {}), "policy": self.policy.value, "capacity": capacity}, self.total)

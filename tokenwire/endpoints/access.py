@@ -60,6 +60,8 @@ SECRET_HEADERS = (
     "x-xsrf-token", "x-forwarded-access-token", "x-auth-request-access-token", "x-amzn-oidc-accesstoken",
     "x-amzn-oidc-data", "x-goog-iap-jwt-assertion", "cf-access-jwt-assertion", "cf-access-token",
 )
+# The same, as the set every request's headers start from (built once, not per request).
+_SECRET = frozenset(SECRET_HEADERS)
 _REDACTED = "[redacted]"
 # A credential shorter than this is no secret worth hiding, and hiding it would garble the line ("1" everywhere).
 _SHORTEST = 4
@@ -97,7 +99,7 @@ class Headers(Mapping[str, str]):
 
     def __init__(self, values: Mapping[str, str], secret: Iterable[str] = ()) -> None:
         self._values = dict(values)
-        self.secret = frozenset(SECRET_HEADERS).union(secret)
+        self.secret = _SECRET.union(secret) if secret else _SECRET
 
     def __getitem__(self, name: str) -> str:
         return self._values[name]
@@ -126,7 +128,7 @@ def header_map(headers: tuple[tuple[str, str], ...], secret: Iterable[str] = ())
 
 def _secret(headers: Mapping[str, str]) -> frozenset[str]:
     """The names whose values ``headers`` holds as credentials: its own ``secret``, else ``SECRET_HEADERS``."""
-    return headers.secret if isinstance(headers, Headers) else frozenset(SECRET_HEADERS)
+    return headers.secret if isinstance(headers, Headers) else _SECRET
 
 
 async def ask(authorize: Authorize, access: Access, challenge: str = DEFAULT_CHALLENGE) -> str:

@@ -5,9 +5,9 @@ parameters).  The spec is written to the token log's meta with the stream
 (``spec_to_meta``), so any instance that finds the id in a shared log can
 rebuild the same stream (``attach_stream``, through ``spec_from_meta``).
 ``new_stream``/``attach_stream`` are the factories a registry uses for the
-in-memory log; a shared log (``redislog.streams``) brings its own, built on
-these.  ``LiveStream`` pairs the stream with what only the live server
-knows: the spec, and a one-time ``cut_after``.
+in-memory log; a shared log's (``endpoints.logs``) are built on these.
+``LiveStream`` pairs the stream with what only the live server knows: a
+one-time ``cut_after``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..core.stream import Stream
 from ..core.tokenlog import TokenLog, UnknownStream
 
 __all__ = ["SPEC_KEY", "AttachStream", "AttachStreamAsync", "LiveStream", "NewStream", "NewStreamAsync",
-           "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta"]
+           "attach_stream", "new_stream", "spec_from_meta", "spec_to_meta", "stream_spec"]
 
 
 @dataclass(slots=True)
@@ -72,6 +72,15 @@ def spec_from_meta(meta: Mapping[str, Any]) -> RunSpec:
         raise ValueError(f"the log's meta carries a bad stream spec: {exc}") from None
 
 
+def stream_spec(stream_id: str, meta: Mapping[str, Any]) -> RunSpec:
+    """The spec of ``stream_id`` from its ``meta``; raises ``UnknownStream`` if it keeps none (made by something
+    that is not a live server)."""
+    try:
+        return spec_from_meta(meta)
+    except ValueError:
+        raise UnknownStream(stream_id) from None
+
+
 def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
                meta: Mapping[str, Any] | None = None) -> Stream:
     """Create a stream of ``spec`` (and ``meta``, its principal) in ``log``; returns it (traced if ``keep_trace``)."""
@@ -80,11 +89,7 @@ def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool
 
 def attach_stream(stream_id: str, log: TokenLog) -> Stream:
     """Rebuild a stream that is in ``log`` but not in this registry; raises ``UnknownStream``."""
-    try:
-        spec = spec_from_meta(log.meta(stream_id))
-    except ValueError:
-        raise UnknownStream(stream_id) from None      # made by something that is not a live server
-    return spec.stream(stream_id, log, attach=True, keep_trace=False)
+    return stream_spec(stream_id, log.meta(stream_id)).stream(stream_id, log, attach=True, keep_trace=False)
 
 
 NewStream = Callable[..., Stream]

@@ -20,7 +20,8 @@ from ..core.pipeline import RunSpec
 from ..core.stream import Stream
 from ..core.tokenlog import TokenLog, UnknownStream
 from ..redislog.streams import AwaitedReads, SharedCanned, aio_of, is_shared, open_log
-from . import registry
+from . import live_stream, registry
+from .live_stream import stream_spec
 
 __all__ = ["attach_stream", "attach_stream_async", "make_registry", "new_stream", "new_stream_async"]
 
@@ -38,8 +39,8 @@ def new_stream(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool
     ``meta``: more for the log to keep with the stream's spec (its principal).
     """
     if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
-    return _shared_canned(spec, stream_id, log, meta={**registry.spec_to_meta(spec), **(meta or {})},
+        return live_stream.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
+    return _shared_canned(spec, stream_id, log, meta={**live_stream.spec_to_meta(spec), **(meta or {})},
                           keep_trace=keep_trace)
 
 
@@ -50,20 +51,16 @@ def attach_stream(stream_id: str, log: TokenLog) -> Stream:
     by a live server), ``LogUnavailable``.
     """
     if not is_shared(log):
-        return registry.attach_stream(stream_id, log)
-    try:
-        spec = registry.spec_from_meta(log.meta(stream_id))
-    except ValueError:
-        raise UnknownStream(stream_id) from None
-    return _shared_canned(spec, stream_id, log, attach=True, keep_trace=False)
+        return live_stream.attach_stream(stream_id, log)
+    return _shared_canned(stream_spec(stream_id, log.meta(stream_id)), stream_id, log, attach=True, keep_trace=False)
 
 
 async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep_trace: bool = False,
                            meta: Mapping[str, Any] | None = None) -> Stream:
     """``new_stream`` for code on an event loop: a shared log is written with an awaited call."""
     if not is_shared(log):
-        return registry.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
-    kept = {**registry.spec_to_meta(spec), **(meta or {}), "policy": spec.policy.value, "capacity": spec.capacity}
+        return live_stream.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
+    kept = {**live_stream.spec_to_meta(spec), **(meta or {}), "policy": spec.policy.value, "capacity": spec.capacity}
     await aio_of(log).create(stream_id, kept, spec.tokens)
     return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=keep_trace)
 
@@ -71,12 +68,9 @@ async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep
 async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
     """``attach_stream`` for code on an event loop; raises ``UnknownStream``, ``LogUnavailable``."""
     if not is_shared(log):
-        return registry.attach_stream(stream_id, log)
+        return live_stream.attach_stream(stream_id, log)
     meta, total, _, _ = await aio_of(log).info(stream_id)
-    try:
-        spec = registry.spec_from_meta(meta)
-    except ValueError:
-        raise UnknownStream(stream_id) from None
+    spec = stream_spec(stream_id, meta)
     if total != spec.tokens:
         raise UnknownStream(stream_id)          # not a stream a live server made
     return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=False)

@@ -68,7 +68,7 @@ class Meter:
         self.ttft = Buckets(TTFT_BUCKETS)
         self.itl = Buckets(ITL_BUCKETS)
 
-    def rendering(self, rendering: Rendering, arrived_ns: int, cursor: int, resumed: bool = False) -> Metered:
+    def rendering(self, rendering: Rendering, arrived_ns: int, cursor: int, resumed: bool) -> Metered:
         """``rendering`` for one connection of a request that arrived at ``arrived_ns`` and reads after ``cursor``
         (``resumed``: the request named a cursor it holds; counted)."""
         if resumed:

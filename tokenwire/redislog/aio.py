@@ -27,11 +27,12 @@ from typing import Any, TypeVar
 from ..core.buckets import Buckets
 from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
 from . import policy
+from .clients import OP_TIMEOUT_S, Settings
 from .presence import readers_key
 from .reader import LogReader
 from .replies import Claim, claimed, create_args, created, tokens_read
 from .rounds import LOG_ROUND_BUCKETS
-from .writer import OP_TIMEOUT_S, LogWriter, Settings
+from .writer import LogWriter
 
 __all__ = ["AsyncRedisLog", "Settings"]
 
@@ -114,9 +115,16 @@ class AsyncRedisLog:
 
     async def failure(self, stream_id: str, *, patient: bool = False) -> str | None:
         """The message ``set_state`` recorded with the state, None if the stream did not fail."""
-        def parse(reply: Any) -> str | None:
-            return None if reply is None else str(reply)
-        return await self._ask(self._command("HGET", self.log.keys(stream_id)[0], "failure", parse=parse), patient)
+        return (await self.ending(stream_id, patient=patient))[1]
+
+    async def ending(self, stream_id: str, *, patient: bool = False) -> tuple[StreamState, str | None]:
+        """The stream's state and the failure ``set_state`` stored with it (None: none), read together."""
+        def parse(reply: list[Any]) -> tuple[StreamState, str | None]:
+            if reply[0] is None:
+                raise UnknownStream(stream_id)
+            return StreamState(reply[0]), None if reply[1] is None else str(reply[1])
+        meta = self.log.keys(stream_id)[0]
+        return await self._ask(self._command("HMGET", meta, "state", "failure", parse=parse), patient)
 
     async def meta(self, stream_id: str, *, patient: bool = False) -> Mapping[str, Any]:
         meta: dict[str, Any] = json.loads(await self._field(stream_id, "params", patient))

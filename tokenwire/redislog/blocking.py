@@ -63,9 +63,9 @@ from ..core.tokenlog import (
     StreamState,
 )
 from .aio import AsyncRedisLog
+from .clients import STALL_TIMEOUT_S
 from .redact import redact_url, scrub
 from .replies import Claim, entry_index
-from .writer import STALL_TIMEOUT_S
 
 __all__ = [
     "DEFAULT_BLOCK_MS",

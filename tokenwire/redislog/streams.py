@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, Sleep, TokenItem
@@ -65,25 +65,13 @@ from .redact import redact_url
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
-    from .blocking import Claim
 
-__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "SharedLog", "aio_of", "followed", "is_shared", "open_log",
-           "passed_on"]
+__all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", "is_shared", "open_log", "passed_on"]
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
 # The URL schemes of a Redis log (redis-py's from_url): TCP, TLS, a local socket.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-class SharedLog(TokenLog, Protocol):
-    """A ``TokenLog`` several instances share: a lease per stream and a blocking read."""
-
-    lease_ms: int
-
-    def claim(self, stream_id: str, hold_ms: int | None = None) -> Claim: ...
-    def release(self, stream_id: str) -> bool: ...
-    def wait_after(self, stream_id: str, cursor: int, block_ms: int | None = None) -> list[tuple[int, str]]: ...
 
 
 def is_shared(log: TokenLog) -> bool:

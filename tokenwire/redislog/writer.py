@@ -37,16 +37,15 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from ..core.tokenlog import LogError
-from .clients import OP_TIMEOUT_S, STALL_TIMEOUT_S, Settings, client, unavailable
+from .clients import STALL_TIMEOUT_S, Settings, client, unavailable
 from .renewal import Renewal
 from .replies import appended
 from .resp import Replies, pack
 from .rounds import Append, Appends, Command, Parse, RoundFigures, settle
 from .scripts import REFUSED, SCRIPTS
 
-# The timeouts, Settings, client and unavailable live in ``clients``; they are imported from here too.
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
-           "OP_TIMEOUT_S", "STALL_TIMEOUT_S", "LogWriter", "Settings", "client", "unavailable"]
+           "LogWriter"]
 
 # Appends in one round: 1,024 covers a process's 1,000 streams each with a
 # token waiting; more wait one round (a script call's arguments stay ~100 KB).
