@@ -84,7 +84,7 @@ def token_path_ns() -> tuple[float, float]:
     from tokenwire.endpoints.metering import Meter
     clock, metering._now = metering._now, itertools.count(10**12, 20_400_000).__next__   # 20.4 ms gaps, as served
     try:
-        metered = Meter().rendering(FRAMES, 1, -1)
+        metered = Meter().rendering(FRAMES, 1, -1, resumed=False)
         items, number = [TokenItem(i, " streaming") for i in range(1, 9)], 25_000     # one sampled gap in 8
 
         def each(token: Callable[[TokenItem], bytes]) -> float:
