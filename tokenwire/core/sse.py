@@ -28,6 +28,13 @@ LF into one ``data:`` line each.
    complete or not, may be longer than ``max_line`` characters: the check
    runs on the held-back text and on each chunk's complete lines before any
    of them is interpreted, so the outcome does not depend on chunking.
+   No event block (its lines up to the blank line, line ends included) may
+   be longer than ``max_event`` characters either: the length of the open
+   block is carried from chunk to chunk, one addition per chunk, and the
+   chunk's blocks are measured one by one only when that sum passes the
+   bound, again before any line is interpreted.  So an upstream that sends
+   short ``data`` lines without ever a blank line fails by name once it
+   has sent ``max_event`` characters, instead of growing the data buffer.
 4. The complete lines are interpreted in up to three parts.  A block that
    an earlier chunk began is finished line by line (``_lines``: the spec's
    field rules, one loop).  The whole blocks after it are, when they all
@@ -55,9 +62,11 @@ from dataclasses import dataclass
 from itertools import repeat
 
 __all__ = [
+    "MAX_EVENT_BYTES",
     "MAX_LINE_BYTES",
     "Decoder",
     "Event",
+    "EventTooLong",
     "LineTooLong",
     "SSEError",
     "encode",
@@ -69,6 +78,14 @@ __all__ = [
 # never sends a line end can only make the decoder hold this much text.
 # The decoder counts decoded characters, which for ASCII are bytes.
 MAX_LINE_BYTES = 1 << 20
+# 2 MiB: room for one line of MAX_LINE_BYTES with its id and event lines and
+# more (a real event is one data line; a whole Responses answer with 100,000
+# tokens is under 1 MiB), yet a stream of short data lines that never ends
+# its block stops here.  Counted as sent (``data: `` and the LF included),
+# so a block of tiny lines holds Python strings of at most about seven times
+# this (a two-character line is 8 characters sent, a ~59-byte str kept):
+# ~15 MB, not the unbounded buffer that had no limit.
+MAX_EVENT_BYTES = 2 << 20
 
 
 class SSEError(Exception):
@@ -77,6 +94,10 @@ class SSEError(Exception):
 
 class LineTooLong(SSEError):
     """A line grew beyond the decoder's ``max_line`` bound."""
+
+
+class EventTooLong(SSEError):
+    """An event's block grew beyond the decoder's ``max_event`` bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +435,8 @@ class Decoder:
 
     __slots__ = (
         "_max_line",
+        "_max_event",
+        "_block_len",
         "_utf8",
         "_cr",
         "_tail",
@@ -427,23 +450,27 @@ class Decoder:
         "_last_shape",
     )
 
-    def __init__(self, max_line: int = MAX_LINE_BYTES, *, last_event_id: str = "",
-                 retry: int | None = None) -> None:
-        """Make a decoder whose lines may hold at most ``max_line`` chars.
+    def __init__(self, max_line: int = MAX_LINE_BYTES, *, max_event: int = MAX_EVENT_BYTES,
+                 last_event_id: str = "", retry: int | None = None) -> None:
+        """Make a decoder whose lines may hold at most ``max_line`` chars, its events ``max_event``.
 
         ``last_event_id`` and ``retry`` are where an earlier connection left
-        them.  Raises ValueError if ``max_line`` is not an int of at least 1,
-        ``last_event_id`` holds CR, LF or NUL (no stream can set one that
-        does) or ``retry`` is not None or a non-negative int, and TypeError
-        if ``last_event_id`` is not a str.
+        them.  Raises ValueError if ``max_line`` or ``max_event`` is not an
+        int of at least 1, ``last_event_id`` holds CR, LF or NUL (no stream
+        can set one that does) or ``retry`` is not None or a non-negative
+        int, and TypeError if ``last_event_id`` is not a str.
         """
         if type(max_line) is not int or max_line < 1:
             raise ValueError(f"max_line must be an int >= 1, got {max_line!r}")
+        if type(max_event) is not int or max_event < 1:
+            raise ValueError(f"max_event must be an int >= 1, got {max_event!r}")
         if type(last_event_id) is not str or any(c in last_event_id for c in "\r\n\0"):
             raise _field_error("last_event_id", last_event_id)
         if retry is not None and (type(retry) is not int or retry < 0):
             raise ValueError(f"retry must be a non-negative int, got {retry!r}")
         self._max_line = max_line
+        self._max_event = max_event
+        self._block_len = 0  # characters of the open block's whole lines so far
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self._cr = False  # the last text seen ended with a CR
         self._tail: list[str] = []  # pieces of the incomplete last line
@@ -470,7 +497,9 @@ class Decoder:
         """Return the events completed by ``chunk`` (often an empty list).
 
         Raises LineTooLong if a line, complete or not, exceeds ``max_line``
-        characters; no line of that chunk is interpreted then.
+        characters, and EventTooLong if an event's block (its whole lines,
+        line ends included, dispatched or not) exceeds ``max_event``; no
+        line of that chunk is interpreted then.
         """
         text = self._lf_text(chunk)
         cut = text.rfind("\n") + 1
@@ -479,6 +508,8 @@ class Decoder:
                 self._hold(text)
             return []
         lines = self._complete(text[:cut])
+        if self._block_len + len(lines) > self._max_event:  # _interpret carries _block_len on
+            self._measure_blocks(lines)
         self._tail = []
         self._tail_len = 0
         if cut < len(text):
@@ -516,6 +547,29 @@ class Decoder:
                 raise self._too_long(longest)
         return text
 
+    def _measure_blocks(self, text: str) -> None:
+        """Raise EventTooLong if a block of ``text`` (the open one included) is too long."""
+        held, pos = self._block_len, 0  # pos: where the current block starts in text
+        while True:
+            if text.startswith("\n", pos):  # pos is at a line start: a blank line
+                blank = pos
+            else:
+                blank = text.find("\n\n", pos) + 1  # the blank line after a line; 0 if none
+                if not blank:
+                    break
+            if held + blank - pos > self._max_event:
+                raise self._event_too_long(held + blank - pos)
+            held, pos = 0, blank + 1
+        if held + len(text) - pos > self._max_event:
+            raise self._event_too_long(held + len(text) - pos)
+
+    def _event_too_long(self, size: int) -> EventTooLong:
+        """Return the error for an event block of ``size`` characters so far."""
+        return EventTooLong(
+            f"SSE event longer than max_event={self._max_event} characters"
+            f" (saw {size})"
+        )
+
     def _too_long(self, size: int) -> LineTooLong:
         """Return the error for a line of ``size`` characters."""
         return LineTooLong(
@@ -538,6 +592,7 @@ class Decoder:
             start = marked.find("\n\n") + 1 or len(text)
             self._lines(text[:start], events)
         end = marked.rfind("\n\n") + 1  # just past the last blank line
+        self._block_len = len(text) - end if end else self._block_len + len(text)
         if end > start:
             # Bulk columns pay off over many blocks; a chunk of one or two
             # frames (a reader fed frame by frame) is quicker by regex.

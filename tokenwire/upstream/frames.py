@@ -60,18 +60,24 @@ def quote(text: str) -> str:
 
 
 class UpstreamFrames:
-    """One upstream response's frames; ``done`` once its answer has ended."""
+    """One upstream response's frames; ``done`` once its answer has ended.
+
+    ``events``: how many events (frames with data) it has read; a comment
+    (``: ping``) is none, so the relay's stall timer counts from the last one.
+    """
 
     def __init__(self) -> None:
         self._decoder = Decoder()
         self.done = False
+        self.events = 0
 
     def feed(self, chunk: bytes) -> list[str]:
         """The text pieces ``chunk`` completes; raises ``UpstreamMalformed``, ``UpstreamFailed``."""
         try:
             events = self._decoder.feed(chunk)
         except SSEError as exc:
-            raise UpstreamMalformed(f"the upstream's stream is not SSE: {exc}") from None
+            raise UpstreamMalformed(f"the upstream's event stream cannot be read: {exc}") from None
+        self.events += len(events)
         pieces = []
         for event in events:
             if self.done:
