@@ -54,6 +54,9 @@ _H11_BUFFER = MAX_REQUEST_LINE + MAX_HEADER_BYTES + 1024
 # client still sends, after our answer and a FIN, before it is closed (the lingering close of Apache and
 # nginx): long enough for a client to finish sending a 70 KB request line and read the answer.
 LINGER_S = 2.0
+# What a connection's parser becomes once its request is read: an h11 connection that never held a byte
+# (nothing is parsed after the request: one request per connection).
+_DONE = h11.Connection(h11.SERVER, max_incomplete_event_size=1)
 # The answer to a refused request sent right after accepting it (--max-connections).
 _REFUSED = "too many open connections: this server holds at most {cap}"
 
@@ -132,7 +135,8 @@ class HttpConnection(asyncio.Protocol):
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=_H11_BUFFER)
         self._head = b""
         self._request: h11.Request | None = None
-        self._body = bytearray()
+        self._body: list[bytes] = []                 # the body's pieces as h11 hands them: joined once
+        self.body_size = 0                            # bytes of body read (the server's trimmer counts them)
         self._body_route: Route | None = None        # the route reading this request's body
         self._deadline: asyncio.TimerHandle | None = None
         self._task: asyncio.Future[Any] | None = None
@@ -182,10 +186,11 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._cancel_deadline()
-        if self.wire is not None:
-            self.wire.lost(exc)
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        wire, task, self.wire, self._task = self.wire, self._task, None, None   # no cycle outlives the socket
+        if wire is not None:
+            wire.lost(exc)
+        if task is not None and not task.done():
+            task.cancel()
         self.host.forget(self)
 
     def pause_writing(self) -> None:
@@ -211,9 +216,10 @@ class HttpConnection(asyncio.Protocol):
                 elif self._h11.they_are_waiting_for_100_continue and self.transport is not None:
                     self.transport.write(_CONTINUE)  # precheck refused a length past the limit before this
             elif isinstance(event, h11.Data):
-                self._body += event.data
+                self._body.append(event.data)
+                self.body_size += len(event.data)
                 route = self._body_route
-                if route is not None and len(self._body) > route.body_limit:
+                if route is not None and self.body_size > route.body_limit:
                     self.answer(refusal(body_error(route.body_limit), route.errors), linger=True)
                     return
             elif isinstance(event, h11.EndOfMessage):
@@ -228,8 +234,10 @@ class HttpConnection(asyncio.Protocol):
         self.busy = True
         self._cancel_deadline()
         headers = tuple((name.decode("latin-1"), value.decode("latin-1")) for name, value in event.headers)
+        body = b"".join(self._body)
+        self._release_parser()
         request = Request(event.method.decode("latin-1"), utf8(event.target.decode("latin-1")), headers,
-                          bytes(self._body), self.client)
+                          body, self.client)
         self._task = asyncio.ensure_future(self._answer(request))
 
     async def _answer(self, request: Request) -> None:
@@ -284,6 +292,14 @@ class HttpConnection(asyncio.Protocol):
     def shed(self) -> None:
         """Close this connection, which has not sent its request line, to give its slot to a new one."""
         self._close(abort=True)
+
+    def _release_parser(self) -> None:
+        """The request is read: let go of the parser's buffer, the head and the body's pieces now, not when
+        the connection is collected (a stream can hold it for minutes; a burst of 1 MiB bodies held so is
+        gigabytes)."""
+        self._h11 = _DONE
+        self._head = b""
+        self._body = []
 
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:

@@ -60,6 +60,7 @@ from ..endpoints.registry import Registry
 from ..endpoints.routes import LIVE_ROUTES, RouteTable
 from ..realtime import LoopDriver, new_loop
 from .http import Answer, HttpConnection, Request
+from .memory import Trimmer
 from .routes import Routes
 from .sockets import TransportWire, listening
 
@@ -112,6 +113,7 @@ class LiveServer:
         self._stop: asyncio.Future[float] | None = None
         self._finished = threading.Event()      # set when serve_forever has returned
         self._shutdown_asked: float | None = None
+        self.trimmer: Trimmer | None = None     # made with the loop: gives large bodies' memory back
 
     @property
     def journal(self) -> deque[ConnectionLog]:
@@ -157,6 +159,7 @@ class LiveServer:
         self.driver = LoopDriver(loop, self.clock, on_error=process_error, spawn_hook=self.registry.spawn)
         self.registry.driver = self.driver
         self.routes = Routes(self, pages=PAGE_PROCESSES, real_pages=REAL_PAGES)
+        self.trimmer = Trimmer(loop)
         # asyncio accepts up to `backlog` connections per wake-up and, when accept fails
         # with EMFILE, goes on trying (and scheduling a retry) that many times: keep that
         # batch small, and give the kernel's queue its full size after (listen again).
@@ -176,6 +179,7 @@ class LiveServer:
             await self._drain(grace_s)
         finally:
             self.routes.close()
+            self.trimmer.close()
 
     async def _quiesce(self) -> None:
         """End what still runs on the loop before it closes, quietly: the stream processes past the grace
@@ -284,6 +288,8 @@ class LiveServer:
     def forget(self, connection: HttpConnection) -> None:
         self.connections.discard(connection)
         self.idle.pop(connection, None)
+        if self.trimmer is not None:
+            self.trimmer.released(connection.body_size)
 
     async def dispatch(self, request: Request, connection: HttpConnection) -> Answer | None:
         assert self.routes is not None

@@ -108,6 +108,10 @@ def buffer_sizes(sock: SocketLike) -> tuple[int, int]:
 
 
 
+def _nothing() -> None:
+    pass
+
+
 class TransportWire:
     """A ``LoopWire`` over an asyncio transport: a ``Send`` completes once the kernel has taken the frame.
 
@@ -139,7 +143,7 @@ class TransportWire:
         self._token_ends: list[int] = []      # byte offset where each token frame ends
         self._waiter: Callable[[bool], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self.on_end: Callable[[], None] = lambda: None      # what ``end`` does: the connection closes
+        self.on_end: Callable[[], None] = _nothing           # what ``end`` does: the connection closes
         transport.set_write_buffer_limits(high=0, low=0)
         self.paused = transport.get_write_buffer_size() > 0     # what a pause during the call above said
 
@@ -164,8 +168,11 @@ class TransportWire:
         return None
 
     def end(self) -> None:
-        """The writer has ended: the connection closes once what was written has drained."""
-        self.on_end()
+        """The writer has ended: the connection closes once what was written has drained.  Called once:
+        ``on_end`` is dropped after it runs (a closure over this wire would keep it and its connection in a
+        cycle only the garbage collector breaks, with the request's body in it)."""
+        on_end, self.on_end = self.on_end, _nothing
+        on_end()
 
     def pause(self) -> None:
         self.paused = True

@@ -122,6 +122,7 @@ class LoopDriver:
             self.running -= 1
             with contextlib.suppress(Exception):
                 p.gen.close()
+            self._release(p)
             p.future.cancel()
 
     def _end(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
@@ -129,6 +130,7 @@ class LoopDriver:
             return                            # ended by ``close`` while a callback was on its way
         self._live.discard(p)
         self.running -= 1
+        self._release(p)
         if error is None:
             p.future.set_result(value)
         else:
@@ -138,6 +140,13 @@ class LoopDriver:
                 self.on_error(error)
         if self.running == 0 and self._private is not None:
             self._private.idle()
+
+    def _release(self, p: Proc) -> None:
+        """Let go of what an ended process held: its heartbeat timer (which would keep it, its wire and the
+        connection behind the wire alive until it fired) and its wires."""
+        self._lot.forget(p)
+        p.wire = p.memory = None
+        p.resume = None
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
         gen, now = p.gen, self._now

@@ -87,6 +87,19 @@ class ParkingLot:
             p.since, p.effect, p.until = -1, None, -1     # a pending timer finds nothing to time out
             self._wake(p, got)
 
+    def forget(self, p: Proc) -> None:
+        """``p`` ended: cancel its timer and take it off the lot, so nothing here keeps it alive."""
+        if p.timer is not None:
+            p.timer.cancel()
+            p.timer = None
+        if p.effect is not None:
+            waiting = self._parked.get(p.key)
+            if waiting is not None and p in waiting:
+                waiting.remove(p)
+                if not waiting:
+                    del self._parked[p.key]
+        p.since, p.effect, p.until = -1, None, -1
+
     def _timed_out(self, p: Proc) -> None:
         p.timer = None
         if p.until < 0 or p.effect is None:
