@@ -173,7 +173,7 @@ class RedisTokenLog:
         merged = {**_OWN_PARAMS, **own, **settings}
         self.lease_ms, self.ttl_ms, self.maxlen, self.block_ms = (
             _positive(key, merged[key]) for key in ("lease_ms", "ttl_ms", "maxlen", "block_ms"))
-        self.url = urlunsplit(parts._replace(query=urlencode(query)))
+        self.url = urlunsplit(parts._replace(query=urlencode(query, safe="/:,")))   # paths shown as written
         self.where = redact_url(self.url)       # what any output shows: the password is ***
         self.prefix = prefix
         self.owner_id = f"{name or f'{socket.gethostname()}:{os.getpid()}'}/{secrets.token_hex(4)}"
