@@ -179,7 +179,8 @@ def test_an_upstream_urls_password_is_in_no_refusal_and_no_repr() -> None:
     config = UpstreamConfig("http://alice:s3cret@h/v1", model="m")
     assert repr(Upstream(config)) == (
         "Upstream(config=UpstreamConfig(url='http://alice:***@h/v1', model='m', api_key_env=None, "
-        "continue_final_message=False, connect_timeout_s=5.0, read_timeout_s=60.0, max_connections=256))")
+        "continue_final_message=False, connect_timeout_s=5.0, read_timeout_s=60.0, max_connections=256, "
+        "max_answer_tokens=32768, max_answer_s=1800.0))")
     assert config.endpoint == "http://alice:s3cret@h/v1/chat/completions"      # what is sent keeps it
 
 

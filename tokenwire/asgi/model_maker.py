@@ -38,9 +38,8 @@ from ..core.channel import Policy
 from ..core.stream import OnDisconnect, Stream
 from ..core.tokenlog import TokenLog
 from ..endpoints.access import SECRET_HEADERS, header_map, owner_meta, told
-from ..endpoints.decisions import Asked, ChatRequest, LiveRequest, OpenAIRequest
+from ..endpoints.decisions import Asked, ChatRequest, LiveRequest, OpenAIRequest, promised_leave
 from ..endpoints.logs import attach_stream_async
-from ..endpoints.openai import RESPONSES
 from ..endpoints.params import RequestError, cut_range_message, parse_count, split_query
 from ..endpoints.registry import STREAM_ID_BYTES, LiveStream, Registry
 from ..redislog.streams import aio_of
@@ -63,6 +62,9 @@ __all__ = ["KEEP_OUT_OF_LOG", "TAKEOVERS", "ModelMaker", "attach", "check_keep_o
 
 # What a follower does when a model stream's owner is gone: end it ("owner lost"), or continue the model.
 TAKEOVERS = ("end", "continue")
+# The meta key of what a model stream does when its last reader leaves: the route's promise, which a process
+# that follows the stream keeps too (a chat completion read elsewhere is still one).
+LEAVE_KEY = "on_disconnect"
 # The request headers a continuable stream never writes to the log: credentials.  The others are kept with the
 # stream (in Redis) for as long as it is, so a continuation's factory gets them again.
 KEEP_OUT_OF_LOG = SECRET_HEADERS
@@ -129,6 +131,10 @@ def _cut(text: str) -> int:
 class ModelMaker:
     """Make streams from ``factory`` with the given channel ``policy``, ``buffer`` and ``on_disconnect``.
 
+    ``on_disconnect`` is what a reader leaving does on tokenwire's own routes;
+    the others keep their dialect's promise (``promised_leave``: ``/chat``
+    and a response run to their end, a chat completion stops its model).
+
     ``name`` (None: ``model_name``'s default) is recorded in each stream's
     meta: only a process whose model has the same name continues a stream.
     ``keep_out_of_log``: the headers a continuable stream's logged request leaves out.
@@ -185,14 +191,13 @@ class ModelMaker:
             logger.error("tokenwire: the model factory raised %s\n%s", type(exc).__name__, told(exc, made.headers))
             raise RequestError(500, f"the model factory raised {type(exc).__name__}") from None
         stream: Stream
-        policy, capacity, on_disconnect = self.policy, self.buffer, self.on_disconnect
-        if asked.openai is not None and asked.openai.api == RESPONSES:
-            on_disconnect = OnDisconnect.DETACH      # a response goes on without its reader: it is retrieved later
+        policy, capacity = self.policy, self.buffer
+        on_disconnect = promised_leave(asked) or self.on_disconnect     # the route's promise, else the app's
         owner = owner_meta(request.principal)
         if self.registry.aio is not None:        # a shared log: created with an awaited call, then owned here
             logged = self.logged(made)
             meta: dict[str, Any] = {**META, NAME_KEY: self.name, **owner, "policy": policy.value,
-                                    "capacity": capacity}
+                                    "capacity": capacity, LEAVE_KEY: on_disconnect.value}
             if self.takeover == "continue":
                 meta[REQUEST_KEY] = request_to_meta(logged)
             await self.registry.aio.create(stream_id, meta, MAX_MODEL_TOKENS)
@@ -222,6 +227,8 @@ async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: P
                  on_disconnect: OnDisconnect, models: ModelMaker | None = None) -> Stream:
     """A stream another process made in the shared log: a model's is followed, a canned one rebuilt.
 
+    ``on_disconnect`` is the app's; a model stream whose meta records its
+    route's (``LEAVE_KEY``) keeps that one, wherever it is read.
     With ``models`` (the app's model maker), a model stream made to be
     continued is continued here if its owner is gone, and only if it was
     made by a model of the same name: another model's stream ends ``owner
@@ -231,6 +238,8 @@ async def attach(registry: Registry, stream_id: str, log: TokenLog, *, policy: P
     if not is_model_meta(meta):
         return await attach_stream_async(stream_id, log)
     same = models is not None and meta.get(NAME_KEY) == models.name
+    if meta.get(LEAVE_KEY) in tuple(OnDisconnect):
+        on_disconnect = OnDisconnect(meta[LEAVE_KEY])         # its route's promise, as its owner keeps it
     continuation = models.continuation(request_from_meta(stream_id, meta)) if models is not None and same else None
     stream = await attach_model_stream(stream_id, log, policy=policy, capacity=buffer, on_disconnect=on_disconnect,
                                        continuation=continuation)

@@ -31,18 +31,25 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
-from ..core.stream import OnDisconnect
 from ..core.tokenlog import LogError
 from . import rules
 from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, header_map, owner_meta
 from .chat import canned_query, open_chat, resume_chat, stop_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
-from .decisions import Answer, Asked, ChatRequest, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
+from .decisions import (
+    Answer,
+    Asked,
+    ChatRequest,
+    LiveRequest,
+    OpenAIRequest,
+    OpenStream,
+    StreamMaker,
+    promised_leave,
+)
 from .exposition import Exposition, exposition
 from .kept import Kept
 from .metering import Meter
 from .openai import (
-    RESPONSES,
     cancel_response,
     chat_completions,
     create_response,
@@ -75,16 +82,12 @@ class CannedMaker:
         return Asked(spec, {}, cut)
 
     def parse_chat(self, chat: ChatRequest) -> Asked:
-        # A chat's answer goes on when its reader leaves: the SDK's resume comes back for it.
         spec, cut = spec_from_query(canned_query(chat.body))
-        return Asked(dataclasses.replace(spec, on_disconnect=OnDisconnect.DETACH), {}, cut, chat)
+        return _kept_promise(Asked(spec, {}, cut, chat))
 
     def parse_openai(self, request: OpenAIRequest) -> Asked:
-        # A response goes on when its reader leaves: it is retrieved later; a chat completion is not.
         spec, cut = spec_from_query(canned_query(request.body))
-        if request.api == RESPONSES:
-            spec = dataclasses.replace(spec, on_disconnect=OnDisconnect.DETACH)
-        return Asked(spec, {}, cut, openai=request)
+        return _kept_promise(Asked(spec, {}, cut, openai=request))
 
     async def model_ids(self) -> list[str]:
         return [CANNED_MODEL]
@@ -92,6 +95,14 @@ class CannedMaker:
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream:
         assert asked.spec is not None
         return await self.registry.create_async(asked.spec, cut_after=asked.cut, meta=owner_meta(request.principal))
+
+
+def _kept_promise(asked: Asked) -> Asked:
+    """``asked`` with the canned answer's ``on_disconnect`` set to the route's promise (``promised_leave``)."""
+    promised = promised_leave(asked)
+    if promised is None or asked.spec is None:
+        return asked
+    return dataclasses.replace(asked, spec=dataclasses.replace(asked.spec, on_disconnect=promised))
 
 
 # What ``GET /v1/models`` lists for the canned answer (any model a request names is answered, and echoed).

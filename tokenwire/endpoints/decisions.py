@@ -8,7 +8,9 @@ as it is, or an ``OpenStream`` (a stream to write from a cursor) for the
 adapter to hand a wire to.  Neither side looks inside the other: the
 adapters never decide a status, the endpoints never touch a socket.  A
 ``StreamMaker`` (the canned answer, a user's model) is what the routes ask
-to read a request's body and make its stream.
+to read a request's body and make its stream; what the stream does when its
+last reader leaves is the route's promise where its dialect makes one
+(``promised_leave``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from typing import Any, Protocol
 
 from ..core.pipeline import RunSpec
 from ..core.rendering import FRAMES, Rendering
+from ..core.sources import OnDisconnect
 from .registry import LiveStream
 
-__all__ = ["Answer", "Asked", "ChatRequest", "Headers", "LiveRequest", "OpenAIRequest", "OpenStream", "StreamMaker"]
+__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "Answer", "Asked", "ChatRequest", "Headers", "LiveRequest",
+           "OpenAIRequest", "OpenStream", "StreamMaker", "promised_leave"]
 
 Headers = tuple[tuple[str, str], ...]
+# The two OpenAI APIs (``OpenAIRequest.api``).
+CHAT_COMPLETIONS, RESPONSES = "chat.completions", "responses"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,22 @@ class Asked:
     cut: int | None
     chat: ChatRequest | None = None
     openai: OpenAIRequest | None = None
+
+
+def promised_leave(asked: Asked) -> OnDisconnect | None:
+    """What the stream ``asked`` makes does when its last reader leaves, where its route's dialect promises it.
+
+    ``/chat``: it runs to its end (``detach``), for the AI SDK's resume to
+    find; a response: the same, for ``GET /v1/responses/<id>`` and
+    background mode; a chat completion: it stops (``cancel``), as OpenAI's
+    does, so no model runs for nobody.  None for tokenwire's own routes:
+    the stream's setting (the query's, the app's ``on_disconnect``) says.
+    """
+    if asked.chat is not None:
+        return OnDisconnect.DETACH
+    if asked.openai is not None:
+        return OnDisconnect.DETACH if asked.openai.api == RESPONSES else OnDisconnect.CANCEL
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl
 from ..core.endings import EarlyEnd
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
-from .decisions import Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
+from .decisions import CHAT_COMPLETIONS, RESPONSES, Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
 from .kept import Kept
 from .openai_wire import (
     Answered,
@@ -52,7 +52,6 @@ from .writing import Writing
 __all__ = ["CHAT_COMPLETIONS", "RESPONSES", "cancel_response", "chat_completions", "create_response",
            "models_answer", "parse_openai", "retrieve_response"]
 
-CHAT_COMPLETIONS, RESPONSES = "chat.completions", "responses"
 _RESPONSE_PREFIX = "resp_"
 # What a retrieve's query may carry: the SDK sends include (and include_obfuscation), which change nothing here.
 _RETRIEVE_PARAMS = ("stream", "starting_after", "include", "include[]", "include_obfuscation")

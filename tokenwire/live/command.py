@@ -42,19 +42,23 @@ __all__ = ["add_stream_flags", "beyond_loopback", "cannot_listen", "check_port",
 
 
 class _ServeFormat(logging.Formatter):
-    """Access lines as ``HH:MM:SS <line>``; anything else as ``tokenwire serve: <message>``."""
+    """Access lines as ``HH:MM:SS <line>``; anything else as ``tokenwire <command>: <message>``."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self.command = command
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
         if record.name == "tokenwire.access":
             return f"{time.strftime('%H:%M:%S')} {message}"
-        return f"tokenwire serve: {message}"
+        return f"tokenwire {self.command}: {message}"
 
 
-def configure_logging(quiet: bool) -> None:
-    """Send the ``tokenwire`` logger to stderr, one line a record; ``quiet``: errors only."""
+def configure_logging(quiet: bool, command: str = "serve") -> None:
+    """Send the ``tokenwire`` logger to stderr, one line a record, each named by ``command``; ``quiet``: errors only."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_ServeFormat())
+    handler.setFormatter(_ServeFormat(command))
     root = logging.getLogger("tokenwire")
     root.handlers[:] = [handler]
     root.propagate = False

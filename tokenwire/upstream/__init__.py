@@ -18,8 +18,8 @@ from .frames import (
     UpstreamStalled,
     UpstreamStatus,
 )
-from .relay import Upstream, UpstreamCannotContinue, UpstreamConfig
+from .relay import Upstream, UpstreamCannotContinue, UpstreamConfig, UpstreamOvertime, UpstreamTooLong
 
 __all__ = ["Upstream", "UpstreamBroken", "UpstreamCannotContinue", "UpstreamConfig", "UpstreamError",
-           "UpstreamFailed", "UpstreamFrames", "UpstreamMalformed", "UpstreamRefused", "UpstreamStalled",
-           "UpstreamStatus"]
+           "UpstreamFailed", "UpstreamFrames", "UpstreamMalformed", "UpstreamOvertime", "UpstreamRefused",
+           "UpstreamStalled", "UpstreamStatus", "UpstreamTooLong"]

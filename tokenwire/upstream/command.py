@@ -3,7 +3,8 @@
 How this works: the flags ``serve`` shares with every command that serves
 the live routes (``add_stream_flags``: where, the limits, ``--log``) make the
 ``TokenStreams``; the proxy's own name the upstream (``--upstream``,
-``--model``, ``--api-key-env``, its timeouts) and what a follower does when
+``--model``, ``--api-key-env``, its timeouts and an answer's bounds in tokens and
+in time) and what a follower does when
 the instance relaying a stream dies (``--takeover continue``, which needs
 ``--continue-final-message``: an upstream that continues a partial answer).
 The socket is bound before uvicorn starts, so ``--port 0`` is printed as the
@@ -30,7 +31,14 @@ from ..live.command import (
 )
 from ..live.sockets import listening
 from ..redislog.redact import redact_url
-from .relay import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Upstream, UpstreamConfig
+from .relay import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_MAX_ANSWER_S,
+    DEFAULT_MAX_ANSWER_TOKENS,
+    DEFAULT_READ_TIMEOUT_S,
+    Upstream,
+    UpstreamConfig,
+)
 
 __all__ = ["cli_main"]
 
@@ -57,8 +65,15 @@ def _parser() -> FlagParser:
         help="the upstream continues an assistant's partial turn (continue_final_message; vLLM and SGLang do)")
     add("--connect-timeout-s", type=float, default=DEFAULT_CONNECT_TIMEOUT_S,
         help=f"fail a stream whose upstream cannot be reached in this long (default {DEFAULT_CONNECT_TIMEOUT_S:g})")
-    add("--upstream-timeout-s", type=float, default=DEFAULT_READ_TIMEOUT_S,
-        help=f"fail a stream whose upstream sends nothing for this long (default {DEFAULT_READ_TIMEOUT_S:g})")
+    add("--upstream-timeout-s", type=float, default=DEFAULT_READ_TIMEOUT_S, dest="read_timeout_s",
+        help=f"fail a stream whose upstream sends no data for this long, comments such as ': ping' not counted "
+             f"(default {DEFAULT_READ_TIMEOUT_S:g})")
+    add("--max-answer-tokens", type=int, default=DEFAULT_MAX_ANSWER_TOKENS,
+        help=f"fail an answer that goes on past this many tokens (UpstreamTooLong; default "
+             f"{DEFAULT_MAX_ANSWER_TOKENS})")
+    add("--max-answer-s", type=float, default=DEFAULT_MAX_ANSWER_S,
+        help=f"fail an answer that goes on past this many seconds in all (UpstreamOvertime; default "
+             f"{DEFAULT_MAX_ANSWER_S:g})")
     add_stream_flags(parser)
     return parser
 
@@ -71,7 +86,8 @@ def _app(args: argparse.Namespace) -> TokenStreams:
                          "--continue-final-message (vLLM, SGLang), or keep --takeover end")
     config = UpstreamConfig(args.upstream, model=args.model, api_key_env=args.api_key_env,
                             continue_final_message=args.continue_final_message,
-                            connect_timeout_s=args.connect_timeout_s, read_timeout_s=args.upstream_timeout_s)
+                            connect_timeout_s=args.connect_timeout_s, read_timeout_s=args.read_timeout_s,
+                            max_answer_tokens=args.max_answer_tokens, max_answer_s=args.max_answer_s)
     return TokenStreams(Upstream(config), log=args.log, heartbeat_s=args.heartbeat_s,
                         write_timeout_s=args.write_timeout_s, max_live=args.max_live, max_streams=args.max_streams,
                         create_burst=args.create_burst, create_rate=args.create_rate,
@@ -90,7 +106,7 @@ def cli_main(argv: list[str]) -> int:
         return usage_error("proxy", parser.refusal(str(exc), argv))
     import uvicorn
 
-    configure_logging(args.quiet)
+    configure_logging(args.quiet, "proxy")
     raise_fd_limit()
     try:
         sock = listening(args.host, args.port, BACKLOG)   # before the banner: its reader may connect at once

@@ -5,9 +5,14 @@ calls it once per stream), it returns an async iterator that posts the
 request's messages (``messages``) to the upstream's ``/chat/completions``
 with ``"stream": true`` and yields each text piece as the frames come
 (``frames``).  One pooled ``httpx.AsyncClient`` per event loop serves every
-stream; it has a connect timeout and a read timeout, so an upstream that
-stalls past it ends the stream ``failed`` (``UpstreamStalled``), never a
-hang.  Every failure is one of ``UpstreamError``'s kinds, named in the
+stream, with a connect timeout.  Each answer has three bounds (``Deadlines``,
+``max_answer_tokens``), so none is a hang: no data (an event; a comment such
+as ``: ping`` is none) for ``read_timeout_s`` is ``UpstreamStalled``; more
+than ``max_answer_tokens`` tokens is ``UpstreamTooLong``; longer than
+``max_answer_s`` in all is ``UpstreamOvertime``: each ends the stream
+``failed`` with its name, the upstream's request closed.  An answer that is
+not an event stream (a status other than 200, a redirect, a 200 of another
+content type) names its status or its content type.  Every failure is one of ``UpstreamError``'s kinds, named in the
 reader's ``failed`` event and logged once with its message (never the API
 key: it is read from the environment variable the config names, sent in the
 ``Authorization`` header only, and kept out of every ``repr``), nor the
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -35,9 +41,10 @@ from typing import Any
 
 import httpx
 
-from ..asgi.model_stream import StreamRequest
+from ..asgi.model_stream import MAX_MODEL_TOKENS, StreamRequest
 from ..redislog.redact import redact_url, scrub
 from .frames import (
+    QUOTE_CHARS,
     UpstreamBroken,
     UpstreamError,
     UpstreamFrames,
@@ -49,8 +56,8 @@ from .frames import (
 )
 from .messages import continued, messages_of, sampling_of
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_READ_TIMEOUT_S", "Upstream", "UpstreamCannotContinue",
-           "UpstreamConfig"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_MAX_ANSWER_S", "DEFAULT_MAX_ANSWER_TOKENS", "DEFAULT_READ_TIMEOUT_S",
+           "Upstream", "UpstreamCannotContinue", "UpstreamConfig", "UpstreamOvertime", "UpstreamTooLong"]
 
 # How long reaching the upstream may take: a server on the same network answers a connect in milliseconds.
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -60,10 +67,30 @@ DEFAULT_READ_TIMEOUT_S = 60.0
 # Connections to the upstream at once, per event loop: tokenwire's own limit on open streams is far above
 # what one model server runs at once; the pool queues the rest (the pool timeout is the read timeout).
 DEFAULT_MAX_CONNECTIONS = 256
+# The most tokens one answer may have: past the longest answer today's models give (they cap their output at
+# 8k to 32k tokens), and below what a stream's log keeps (MAX_MODEL_TOKENS), so an upstream that never says
+# it is done ends with a name rather than at the log's limit.
+DEFAULT_MAX_ANSWER_TOKENS = 32_768
+# The longest one answer may take in all: an answer of DEFAULT_MAX_ANSWER_TOKENS at 18 tokens/s (a small
+# model on a CPU) still fits; one still going after half an hour is an upstream that does not end.
+DEFAULT_MAX_ANSWER_S = 1800.0
+# The longest an answer may be allowed to take: a day, past any answer (a longer bound is no bound).
+MAX_ANSWER_S = 86_400.0
+# How much of a refused answer's body is read to quote it: QUOTE_CHARS characters of UTF-8 at most (the rest
+# is never read: an error page may be large).
+QUOTED_BYTES = 4 * QUOTE_CHARS
 
 
 class UpstreamCannotContinue(UpstreamError):
     """A continuation was asked of an upstream the config does not say continues a partial answer."""
+
+
+class UpstreamTooLong(UpstreamError):
+    """The upstream's answer went on past ``max_answer_tokens`` tokens (``--max-answer-tokens``)."""
+
+
+class UpstreamOvertime(UpstreamError):
+    """The upstream's answer went on past ``max_answer_s`` seconds in all (``--max-answer-s``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +100,9 @@ class UpstreamConfig:
     url: its OpenAI base URL (``http://127.0.0.1:8000/v1``: ``/chat/completions`` is added); model: the
     model to ask for (None: the request's ``model``); api_key_env: the environment variable holding its API
     key (None: none sent); continue_final_message: it continues an assistant's partial turn (vLLM, SGLang);
-    connect_timeout_s, read_timeout_s: see the module; max_connections: the pool's size per event loop.
+    connect_timeout_s, read_timeout_s (how long the upstream may send no data), max_answer_tokens,
+    max_answer_s (the most tokens and seconds one answer may take): see the module; max_connections: the
+    pool's size per event loop.
     """
 
     url: str
@@ -83,6 +112,8 @@ class UpstreamConfig:
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS
+    max_answer_s: float = DEFAULT_MAX_ANSWER_S
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
@@ -95,6 +126,13 @@ class UpstreamConfig:
         if isinstance(self.max_connections, bool) or not isinstance(self.max_connections, int) \
                 or self.max_connections < 1:
             raise ValueError(f"max_connections must be a positive int, got {self.max_connections!r}")
+        tokens = self.max_answer_tokens
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_MODEL_TOKENS:
+            raise ValueError(f"max_answer_tokens must be an int from 1 to {MAX_MODEL_TOKENS} (the most a stream "
+                             f"keeps), got {tokens!r}")
+        answer_s = self.max_answer_s
+        if isinstance(answer_s, bool) or not isinstance(answer_s, (int, float)) or not 0 < answer_s <= MAX_ANSWER_S:
+            raise ValueError(f"max_answer_s must be a number of seconds from 0 to {MAX_ANSWER_S:g}, got {answer_s!r}")
         if self.api_key_env is not None and not os.environ.get(self.api_key_env):
             raise ValueError(f"the environment variable {self.api_key_env!r} (the upstream's API key) is not set")
 
@@ -102,7 +140,8 @@ class UpstreamConfig:
         return (f"UpstreamConfig(url={self.where!r}, model={self.model!r}, api_key_env={self.api_key_env!r}, "
                 f"continue_final_message={self.continue_final_message!r}, connect_timeout_s="
                 f"{self.connect_timeout_s!r}, read_timeout_s={self.read_timeout_s!r}, "
-                f"max_connections={self.max_connections!r})")
+                f"max_connections={self.max_connections!r}, max_answer_tokens={self.max_answer_tokens!r}, "
+                f"max_answer_s={self.max_answer_s!r})")
 
     @property
     def where(self) -> str:
@@ -127,7 +166,7 @@ class Upstream:
         body = self.body(request)
         if request.prefix and not self.config.continue_final_message:
             return self._cannot_continue()
-        return self._relay(body)
+        return self._relay(body, len(request.prefix))
 
     async def _cannot_continue(self) -> AsyncIterator[str]:
         raise UpstreamCannotContinue(f"the upstream at {self.config.where} is not configured to continue a "
@@ -152,7 +191,8 @@ class Upstream:
         client = self._clients.get(loop)
         if client is None:
             config = self.config
-            timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s)
+            # Each read within the answer's own bounds (``Deadlines`` reads a chunk within what is left of them).
+            timeout = httpx.Timeout(min(config.read_timeout_s, config.max_answer_s), connect=config.connect_timeout_s)
             limits = httpx.Limits(max_connections=config.max_connections,
                                   max_keepalive_connections=config.max_connections)
             key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
@@ -160,17 +200,21 @@ class Upstream:
             client = self._clients[loop] = httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers)
         return client
 
-    async def _relay(self, body: dict[str, Any]) -> AsyncIterator[str]:
-        frames = UpstreamFrames()
+    async def _relay(self, body: dict[str, Any], tokens: int) -> AsyncIterator[str]:
+        """The upstream's answer to ``body``, its pieces one by one; ``tokens``: how many the answer has already."""
+        frames, deadlines = UpstreamFrames(), Deadlines(self.config)
         url = self.config.endpoint
         shown = redact_url(url)
         try:
             async with self._client().stream("POST", url, json=body) as response:
-                if response.status_code >= 400:
-                    said = (await response.aread()).decode("utf-8", "replace")
-                    raise UpstreamStatus(f"the upstream answered {response.status_code}: {quote(said)}")
-                async for chunk in response.aiter_bytes():
+                await _check_head(response, shown, deadlines)
+                chunks = response.aiter_bytes()
+                while (chunk := await deadlines.next(chunks, frames.events)) is not None:
                     for piece in frames.feed(chunk):
+                        tokens += 1
+                        if tokens > self.config.max_answer_tokens:
+                            raise UpstreamTooLong(f"the upstream at {shown} went on past max_answer_tokens "
+                                                  f"({self.config.max_answer_tokens} tokens) without ending")
                         yield piece
                     if frames.done:
                         return
@@ -179,9 +223,8 @@ class Upstream:
         except httpx.ConnectTimeout:
             raise UpstreamRefused(f"the upstream at {shown} did not accept a connection within "
                                   f"{self.config.connect_timeout_s:g} s") from None
-        except (httpx.ReadTimeout, httpx.PoolTimeout):
-            raise UpstreamStalled(f"the upstream at {shown} sent nothing for {self.config.read_timeout_s:g} s") \
-                from None
+        except (httpx.ReadTimeout, httpx.PoolTimeout, TimeoutError):
+            raise deadlines.expired(shown) from None
         except httpx.TransportError as exc:
             raise UpstreamBroken(f"the connection to the upstream at {shown} broke: {type(exc).__name__}") from None
         raise UpstreamBroken(f"the upstream at {shown} ended its stream before the answer's end ([DONE])")
@@ -212,3 +255,65 @@ class Upstream:
         client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.aclose()
+
+
+class Deadlines:
+    """An answer's two clocks: the last data (``read_timeout_s``) and the whole answer (``max_answer_s``).
+
+    The first restarts at each event the upstream sends, never at a comment;
+    the second runs from the request on.  ``next`` reads the next chunk
+    within whichever ends first, raising ``TimeoutError`` past it, and
+    ``expired`` is the error that names the one that ran out.
+    """
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.config = config
+        now = time.monotonic()
+        self.answer_ends = now + config.max_answer_s
+        self.data_ends = now + config.read_timeout_s
+        self._events = 0
+
+    def left_s(self) -> float:
+        """Seconds until the first deadline (0 or less: one has passed)."""
+        return min(self.answer_ends, self.data_ends) - time.monotonic()
+
+    async def next(self, chunks: AsyncIterator[bytes], events: int) -> bytes | None:
+        """The next chunk of ``chunks`` (None at its end), ``events`` the events read so far."""
+        if events != self._events:
+            self._events, self.data_ends = events, time.monotonic() + self.config.read_timeout_s
+        left = self.left_s()
+        if left <= 0:
+            raise TimeoutError
+        async with asyncio.timeout(left):
+            return await anext(chunks, None)
+
+    def expired(self, shown: str) -> UpstreamError:
+        """The error of the deadline that ran out first, for the upstream shown as ``shown``."""
+        if self.answer_ends <= self.data_ends:
+            return UpstreamOvertime(f"the upstream at {shown} went on past max_answer_s ({self.config.max_answer_s:g} "
+                                    f"s) without ending")
+        return UpstreamStalled(f"the upstream at {shown} sent no data for {self.config.read_timeout_s:g} s")
+
+
+async def _check_head(response: httpx.Response, shown: str, deadlines: Deadlines) -> None:
+    """Raise the ``UpstreamError`` of an answer that is not an event stream, naming its status or content type."""
+    status, kind = response.status_code, response.headers.get("content-type", "")
+    if status >= 400:
+        raise UpstreamStatus(f"the upstream answered {status}: {quote(await _start_of(response, deadlines))}")
+    if status != 200:
+        location = response.headers.get("location")
+        where = f", to {redact_url(location)!r}" if location else ""
+        raise UpstreamStatus(f"the upstream at {shown} answered {status} {response.reason_phrase}{where}, not 200 "
+                             f"with an event stream")
+    if kind and kind.split(";")[0].strip().lower() != "text/event-stream":
+        raise UpstreamMalformed(f"the upstream at {shown} answered 200 with content type {kind!r}, not "
+                                f"text/event-stream: {quote(await _start_of(response, deadlines))}")
+
+
+async def _start_of(response: httpx.Response, deadlines: Deadlines) -> str:
+    """The start of ``response``'s body (``QUOTED_BYTES`` at most, within the deadlines), as an error quotes it."""
+    said = bytearray()
+    chunks = response.aiter_bytes()
+    while len(said) < QUOTED_BYTES and (chunk := await deadlines.next(chunks, 0)) is not None:
+        said += chunk
+    return bytes(said[:QUOTED_BYTES]).decode("utf-8", "replace")
