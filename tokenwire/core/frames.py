@@ -1,5 +1,9 @@
 """The frames a tokenwire stream sends: ``open``, one ``token`` per token, then ``done`` or ``failed``.
 
+A typed part (``tokenwire.core.parts``: reasoning, a tool call's pieces, ...)
+is one frame too, with its index as its id, an event named after its kind
+and the part's JSON as data; text stays ``event: token`` with the text as data.
+
 How this works: the first frame of every connection carries ``retry`` (how
 long an ``EventSource`` waits before it reconnects) and an ``open`` event
 whose JSON says which stream this is and where the connection starts: one
@@ -23,10 +27,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from .parts import PART_MARK, decode
 from .sse import encode, encode_comment
 
-__all__ = ["DEFAULT_RETRY_MS", "HEARTBEAT", "TOKEN_MARK", "TokenItem", "done_frame", "failed_frame", "open_frame",
-           "token_frame"]
+__all__ = ["DEFAULT_RETRY_MS", "HEARTBEAT", "TOKEN_MARK", "TokenItem", "done_frame", "entry_frame", "failed_frame",
+           "open_frame", "token_frame"]
 
 # How a wire tells a token frame from the others (``TOKEN_MARK in frame``):
 # its event line, which always follows its id line.  A data line always
@@ -62,6 +67,18 @@ def open_frame(stream_id: str, *, resumed: bool, start_index: int, policy: str, 
 def token_frame(item: TokenItem) -> bytes:
     """Return the frame for one token: ``id: <index>``, ``event: token``, the text as data."""
     return encode(item.text, event="token", id=str(item.index))
+
+
+def entry_frame(item: TokenItem) -> bytes:
+    """Return the frame for one log entry: a token's for text, else an event named after the part's kind
+    (``reasoning``, ``tool-call-start``, ...; never ``error``) whose data is the part's JSON."""
+    entry = item.text
+    if entry[:1] != PART_MARK:
+        return encode(entry, event="token", id=str(item.index))
+    part = decode(entry)
+    if isinstance(part, str):                 # a text that began with the mark itself
+        return encode(part, event="token", id=str(item.index))
+    return encode(entry[1:], event=part.kind, id=str(item.index))
 
 
 def done_frame(total: int, *, delivered_from: int, dropped: int, reason: str | None = None) -> bytes:

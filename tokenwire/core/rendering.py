@@ -16,7 +16,7 @@ from typing import Protocol
 
 from .channel import Policy
 from .endings import EarlyEnd
-from .frames import TokenItem, open_frame, token_frame
+from .frames import TokenItem, entry_frame, open_frame
 
 __all__ = ["FRAMES", "Rendered", "Rendering", "TokenwireFrames"]
 
@@ -50,7 +50,7 @@ class TokenwireFrames:
                           policy=stream.policy.value, buffer=stream.capacity, retry_ms=stream.retry_ms)
 
     def token(self, item: TokenItem) -> bytes:
-        return token_frame(item)
+        return entry_frame(item)
 
     def closing(self, stream: Rendered, delivered_from: int, dropped: int) -> bytes:
         return stream.closing_frame(delivered_from, dropped)
