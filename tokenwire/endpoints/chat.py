@@ -37,9 +37,10 @@ from ..core.tokenlog import StreamState, UnknownStream
 from ..report.params import NAMES
 from . import rules
 from .access import chat_name
+from .bodies import MAX_ID_CHARS, field_of, json_object, text_field
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream, StreamMaker
 from .kept import Kept
-from .params import MAX_ID_DIGITS, RequestError, echo, field_of, json_object, parse_count
+from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
 from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
@@ -73,17 +74,11 @@ def parse_chat(body: bytes) -> ChatRequest:
     """Read a chat body; raises ``RequestError`` 400 naming what is wrong."""
     data = json_object(body, "a chat body")
     messages = field_of(data, "a chat body", "messages", list, "a list")
-    chat_id, trigger, message_id = (_text(data, name) for name in ("id", "trigger", "messageId"))
+    chat_id, trigger, message_id = (text_field(data, "a chat body", name, MAX_ID_CHARS)
+                                    for name in ("id", "trigger", "messageId"))
     if chat_id is not None and not _CHAT_ID.fullmatch(chat_id):
         raise RequestError(400, f"a chat id is 1 to 64 letters, digits, '-' or '_', got {echo(chat_id)}")
     return ChatRequest(chat_id, tuple(messages), trigger, message_id, data)
-
-
-def _text(data: Mapping[str, Any], name: str) -> str | None:
-    value = data.get(name)
-    if value is None or isinstance(value, str):
-        return value
-    raise RequestError(400, f"a chat body's {name!r} must be a string, got {echo(json.dumps(value))}")
 
 
 def canned_query(body: Mapping[str, Any]) -> str:

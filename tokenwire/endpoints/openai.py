@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl
 from ..core.endings import EarlyEnd
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
+from .bodies import MAX_MODEL_CHARS, field_of, json_object, text_field
 from .decisions import CHAT_COMPLETIONS, RESPONSES, Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
 from .kept import Kept
 from .openai_wire import (
@@ -45,7 +46,7 @@ from .openai_wire import (
     response_object,
     response_status,
 )
-from .params import RequestError, echo, field_of, json_object, parse_count
+from .params import RequestError, echo, parse_count
 from .registry import LiveStream, Registry
 from .writing import Writing
 
@@ -81,6 +82,9 @@ def parse_openai(body: bytes, api: str) -> OpenAIRequest:
     """Read a chat completion's or a response's JSON body; raises ``RequestError`` 400 naming what is wrong."""
     data = json_object(body, "the body")
     model = field_of(data, "the body", "model", str, "a string")
+    text_field(data, "the body", "model", MAX_MODEL_CHARS)
+    for name in ("previous_response_id", "user"):
+        text_field(data, "the body", name)
     messages: tuple[Any, ...] = ()
     if api == CHAT_COMPLETIONS:
         messages = tuple(field_of(data, "the body", "messages", list, "a list"))

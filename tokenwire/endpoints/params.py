@@ -21,9 +21,7 @@ stream is read as an index of this one and never reaches the other stream.
 from __future__ import annotations
 
 import functools
-import json
 import re
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from ..core.channel import Policy
@@ -85,24 +83,6 @@ def echo(value: str) -> str:
     if len(value) <= MAX_ECHO_CHARS:
         return repr(value)
     return f"{value[:MAX_ECHO_CHARS]!r}... ({len(value)} characters)"
-
-
-def json_object(body: bytes, what: str) -> dict[str, Any]:
-    """``body`` read as a JSON object; raises ``RequestError`` 400 naming ``what`` (``"a chat body"``) and the fault."""
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RequestError(400, f"{what} must be JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RequestError(400, f"{what} must be a JSON object, got {type(data).__name__}")
-    return data
-
-
-def field_of(data: dict[str, Any], what: str, name: str, kind: type | tuple[type, ...], kind_name: str) -> Any:
-    """``data[name]``, which must be of ``kind`` (``kind_name``: ``"a list"``); raises ``RequestError`` 400."""
-    if not isinstance(data.get(name), kind):
-        raise RequestError(400, f"{what} needs \"{name}\", {kind_name}, got {echo(json.dumps(data.get(name)))}")
-    return data[name]
 
 
 def split_query(query: str) -> tuple[str, dict[str, str]]:

@@ -8,15 +8,20 @@ become messages of their text; ``POST /streams`` and ``GET /stream`` send the
 ``prompt`` parameter as the user's message.  The sampling fields an OpenAI
 body carries go along (a response's ``max_output_tokens`` as ``max_tokens``).
 A continuation adds the logged prefix as the assistant's partial turn
-(``continued``).
+(``continued``).  Each item of ``messages`` or ``input`` is checked before
+anything is sent: one that is not a message (an object with a string
+``role``) is a ``ValueError`` naming its index and what was expected, which
+the stream maker answers as a 400.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..asgi.model_stream import StreamRequest
+from ..endpoints.params import echo
 
 __all__ = ["SAMPLING", "continued", "messages_of", "sampling_of"]
 
@@ -34,6 +39,21 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _shown(value: Any) -> str:
+    return echo(json.dumps(value))
+
+
+def _message(item: Any, where: str, role_needed: bool = True) -> dict[str, Any]:
+    """``item``, the message at ``where`` (``messages[2]``), as a new dict; raises ``ValueError`` (a 400) naming
+    ``where`` for one that is not an object with a string ``role`` (``role_needed``: absent is allowed if not)."""
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} must be a message, an object with a \"role\", got {_shown(item)}")
+    role = item.get("role")
+    if not isinstance(role, str) and (role_needed or role is not None):
+        raise ValueError(f"{where} must be a message with a \"role\", a string, got {_shown(role)}")
+    return dict(item)
+
+
 def _input_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     given = request.get("input")
     messages: list[dict[str, Any]] = []
@@ -41,21 +61,25 @@ def _input_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
         messages.append({"role": "system", "content": request["instructions"]})
     if isinstance(given, str):
         return [*messages, {"role": "user", "content": given}]
-    for item in given or []:
-        if isinstance(item, dict) and "role" in item:
-            messages.append({"role": item["role"], "content": _text(item.get("content"))})
+    for index, item in enumerate(given or []):
+        where = f"input[{index}]"
+        content = _message(item, where).get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise ValueError(f"{where}.content must be a string or a list of parts, got {_shown(content)}")
+        messages.append({"role": item["role"], "content": _text(content)})
     return messages
 
 
 def messages_of(request: StreamRequest) -> list[dict[str, Any]]:
-    """The chat messages ``request`` asks the upstream to answer."""
+    """The chat messages ``request`` asks the upstream to answer; raises ``ValueError`` for an item that is none."""
     if request.openai is not None:
         if request.openai.messages:
-            return [dict(message) for message in request.openai.messages]
+            return [_message(item, f"messages[{index}]") for index, item in enumerate(request.openai.messages)]
         return _input_messages(request.openai.body)
     if request.chat is not None:
-        return [{"role": message.get("role", "user"), "content": _text(message.get("parts"))}
-                for message in request.chat.messages if isinstance(message, dict)]
+        chat = [_message(item, f"messages[{index}]", role_needed=False)
+                for index, item in enumerate(request.chat.messages)]
+        return [{"role": item.get("role", "user"), "content": _text(item.get("parts"))} for item in chat]
     return [{"role": "user", "content": request.params.get("prompt", "")}]
 
 
