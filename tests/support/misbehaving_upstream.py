@@ -1,4 +1,4 @@
-"""An OpenAI-compatible upstream that misbehaves, on loopback in a thread of this process; this module holds no tests.
+"""An OpenAI-compatible upstream that misbehaves (or answers N tokens), on loopback in a thread; no tests here.
 
 ``MisbehavingUpstream()`` answers ``POST /v1/chat/completions`` as the
 request's ``model`` says (the rest of the body is not read):
@@ -9,7 +9,9 @@ request's ``model`` says (the rest of the body is not read):
 - ``pings``: only ``: ping`` comments, one each ``PACE_S``, until its client
   leaves (or ``CAP`` of them: then it closes);
 - ``redirect``: a ``302 Found`` to another host;
-- ``html``: a ``200`` of ``text/html``, a login page.
+- ``html``: a ``200`` of ``text/html``, a login page;
+- ``count=N``: as ``endless``, but after ``N`` chunks a ``finish_reason`` and
+  ``[DONE]``: an answer that ends.
 
 Each request is a ``Served`` in ``served``: how many chunks it sent, and
 ``left`` (a ``threading.Event``) once its client closed the connection,
@@ -46,10 +48,10 @@ class Served:
     finished: threading.Event = field(default_factory=threading.Event)
 
 
-def _chunk(content: str | None = None) -> bytes:
+def _chunk(content: str | None = None, finish: str | None = None) -> bytes:
     delta = {"role": "assistant", "content": ""} if content is None else {"content": content}
     body = {"id": "chatcmpl-misbehaving", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            "choices": [{"index": 0, "delta": {} if finish else delta, "finish_reason": finish}]}
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
@@ -119,17 +121,21 @@ class MisbehavingUpstream:
         watch = asyncio.ensure_future(reader.read(1))      # b"" once the client has closed its side
         if ping is None:
             writer.write(_chunk())
+        count = int(served.model.removeprefix("count=")) if served.model.startswith("count=") else CAP
         gone = False
         try:
-            while served.sent < CAP and not watch.done():
+            while served.sent < count and not watch.done():
                 await asyncio.sleep(PACE_S)
                 writer.write(ping or _chunk(f" e{served.sent}"))
                 await writer.drain()
                 served.sent += 1
+            gone = watch.done()
+            if served.sent == count < CAP:
+                writer.write(_chunk(finish="stop") + b"data: [DONE]\n\n")
         except ConnectionError:
             gone = True                                     # it left as this wrote
         finally:
             watch.cancel()
-        if gone or watch.done():
+        if gone:
             served.sent_when_left = served.sent
             served.left.set()
