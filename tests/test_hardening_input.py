@@ -120,11 +120,11 @@ def test_every_bad_report_parameter_is_a_400_naming_it_its_value_and_what_is_all
         assert status == 400, (case, status, message)
         assert headers["x-content-type-options"] == "nosniff" and headers["server"] == SERVER_NAME
         value = _value_of(query)
-        if entry != "page" and name in REPORT_ONLY_PARAMS:      # refused whatever its value (below)
-            assert "is the report's, not a live stream's" in message, (case, message)
-        elif case.endswith("repeated"):
+        if case.endswith("repeated"):                           # refused naming both values, on every entry
             assert "'1'" in message and "'2'" in message, (case, message)
             value = None
+        elif entry != "page" and name in REPORT_ONLY_PARAMS:    # refused whatever its value (below)
+            assert "is the report's, not a live stream's" in message, (case, message)
         _check_message(case, name, value, message)
 
 

@@ -30,6 +30,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from urllib.parse import parse_qsl
 
 from ..core.tokenlog import LogError
 from . import rules
@@ -56,7 +57,7 @@ from .openai import (
     models_answer,
     retrieve_response,
 )
-from .params import RequestError, echo, spec_from_query
+from .params import RequestError, spec_from_query
 from .registry import LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, ErrorFormat, Found, RouteTable
 from .writing import EventWire, Writing, write_events
@@ -195,6 +196,7 @@ class Endpoints:
                 route.check_body(coding, lengths)
             else:
                 rules.check_transfer_encoding(coding, lengths)     # the framing rule holds on every route
+            route.check_query(request.query)                        # and the query's, before a body is read
             return await self.handlers[route.kind](request, found, lambda: read_body(route.body_limit))
         except RequestError as exc:
             return refusal(exc, route.errors)
@@ -227,8 +229,6 @@ class Endpoints:
 
     async def stop(self, request: LiveRequest, stream_id: str) -> Answer:
         """Stop ``stream_id`` for good, wherever it runs: 200 with its state now; 404 for one it may not touch."""
-        if request.query:           # as any live URL refuses a parameter it does not take (it was ignored)
-            raise RequestError(400, f"a stop URL takes no parameters, got {echo(request.query)}")
         await self.stream_of(request, stream_id)       # 404 for one it may not stop, as for reading
         state = await self.registry.stop_async(stream_id)
         return Answer(200, *rules.stopped(stream_id, state))
@@ -245,7 +245,8 @@ class Endpoints:
                        read_body: Callable[[], Awaitable[bytes]]) -> Answer:
         if self._exposition is None:
             self._exposition = exposition(self.meter, self.registry, lambda: len(self.writing))
-        return self._exposition.answer()
+        names = [value for name, value in parse_qsl(request.query, keep_blank_values=True) if name == "name[]"]
+        return self._exposition.answer(names or None)
 
     async def scrape(self, request: LiveRequest) -> Answer:
         """``request`` answered as ``/metrics`` wherever it was sent (``TokenStreams.metrics_app``): the scrape,

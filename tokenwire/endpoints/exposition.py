@@ -115,8 +115,10 @@ class Exposition:
         self.registry = prometheus.CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
 
-    def answer(self) -> Answer:
-        body: bytes = self.prometheus.generate_latest(self.registry)
+    def answer(self, names: list[str] | None = None) -> Answer:
+        """The scrape: every sample, or only those ``names`` names (``?name[]=``, as prometheus_client filters)."""
+        chosen = self.registry if names is None else self.registry.restricted_registry(names)
+        body: bytes = self.prometheus.generate_latest(chosen)
         return Answer(200, (("content-type", self.prometheus.CONTENT_TYPE_LATEST), ("cache-control", "no-store")),
                       body)
 

@@ -5,7 +5,10 @@ How this works: a ``Route`` is a path pattern (``/streams/<id>/events``: a
 its ``kind`` (which ``Endpoints`` handler answers it), the ``action`` it
 asks for (``create``, ``read``, ``stop``, ``scrape``: what an authorization rule checks),
 its body (the setting that names its limit and the limit; a route without
-one takes no body and ignores what is sent), and the format of its errors
+one takes no body and ignores what is sent), its query (the parameters it
+takes, none, or its handler's to read; which may come twice; or, for
+``POST /chat``, whose parameters are its body's, ignored: ``check_query``),
+and the format of its errors
 (``tokenwire``: ``{"error": message}``; ``openai``: ``{"error": {"message",
 "type", "code"}}``).  ``RouteTable.find`` answers a path (as sent) and a
 method with the route and its parameters, or the refusal (404, 405 with
@@ -33,6 +36,7 @@ from .params import RequestError, echo
 from .rules import (
     KNOWN_METHODS,
     check_declared_body,
+    check_query,
     check_transfer_encoding,
     chunked_error,
     method_error,
@@ -89,7 +93,10 @@ class Route:
     kind: the ``Endpoints`` handler that answers it; action: what it asks
     for (``create``, ``read``, ``stop``, ``scrape``); body_setting: the setting that
     limits its body (None: it takes no body); body_limit: that limit in
-    bytes; errors: the format of its refusals; summary: its README line.
+    bytes; errors: the format of its refusals; summary: its README line;
+    params: the only query parameters it takes (``()``: no query string;
+    None: its handler reads the query); repeatable: those that may come more
+    than once; ignores_query: its query is not read at all.
     """
 
     pattern: str
@@ -100,6 +107,9 @@ class Route:
     body_limit: int = 0
     errors: ErrorFormat = "tokenwire"
     summary: str = ""
+    params: tuple[str, ...] | None = None
+    repeatable: tuple[str, ...] = ()
+    ignores_query: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -135,6 +145,12 @@ class Route:
         """
         check_transfer_encoding(transfer_encoding, content_length, chunked_error(query=self.body_setting == QUERY_BODY))
         check_declared_body(content_length, self.body_limit)
+
+    def check_query(self, query: str) -> None:
+        """Refuse (400) a query string or a parameter this route does not take, or one given twice
+        (``rules.check_query``); nothing for a route that ignores its query."""
+        if not self.ignores_query:
+            check_query(query, self.params, self.repeatable, self.described())
 
     def described(self) -> str:
         """``POST /streams``: the methods and the pattern, as the README and a 404 name it."""
@@ -261,36 +277,38 @@ LIVE_ROUTES = RouteTable((
           body_limit=MAX_CHAT_BODY_BYTES,
           summary="the AI SDK's chat: a JSON body `{id?, messages, ...}` up to `max_chat_body_bytes` (1 MiB); "
                   "`200` UI message stream (`x-vercel-ai-ui-message-stream: v1`), the stream id in "
-                  "`x-workflow-run-id`"),
+                  "`x-workflow-run-id`", ignores_query=True),
     Route("/chat/<id>/stream", ("GET",), "chat_stream", "read",
           summary="a chat's stream (`204` unless it is generating; then from `start`), or with `?startIndex=N` "
                   "a chat's or a stream's chunks from N on, also after the end"),
     Route("/metrics", ("GET",), "metrics", "scrape",
-          summary="this process's figures in Prometheus's text format (see Metrics); `404` from an app made "
-                  "without metrics"),
+          summary="this process's figures in Prometheus's text format (see Metrics), only the samples named "
+                  "with `?name[]=...` (as prometheus_client's own handler filters); `404` from an app made "
+                  "without metrics", params=("name[]",), repeatable=("name[]",)),
     Route("/streams/<id>/stop", ("POST",), "stop", "stop",
           summary='stops generation for good, on whichever instance runs it (the model\'s iterator is closed); '
                   'every reader gets what was logged, then `done` with `"stopped_early": true, "reason": '
                   '"stopped"`, and so does a reconnect. `200` `{"stream_id", "state"}` (`stopped`, or `done` '
-                  'for an answer that had finished), again on a second stop; `404` for an unknown id'),
+                  'for an answer that had finished), again on a second stop; `404` for an unknown id', params=()),
     Route("/chat/<id>/stop", ("POST",), "chat_stop", "stop",
           summary="stops a chat's stream (a chat id: its latest stream; or a stream id) as `/streams/<id>/stop` "
                   "does; its readers end with `finish`. `200` `{\"stream_id\", \"state\"}`, again on a second "
-                  "stop; `404` for an unknown id"),
+                  "stop; `404` for an unknown id", params=()),
     Route("/v1/chat/completions", ("POST",), "chat_completions", "create", body_setting="max_chat_body_bytes",
           body_limit=MAX_CHAT_BODY_BYTES, errors="openai",
           summary="OpenAI's chat completions: `chat.completion.chunk`s then `data: [DONE]` with `\"stream\": true`, "
-                  "else one `chat.completion`"),
+                  "else one `chat.completion`", params=()),
     Route("/v1/responses", ("POST",), "responses", "create", body_setting="max_chat_body_bytes",
           body_limit=MAX_CHAT_BODY_BYTES, errors="openai",
           summary="OpenAI's Responses: the events (each with its `sequence_number`) with `stream`, the `response` "
-                  "at once with `background`, else the whole `response`"),
+                  "at once with `background`, else the whole `response`", params=()),
     Route("/v1/responses/<id>", ("GET",), "response", "read", errors="openai",
-          summary="the `response`; with `?stream=true&starting_after=N` its events after N, live or after the end"),
+          summary="the `response`; with `?stream=true&starting_after=N` its events after N, live or after the end",
+          repeatable=("include", "include[]")),
     Route("/v1/responses/<id>/cancel", ("POST",), "response_cancel", "stop", errors="openai",
           summary="stops the response's generation wherever it runs (as `POST /streams/<id>/stop`); the `response`, "
-                  "`cancelled` (or as it ended, if it had)"),
+                  "`cancelled` (or as it ended, if it had)", params=()),
     Route("/v1/models", ("GET",), "models", "read", errors="openai",
-          summary="the models this server answers as"),
+          summary="the models this server answers as", params=()),
 ))
 """The routes of ``tokenwire serve`` and ``TokenStreams``."""

@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
+from urllib.parse import parse_qsl
 
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, LogUnavailable, StreamLost, StreamState, UnknownStream
 from .config import RETRY_AFTER_S
 from .params import (
+    MAX_QUERY_FIELDS,
     RequestError,
     cut_range_message,
     echo,
@@ -37,9 +40,9 @@ from .registry import Busy, OverQuota, Registry
 
 __all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
            "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error", "check_room",
-           "check_declared_body", "check_transfer_encoding", "chunked_error", "created", "declared_length",
-           "error_body", "events_request", "last_event_id", "log_error", "method_error", "no_route_error",
-           "not_implemented_error", "quota_error", "stopped"]
+           "check_declared_body", "check_query", "check_transfer_encoding", "chunked_error", "created",
+           "declared_length", "error_body", "events_request", "last_event_id", "log_error", "method_error",
+           "no_route_error", "not_implemented_error", "quota_error", "stopped"]
 
 # Methods some route answers (with 405 where a path does not take one); any
 # other method is 501, as RFC 9110 asks of a method a server does not implement.
@@ -165,6 +168,33 @@ def body_error(limit: int, size: str | None = None) -> RequestError:
     if len(size) > MAX_SIZE_DIGITS:
         return RequestError(413, f"request body of a {len(size)}-digit number of bytes; at most {limit} are read")
     return RequestError(413, f"request body of {size} bytes; at most {limit} are read")
+
+
+def check_query(query: str, takes: Collection[str] | None, repeatable: Collection[str], route: str) -> None:
+    """Refuse (400) what a route's query may not hold, the one rule of both servers and every route.
+
+    ``takes``: the only parameters the route takes (empty: no query string
+    at all; None: the route's handler reads its query and says what it
+    takes); ``repeatable``: those that may come more than once (``name[]``
+    on ``/metrics``); ``route``: the route as a refusal names it.  Any other
+    parameter given twice is refused, naming it: no value is silently the
+    last one.
+    """
+    if takes is not None and not takes and query:
+        raise RequestError(400, f"{route} takes no query string, got {echo(query)}")
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
+    except ValueError:
+        raise RequestError(400, f"query string has more than {MAX_QUERY_FIELDS} parameters") from None
+    given: dict[str, str] = {}
+    for name, value in pairs:
+        if takes is not None and name not in takes:
+            raise RequestError(400, f"unknown parameter {echo(name)} (given {echo(value)}); allowed: "
+                                    f"{', '.join(takes)}")
+        if name in given and name not in repeatable:
+            raise RequestError(400, f"parameter {echo(name)} given more than once ({echo(given[name])} and "
+                                    f"{echo(value)}); give it once")
+        given[name] = value
 
 
 def method_error(path: str, method: str, allow: str) -> RequestError:
