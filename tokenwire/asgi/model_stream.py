@@ -286,8 +286,8 @@ class ModelRun:
         except StreamLost:                   # the log lost what readers hold: never continued, said so
             self.pending = None
             yield from log.end(stream, index, LOST)
-        except LogError:
-            stream.abandon()
+        except LogError as exc:
+            stream.abandon(exc)
             self.pending = None
             yield from self.close(stream)
             raise

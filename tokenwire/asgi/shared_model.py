@@ -272,8 +272,8 @@ class SharedModel(Source):
             yield from self.run.close(stream)
             yield from self.end(stream, start, LOST)
             return
-        except LogError:
-            stream.abandon()                  # the reader ends without `done`; it resumes once the log is back
+        except LogError as exc:
+            stream.abandon(exc)               # the reader ends without `done`; it resumes once the log is back
             yield from self.run.close(stream)
             raise
         try:
@@ -302,8 +302,8 @@ class SharedModel(Source):
                     return
         except StreamLost:
             stream.ended(cursor + 1, LOST)      # what this process passed on is all there is
-        except LogError:
-            stream.abandon()
+        except LogError as exc:
+            stream.abandon(exc)
             raise
 
     def _ended_elsewhere(self, sid: str) -> Generator[Effect, Any, EarlyEnd | Elsewhere | None]:

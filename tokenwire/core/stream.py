@@ -162,6 +162,7 @@ class Stream:
         self.trace: list[TraceEntry] = []
         self.keep_trace = keep_trace    # a live server keeps none: only the report's detail table reads it
         self.ending: EarlyEnd | None = None    # set when the answer ended early (stopped, lost, failed...)
+        self.failure: Exception | None = None  # the log error that last made the producer abandon its readers
         if attach == "checked":
             pass
         elif attach:    # another instance created it in a shared log: check it is the same answer
@@ -340,9 +341,11 @@ class Stream:
         here was given), and every reader ends after what it holds, with the early ending ``LOST``."""
         self.ended(max(self.total, reached) if self.ending == LOST else reached, LOST)
 
-    def abandon(self) -> None:
-        """The log failed under the producer: every connection ends without ``done`` (its reader resumes)."""
+    def abandon(self, failure: Exception | None = None) -> None:
+        """The log failed under the producer (``failure``, kept as ``self.failure``): every connection ends
+        without ``done`` (its reader resumes)."""
         self.producer_running = False
+        self.failure = failure
         for channel in (self.channel, *self.followers):
             if channel is not None:
                 channel.abandon()

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 from ..core.endings import EarlyEnd
+from ..core.retry import Backoff, Said
 from ..core.tokenlog import StreamState, UnknownStream
 from . import rules
 from .bodies import MAX_MODEL_CHARS, field_of, json_object, text_field
@@ -130,16 +132,37 @@ class _Inside:
 
 
 async def _gather(endpoints: Endpoints, live: LiveStream, gathered: Gathered) -> Gathered:
-    """Read ``live`` to its end inside the server (again from where it stopped, if a connection was closed)."""
+    """Read ``live`` to its end inside the server (again from where it stopped, if a connection was closed).
+
+    A connection that brought nothing (the log failed under it) is tried again after a backoff, said on the
+    log at most every 10 s per cause: a log that keeps failing is not asked in a loop.
+    """
+    backoff = Backoff()
     while not gathered.ended:
         if endpoints.closing:
             raise RequestError(503, "the server is shutting down; retrieve the answer from another instance")
         rules.take_slot(endpoints.registry)
         wire = _Inside()
-        cursor = len(gathered.tokens) - 1
-        endpoints.write(OpenStream(live, cursor, None, None, None, gathered), wire)
+        had = len(gathered.tokens)
+        writing = endpoints.write(OpenStream(live, had - 1, None, None, None, gathered), wire)
         await wire.ended
+        if gathered.ended or len(gathered.tokens) > had:
+            backoff.succeeded()
+            continue
+        wait_s = backoff.failed()
+        failure = writing.error or live.stream.failure
+        cause = "its connection ended early" if failure is None else str(failure)
+        if _SAID.due(cause, time.monotonic()):
+            _logger.warning("stream %s, read to its end inside the server (a background or whole answer): %s; "
+                            "trying again in %.2g s, then up to every %g s", live.stream_id, cause, wait_s,
+                            backoff.max_s)
+        await asyncio.sleep(wait_s)
     return gathered
+
+
+_logger = logging.getLogger("tokenwire")
+# Why the answers read inside the server could not be read, said once per cause every SAY_EVERY_S.
+_SAID = Said()
 
 
 # The readers of background responses being read inside the server: held here, as the loop holds tasks weakly.

@@ -58,14 +58,16 @@ class Writing:
     ``gone``: the server learnt the peer left (an ASGI ``http.disconnect``)
     before the writer did: the stream is let go now.  ``close``: the server is
     shutting down: the writer ends after the frame it is writing (recorded as
-    closed by the server), and the reader resumes elsewhere.
+    closed by the server), and the reader resumes elsewhere.  ``error``: what
+    the writer raised once it ended (a ``LogError``: the log failed), else None.
     """
 
-    __slots__ = ("_channel", "_stream", "closing")
+    __slots__ = ("_channel", "_stream", "closing", "error")
 
     def __init__(self, stream: Stream, channel: BoundedChannel[TokenItem]) -> None:
         self._stream, self._channel = stream, channel
         self.closing = False
+        self.error: BaseException | None = None
 
     def gone(self) -> None:
         self._stream.disconnect(self._channel)
@@ -97,10 +99,11 @@ def write_events(decision: OpenStream, wire: EventWire, registry: Registry, conf
         if limit is not None:
             limit.cancel()
         registry.close_slot()
-        ended(writing)
         ending: Ending | None = None
-        if not future.cancelled() and future.exception() is None:
-            ending = future.result()
+        if not future.cancelled():
+            writing.error = future.exception()
+            ending = future.result() if writing.error is None else None
+        ended(writing)
         if ending is None:
             stream.disconnect(channel)           # the writer failed (the log lost the stream): let go of it
         else:

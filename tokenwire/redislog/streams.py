@@ -226,7 +226,7 @@ class SharedCanned(Source):
         if isinstance(exc, StreamLost):
             stream.lose(stream.offered + 1)    # never generated again: every reader gets the "lost" ending
         else:
-            stream.abandon()                   # the writers end their connections without `done`
+            stream.abandon(exc)                # the writers end their connections without `done`
         try:
             yield Await(self.aio.release(stream.stream_id))
         except LogError:
