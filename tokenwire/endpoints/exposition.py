@@ -79,6 +79,10 @@ class Collector:
     def __init__(self, meter: Meter, registry: Registry, open_streams: Callable[[], int]) -> None:
         self.meter, self.registry, self.open_streams = meter, registry, open_streams
 
+    def describe(self) -> Iterator[Any]:
+        """The families ``collect`` yields: asked once, at registration, so a ``?name[]=`` scrape finds them."""
+        return self.collect()
+
     def collect(self) -> Iterator[Any]:
         core = _prometheus().core
         meter, registry = self.meter, self.registry
