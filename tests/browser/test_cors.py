@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 from support.asgi import ROOT, Uvicorn, uvicorn
+from support.cdp import Page, browser_page
 from support.docs import marked_block
 from support.requirements import NODE_MODULES, require_ai_sdk
-from test_pages_cdp import Page, browser_page
 
 # The export conditions a browser's bundler picks, in order (never "require": CommonJS does not load as a module).
 _CONDITIONS = ("browser", "import", "module", "default")

@@ -34,10 +34,10 @@ import sseclient
 from httpx_sse import connect_sse
 from openai._streaming import SSEDecoder
 from support.asgi import uvicorn
+from support.cdp import Page, browser_page
 from support.docs import marked_block
 from support.requirements import require_node_package
-from test_live_processes import serve
-from test_pages_cdp import Page, browser_page
+from support.served import serve
 
 from tokenwire.core.frames import DEFAULT_RETRY_MS, HEARTBEAT
 from tokenwire.core.model import ANSWER

@@ -2,14 +2,14 @@
 state and error, no sideways scroll, a silent console (favicon included), axe-clean.
 
 How: a ``LiveServer`` in this process (``serving``), Chromium over the
-DevTools pipe (``test_pages_cdp``) in real time: the page's default pace
+DevTools pipe (``support.cdp``) in real time: the page's default pace
 (25 ms per token) makes 70 tokens and the 750 ms reconnect last about 2.5 s.
 """
 
 from __future__ import annotations
 
+from support.cdp import MEASURE, axe, browser_page, require_axe
 from support.live import serving
-from test_pages_cdp import MEASURE, axe, browser_page, require_axe
 
 FINISHED = "['done', 'failed'].includes(document.body.dataset.state)"
 SERIOUS = ("serious", "critical")

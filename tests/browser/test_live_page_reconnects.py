@@ -24,8 +24,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import require_binary
 from support.live import serving
+from support.requirements import require_binary
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.pipeline import RunSpec

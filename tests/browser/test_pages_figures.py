@@ -7,7 +7,7 @@ header is aligned as its cells are.  The live page says a failure's reason once 
 how much of the answer it shows.
 
 How: the report handler (``serving_report``) and a ``LiveServer`` (``serving``) on loopback, Chromium over the
-DevTools pipe (``test_pages_cdp``); every figure is the page's own geometry (``getBoundingClientRect``, the plot's
+DevTools pipe (``support.cdp``); every figure is the page's own geometry (``getBoundingClientRect``, the plot's
 ``getScreenCTM``), read back as JSON.
 """
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.cdp import axe, browser_page, require_axe
 from support.live import serving, serving_report
 from support.requirements import free_port
-from test_pages_cdp import axe, browser_page, require_axe
 
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.logs import make_registry

@@ -24,8 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import require_binary
 from support.live import in_thread, serving_report
+from support.requirements import require_binary
 
 from tokenwire.report.templating import csp
 

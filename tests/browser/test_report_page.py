@@ -1,7 +1,7 @@
 """Issue 12 on the report page, in Chromium: no sideways scroll, legible charts, no lost text, axe-clean; the form.
 
 How: the report handler serves the page on loopback (``serving_report``),
-``test_pages_cdp`` drives Chromium over the DevTools pipe at 390 and 1280 CSS
+``support.cdp`` drives Chromium over the DevTools pipe at 390 and 1280 CSS
 px, and the page's own measurements (``MEASURE``) are read back.  The form
 test needs no browser: it builds the query the form sends for each number of
 tokens it offers, the cut left blank, and asks ``render``.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
+from support.cdp import MEASURE, axe, browser_page, require_axe
 from support.live import serving_report
-from test_pages_cdp import MEASURE, axe, browser_page, require_axe
 
 from tokenwire.core.model import ANSWER
 from tokenwire.report.model import build_report

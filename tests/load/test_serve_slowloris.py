@@ -2,7 +2,7 @@
 request at once: a new connection takes the slot of the oldest one that has not sent a complete request line,
 and a connection that has sent its request is never shed for it (issue 18, item 8).
 
-Real processes on both loops: the server is ``python -m tokenwire serve`` (``test_loop_server_process.Served``);
+Real processes on both loops: the server is ``python -m tokenwire serve`` (``support.served``);
 the idle connections are this process's own sockets that never send a byte.  What is asserted: statuses, and
 that the open event stream runs to its ``done``.  The server's CPU time (``/proc``) per connection it closed is
 printed, not asserted: it is a speed, and depends on what else the machine runs (the attacker shares it).
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import pytest
 from support.live import token_ids, wait_until
-from test_loop_server_process import Served, served
+from support.served import Served, served
 
 PROBES = 10
 PROBE_TIMEOUT_S = 2.0

@@ -13,7 +13,6 @@ import contextlib
 import json
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,11 +21,11 @@ from support.apps.chat import SECRET
 from support.asgi import Uvicorn, uvicorn
 from support.live import serving, wait_until
 from support.redis import running_redis
-from support.requirements import require_ai_sdk
+from support.requirements import ROOT, require_ai_sdk
 
 from tokenwire.core.model import ANSWER
 
-DRIVER = Path(__file__).resolve().parent / "support" / "chat_client.mjs"
+DRIVER = ROOT / "tests" / "support" / "chat_client.mjs"
 TIMEOUT_S = 60
 KINDS = ("serve", "asgi", "model")
 PREAMBLE = ["start", "start-step", "text-start"]

@@ -8,18 +8,11 @@ from pathlib import Path
 
 import httpx
 from support.asgi import read_stream, uvicorn
-from support.docs import code_block, section
-
-HEADING = "Your own model: `tokenwire.asgi`"
-
-
-def example() -> str:
-    """The first python block of the README's section on your own model."""
-    return code_block(section(HEADING), "python")
+from support.docs import asgi_example
 
 
 def test_the_readme_example_serves_and_resumes_as_written(tmp_path: Path) -> None:
-    code = example()
+    code = asgi_example()
     assert 10 <= len([line for line in code.splitlines() if line.strip()]) <= 20     # about fifteen lines
     (tmp_path / "example.py").write_text(code, encoding="utf-8")
     with uvicorn("example:app", app_dir=tmp_path) as server:

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 from support.asgi import ROOT
+from support.docs import asgi_example
 from support.live import wait_until
 from support.requirements import free_port
-from test_asgi_readme import example
 
 GRACE_S = 1.0
 # uvicorn's own start-up and exit, beyond the grace: bounded, generous for a loaded machine.
@@ -45,7 +45,7 @@ def _start(app_dir: Path, target: str, loop: str) -> tuple[subprocess.Popen[byte
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_sigterm_with_a_thinking_model_exits_within_the_grace_without_a_traceback(tmp_path: Path, loop: str) -> None:
-    code = example()
+    code = asgi_example()
     assert "await asyncio.sleep(0.02)" in code and "TokenStreams(model)" in code
     code = code.replace("await asyncio.sleep(0.02)", "await asyncio.sleep(0.02 if i < 3 else 3600)")
     (tmp_path / "example.py").write_text(code.replace("TokenStreams(model)", f"TokenStreams(model, grace_s={GRACE_S})"))

@@ -15,18 +15,17 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from support.asgi import uvicorn
 from support.cutting_proxy import CuttingProxy
 from support.docs import code_block, section
 from support.live import serving
+from support.requirements import ROOT
 
 from tokenwire.client import AttemptsExhausted, Backoff, Event, StreamRefused, aevents, events
 from tokenwire.client.command import cli_main
 
-ROOT = Path(__file__).resolve().parent.parent
 # The proxy's cut: past a response head (about 230 bytes) and an open frame (about 150), a few tokens more.
 LIMIT = 600
 TOKENS = 277

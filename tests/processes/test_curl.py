@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from conftest import require_binary
 from support.live import serving
+from support.requirements import require_binary
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder

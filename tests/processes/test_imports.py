@@ -8,15 +8,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from support.requirements import free_port
+from support.requirements import ROOT, free_port
 
 from tokenwire.asgi import CannedApp
 
-ROOT = Path(__file__).resolve().parent.parent
 BAD_URL = "mysql://user:hunter2@db:3306/x"
 LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss:// or unix:// URL, "
         "got 'mysql://user:***@db:3306/x'")

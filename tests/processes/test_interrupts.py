@@ -15,12 +15,11 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from support.live import wait_until
+from support.requirements import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 60.0
 
 

@@ -19,9 +19,9 @@ import openai
 import pytest
 from support.asgi import uvicorn
 from support.docs import code_block, section
+from support.instances import BLOCK_MS, LEASE_MS, Instance
 from support.live import serving
 from support.redis import RedisServer
-from test_redis_instances import BLOCK_MS, LEASE_MS, Instance
 
 from tokenwire.core.model import ANSWER
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import require_binary
 from fastapi import FastAPI
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from support.asgi import Uvicorn, read_stream, uvicorn
+from support.instances import Instance, create, owners, request, runs
 from support.live import serving, wait_until
-from test_redis_instances import Instance, create, owners, request, runs
+from support.requirements import require_binary
 
 from tokenwire.asgi import TokenStreams
 from tokenwire.core.buckets import Buckets

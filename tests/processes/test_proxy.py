@@ -24,10 +24,10 @@ import httpx
 import openai
 import pytest
 from support.asgi import ROOT, Uvicorn, uvicorn
+from support.instances import BLOCK_MS, LEASE_MS
 from support.live import token_text
 from support.redis import RedisServer
 from support.requirements import free_port
-from test_redis_instances import BLOCK_MS, LEASE_MS
 
 from tokenwire.upstream import Upstream, UpstreamConfig
 

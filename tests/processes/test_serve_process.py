@@ -13,134 +13,16 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import resource
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from support.live import events, token_ids, wait_until
+from support.served import served
 
-ROOT = Path(__file__).resolve().parent.parent
-START_TIMEOUT_S = 15.0
 IO_TIMEOUT_S = 10.0
-# The TCP states of /proc/net/tcp that matter here.
-_LISTEN = "0A"
-
-
-def _tcp_table() -> list[tuple[int, int, str, int, int, int]]:
-    """Every TCP socket of this host: (local port, remote port, state, send queue, receive queue, inode)."""
-    rows = []
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            tx, rx = (int(n, 16) for n in f[4].split(":"))
-            rows.append((int(f[1].rsplit(":", 1)[1], 16), int(f[2].rsplit(":", 1)[1], 16), f[3], tx, rx, int(f[9])))
-    return rows
-
-
-class Served:
-    """One ``tokenwire serve`` process and what it printed."""
-
-    def __init__(self, *flags: str, nofile: int | None = None, env: dict[str, str] | None = None) -> None:
-        environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-        environ.pop("TOKENWIRE_LOG_URL", None)
-
-        def limit() -> None:
-            if nofile is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        self.proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, text=True,
-                                     preexec_fn=limit)
-        self.banner = self.line()
-        if "serving on http://127.0.0.1:" not in self.banner:
-            self.proc.kill()
-            raise AssertionError(f"the server did not start: {self.banner!r} {self.proc.stderr.read()!r}")
-        self.port = int(self.banner.split("http://127.0.0.1:")[1].split("/")[0])
-        self.signalled = False
-
-    def send(self, sig: int) -> None:
-        """Send ``sig`` once; ``stop`` then only waits for the exit it causes."""
-        self.signalled = True
-        self.proc.send_signal(sig)
-
-    def line(self) -> str:
-        """The next line the server prints on stdout ("" if none comes within the start-up timeout)."""
-        box: list[str] = []
-        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(START_TIMEOUT_S)
-        return box[0] if box else ""
-
-    def get(self, target: str, method: str = "GET", timeout_s: float = IO_TIMEOUT_S,
-            sent: list[int] | None = None) -> tuple[int, bytes]:
-        """One request; with ``sent``, the connection's local port is appended to it once the request is sent."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout_s)
-        try:
-            conn.request(method, target)
-            if sent is not None and conn.sock is not None:
-                sent.append(conn.sock.getsockname()[1])
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
-    def has_read(self, client_port: int) -> bool:
-        """True once the server has read all that the connection from ``client_port`` sent (or it is closed)."""
-        for local, remote, _, send_queue, receive_queue, _ in _tcp_table():
-            if (local, remote) == (client_port, self.port) and send_queue:     # not yet acknowledged
-                return False
-            if (local, remote) == (self.port, client_port) and receive_queue:  # acknowledged, not yet read
-                return False
-        return True
-
-    def connections(self) -> int:
-        """Connections the server process holds: its sockets that are neither Unix sockets nor listening."""
-        unix = {int(line.split()[6]) for line in Path("/proc/net/unix").read_text().splitlines()[1:]}
-        listening = {inode for *_, state, _, _, inode in _tcp_table() if state == _LISTEN}
-        held = 0
-        for fd in Path(f"/proc/{self.proc.pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:                       # closed while we looked
-                continue
-            if target.startswith("socket:[") and int(target[8:-1]) not in unix | listening:
-                held += 1
-        return held
-
-    def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self, sig: int = signal.SIGKILL) -> tuple[int, str, str]:
-        """Signal the server (unless it is already exiting after a signal of the test's own) and reap it."""
-        if self.proc.poll() is None and not self.signalled:
-            self.proc.send_signal(sig)
-        try:
-            out, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-        return self.proc.returncode, out, err
-
-
-@contextmanager
-def served(*flags: str, **kwargs: object) -> Iterator[Served]:
-    server = Served(*flags, **kwargs)  # type: ignore[arg-type]
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _stream(port: int, target: str, out: list[bytes], headers: str = "",

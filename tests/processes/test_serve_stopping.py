@@ -7,85 +7,21 @@ leaves no helper process (forkserver, resource tracker, page workers) alive (6).
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from support.live import await_until, wait_until
+from support.requirements import ROOT
+from support.served import serve
 
-ROOT = Path(__file__).resolve().parent.parent
-START_TIMEOUT_S = 15.0
 IO_TIMEOUT_S = 30.0
 LOOPS = ["asyncio", "uvloop"]
-
-
-class Serve:
-    """One ``tokenwire serve --port 0`` process; stderr is read by a thread into ``err_lines``."""
-
-    def __init__(self, loop: str, *flags: str) -> None:
-        if loop == "uvloop":
-            pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENWIRE_LOOP": loop}
-        env.pop("TOKENWIRE_LOG_URL", None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-        self.err_lines: list[str] = []
-        self._err = threading.Thread(target=self._read_err, daemon=True)
-        self._err.start()
-        banner = self._banner()
-        if "serving on http://127.0.0.1:" not in banner:
-            self.proc.kill()
-            raise AssertionError(f"the server did not start: {banner!r} {self.err_lines!r}")
-        self.port = int(banner.split("http://127.0.0.1:")[1].split("/")[0])
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()       # type: ignore[union-attr]
-
-    def _read_err(self) -> None:
-        for line in self.proc.stderr:                                           # type: ignore[union-attr]
-            self.err_lines.append(line)
-
-    def _banner(self) -> str:
-        box: list[str] = []
-        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(START_TIMEOUT_S)
-        return box[0] if box else ""
-
-    def get(self, target: str) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=IO_TIMEOUT_S)
-        try:
-            conn.request("GET", target)
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
-    def wait(self) -> int:
-        try:
-            code = self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._err.join(5)
-        return code
-
-
-@contextmanager
-def serve(loop: str, *flags: str) -> Iterator[Serve]:
-    server = Serve(loop, *flags)
-    try:
-        yield server
-    finally:
-        if server.proc.poll() is None:
-            server.proc.kill()
-        server.wait()
 
 
 def _open_stream(port: int, target: str) -> socket.socket:

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import require_binary
 from support.asgi import ROOT, Uvicorn, read_stream, uvicorn
 from support.redis import running_redis
+from support.requirements import require_binary
 
 FRONT = "https://chat.example.com"
 

@@ -12,24 +12,11 @@ import asyncio
 import time
 
 import pytest
+from support.instances import log_at
 from support.live import await_until
-from support.redis import client_ids, lease_expired, redis_command, until_a_new_read_blocks
+from support.redis import client_ids, lease_expired, redis_command, run_scene, until_a_new_read_blocks
 
 from tokenwire.core.tokenlog import IndexConflict, LeaseLost, UnknownStream
-from tokenwire.realtime import new_loop
-
-
-def _log(url: str, name: str, **settings: int):
-    from tokenwire.redislog.blocking import RedisTokenLog
-    return RedisTokenLog(url, name=name, **settings)
-
-
-def _run(scene):
-    loop = new_loop()
-    try:
-        return loop.run_until_complete(asyncio.wait_for(scene(), 30))
-    finally:
-        loop.close()
 
 
 @pytest.fixture(params=["asyncio", "uvloop"], autouse=True)
@@ -46,7 +33,7 @@ def url(redis_server):
 
 
 def test_a_stale_owner_is_refused_even_before_the_new_owner_appends(url):
-    a, b = _log(url, "A", lease_ms=200), _log(url, "B", lease_ms=200)
+    a, b = log_at(url, "A", lease_ms=200), log_at(url, "B", lease_ms=200)
 
     async def scene():
         await a.aio.create("s", {}, 10)
@@ -66,7 +53,7 @@ def test_a_stale_owner_is_refused_even_before_the_new_owner_appends(url):
         for log in (a, b):
             log.aio.disown("s")
             await log.aio.close()
-    _run(scene)
+    run_scene(scene)
     assert [(i, t, by.split("/")[0]) for i, t, by in a.entries("s")] == [
         (0, "a0", "A"), (1, "a1", "A"), (2, "a2", "A"), (3, "b3", "B"), (4, "b4", "B")]
     epoch, epochs = redis_command(url, "HMGET", a.keys("s")[0], "epoch", "epochs")
@@ -76,7 +63,7 @@ def test_a_stale_owner_is_refused_even_before_the_new_owner_appends(url):
 
 
 def test_an_owner_claiming_again_keeps_its_epoch_and_another_owner_between_starts_a_new_one(url):
-    a, b = _log(url, "A", lease_ms=150), _log(url, "B", lease_ms=150)
+    a, b = log_at(url, "A", lease_ms=150), log_at(url, "B", lease_ms=150)
 
     async def scene():
         await a.aio.create("s", {}, 10)
@@ -94,14 +81,14 @@ def test_an_owner_claiming_again_keeps_its_epoch_and_another_owner_between_start
             log.aio.disown("s")
             await log.aio.close()
         return epochs
-    assert _run(scene) == [1, 1, 1, 2, 3]
+    assert run_scene(scene) == [1, 1, 1, 2, 3]
     assert [t for _, t, _ in a.entries("s")] == ["a0", "a1", "a2"]
     a.close()
     b.close()
 
 
 def test_a_round_sent_again_after_its_replies_were_lost_is_logged_once(url):
-    a = _log(url, "A")
+    a = log_at(url, "A")
 
     async def scene():
         await a.aio.create("s", {}, 3)
@@ -113,13 +100,13 @@ def test_a_round_sent_again_after_its_replies_were_lost_is_logged_once(url):
         await a.aio.append("s", 1, "t1")
         a.aio.disown("s")
         await a.aio.close()
-    _run(scene)
+    run_scene(scene)
     assert [(i, t) for i, t, _ in a.entries("s")] == [(0, "t0"), (1, "t1")]
     a.close()
 
 
 def test_an_owned_append_to_a_stream_that_expired_is_unknown_and_makes_no_key(url):
-    a = _log(url, "A", ttl_ms=100)
+    a = log_at(url, "A", ttl_ms=100)
 
     async def scene():
         await a.aio.create("s", {}, 3)
@@ -132,13 +119,13 @@ def test_an_owned_append_to_a_stream_that_expired_is_unknown_and_makes_no_key(ur
         a.aio.disown("s")
         await a.aio.close()
         return exists
-    assert _run(scene) == 0
+    assert run_scene(scene) == 0
     a.close()
 
 
 def test_reads_and_followers_cross_epochs_in_index_order_from_any_cursor(url, redis_server):
     port = redis_server.port
-    a, b, c = _log(url, "A", lease_ms=150), _log(url, "B", lease_ms=150), _log(url, "C", block_ms=2000)
+    a, b, c = log_at(url, "A", lease_ms=150), log_at(url, "B", lease_ms=150), log_at(url, "C", block_ms=2000)
     a.create("s", {}, 8)
 
     async def epochs():
@@ -149,7 +136,7 @@ def test_reads_and_followers_cross_epochs_in_index_order_from_any_cursor(url, re
             await owner.aio.release("s")
         for log in (a, b):
             await log.aio.close()
-    _run(epochs)
+    run_scene(epochs)
     assert redis_command(url, "HGET", a.keys("s")[0], "epochs") == "1:0,2:3,3:5,"
     everything = [f"t{i}" for i in range(7)]
     for cursor in range(-1, 7):
@@ -172,7 +159,7 @@ def test_reads_and_followers_cross_epochs_in_index_order_from_any_cursor(url, re
         await c.aio.close()
         return got
     started = time.monotonic()
-    assert _run(follow_the_next_epoch) == [(7, "t7")]
+    assert run_scene(follow_the_next_epoch) == [(7, "t7")]
     assert time.monotonic() - started < 2                  # handed over when it landed, not at the heartbeat
     for log in (a, b, c):
         log.close()
@@ -182,7 +169,7 @@ def test_an_xadd_failing_for_another_reason_is_unavailable_not_a_conflict(own_re
     """Redis out of memory refuses the XADD: the producer is told Redis is failing, never that its index is
     taken (which would have it claim again and repeat the same step without end)."""
     from tokenwire.core.tokenlog import LogUnavailable
-    a = _log(own_redis.url, "A")
+    a = log_at(own_redis.url, "A")
 
     async def scene():
         await a.aio.create("s", {}, 3)
@@ -196,7 +183,7 @@ def test_an_xadd_failing_for_another_reason_is_unavailable_not_a_conflict(own_re
         await a.aio.append("s", 1, "t1")
         a.aio.disown("s")
         await a.aio.close()
-    _run(scene)
+    run_scene(scene)
     assert [t for _, t, _ in a.entries("s")] == ["t0", "t1"]
     a.close()
 
@@ -207,7 +194,7 @@ def test_a_stream_no_owner_claimed_gets_an_empty_tokens_key_from_its_first_claim
     epoch is 0, or it was made by a version before epochs, whose tokens key came with the first append): a
     claim gives it an empty tokens key before the fence, leaving no half-written epoch.  (A stream an owner
     claimed whose tokens key is gone is lost: test_redis_loss.py.)"""
-    a, b = _log(url, "A"), _log(url, "B")
+    a, b = log_at(url, "A"), log_at(url, "B")
     meta, tokens, _ = a.keys("s")
 
     async def scene():
@@ -222,7 +209,7 @@ def test_a_stream_no_owner_claimed_gets_an_empty_tokens_key_from_its_first_claim
             log.aio.disown("s")
             await log.aio.close()
         return claim, ttl
-    claim, ttl = _run(scene)
+    claim, ttl = run_scene(scene)
     assert claim.owned and claim.epoch == 1 and claim.length == 0 and ttl > 0
     assert [(i, t, by.split("/")[0]) for i, t, by in b.entries("s")] == [(0, "t0", "B")]
     a.close()
@@ -230,7 +217,7 @@ def test_a_stream_no_owner_claimed_gets_an_empty_tokens_key_from_its_first_claim
 
 
 def test_a_token_utf8_cannot_encode_is_its_askers_error_and_the_round_goes_on(url):
-    a = _log(url, "A")
+    a = log_at(url, "A")
 
     async def scene():
         await a.aio.create("s", {}, 3)
@@ -243,7 +230,7 @@ def test_a_token_utf8_cannot_encode_is_its_askers_error_and_the_round_goes_on(ur
         for sid in ("s", "t"):
             a.aio.disown(sid)
         await a.aio.close()
-    _run(scene)
+    run_scene(scene)
     assert [t for _, t, _ in a.entries("s")] == ["good"] and [t for _, t, _ in a.entries("t")] == ["also"]
     a.close()
 
@@ -252,7 +239,7 @@ def test_a_follower_joining_while_the_ids_are_looked_up_is_read_at_once(url, mon
     """The shared read looks up where a new follower starts; one that joins meanwhile is looked up before
     the read blocks, so its token comes when it lands, not after the heartbeat (``block_ms``)."""
     from tokenwire.redislog.reader import LogReader
-    a, c = _log(url, "A"), _log(url, "C", block_ms=5000)
+    a, c = log_at(url, "A"), log_at(url, "C", block_ms=5000)
     look_up = LogReader._look_up
     looking: list[asyncio.Event] = []                                  # made on the scene's loop
 
@@ -281,7 +268,7 @@ def test_a_follower_joining_while_the_ids_are_looked_up_is_read_at_once(url, mon
         for log in (a, c):
             await log.aio.close()
         return got
-    assert _run(scene) == [(0, "t0")]
+    assert run_scene(scene) == [(0, "t0")]
     a.close()
     c.close()
 
@@ -296,7 +283,7 @@ def test_a_stream_written_before_epochs_is_read_and_continued(url):
                                               "creator": "X/1"})
     for i, text in enumerate(["a", "b"]):
         raw.xadd("tokenwire:{old}:tokens", {"t": text, "by": "X/1"}, id=f"0-{i + 1}")
-    a = _log(url, "A", block_ms=500)
+    a = log_at(url, "A", block_ms=500)
     assert a.read_after("old", -1) == ["a", "b"] and a.read_after("old", 0) == ["b"]
 
     async def scene():
@@ -305,7 +292,7 @@ def test_a_stream_written_before_epochs_is_read_and_continued(url):
         a.aio.disown("old")
         await a.aio.close()
         return claim
-    claim = _run(scene)
+    claim = run_scene(scene)
     assert claim.owned and claim.length == 2 and claim.epoch == 1
     assert a.read_after("old", 0) == ["b", "c"] and a.read_after("old", 1) == ["c"]
     got: list[tuple[int, str]] = []

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from support.asgi import uvicorn
+from support.instances import Instance, Reply, request
 from support.live import wait_until
 from support.redis import running_redis
-from test_redis_instances import Instance, Reply, request
 
 from tokenwire.core.model import ANSWER
 

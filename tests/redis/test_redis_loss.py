@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 from support.asgi import Read, Uvicorn, read_stream, uvicorn
+from support.instances import Instance, create, log_at, request
 from support.live import await_until
-from support.redis import redis_command, running_redis
-from test_redis_epochs import _log, _run
-from test_redis_instances import Instance, create, request
+from support.redis import redis_command, run_scene, running_redis
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.tokenlog import StreamLost, UnknownStream
@@ -74,7 +73,7 @@ async def _calls(log, sid: str) -> list[str]:
 
 
 def test_a_claimed_stream_whose_tokens_key_is_gone_is_lost_and_never_made_again(redis_server, loop_kind):
-    a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
+    a, b = log_at(redis_server.url, "A"), log_at(redis_server.url, "B")
     meta, tokens, lease = a.keys("s")
 
     async def scene():
@@ -95,7 +94,7 @@ def test_a_claimed_stream_whose_tokens_key_is_gone_is_lost_and_never_made_again(
             await log.aio.close()
         return str(owned.value), seen, exists
 
-    message, seen, exists = _run(scene)
+    message, seen, exists = run_scene(scene)
     assert message == LOST
     lost = ["claim: StreamLost", "take_over: StreamLost", "info: StreamLost", "snapshot: StreamLost",
             "read_after: StreamLost", "append: StreamLost"]
@@ -108,7 +107,7 @@ def test_a_claimed_stream_whose_tokens_key_is_gone_is_lost_and_never_made_again(
 def test_a_tokens_key_made_again_shorter_than_its_epoch_began_is_lost(redis_server, loop_kind):
     """The fence moved the key's last id to where B's epoch began (index 3); a key made again since (by an
     instance of a version that made it again) is shorter: lost, never continued from the shorter prefix."""
-    a, b = _log(redis_server.url, "A", lease_ms=200), _log(redis_server.url, "B", lease_ms=200)
+    a, b = log_at(redis_server.url, "A", lease_ms=200), log_at(redis_server.url, "B", lease_ms=200)
     _, tokens, lease = a.keys("s")
 
     async def scene():
@@ -124,7 +123,7 @@ def test_a_tokens_key_made_again_shorter_than_its_epoch_began_is_lost(redis_serv
         for log in (a, b):
             await log.aio.close()
 
-    _run(scene)
+    run_scene(scene)
     a.close()
     b.close()
 
@@ -173,7 +172,7 @@ def test_serve_a_stream_whose_tokens_are_evicted_mid_answer_ends_its_readers_and
 
 
 def _evicted_mid_answer(url: str, a: Instance, b: Instance) -> None:
-    log = _log(url, "test")
+    log = log_at(url, "test")
     events = create(a, "tokens=200&producer_ms=10")
     tokens_key = log.keys(events.split("/")[2])[1]
     following = threading.Event()
@@ -212,7 +211,7 @@ def test_serve_a_finished_stream_whose_tokens_are_evicted_answers_410_and_404_on
 
 
 def _evicted_when_finished(url: str, a: Instance, b: Instance) -> None:
-    log = _log(url, "test")
+    log = log_at(url, "test")
     events = create(a, "tokens=30&producer_ms=1")
     assert request(a.port, "GET", events).done
     meta, tokens, _ = log.keys(events.split("/")[2])
@@ -231,7 +230,7 @@ def _evicted_when_finished(url: str, a: Instance, b: Instance) -> None:
 def _two_apps(calls: Path) -> Iterator[tuple[RedisTokenLog, Uvicorn, Uvicorn]]:
     """A Redis of its own, a log on it for the test, and two uvicorn processes serving ``support.apps.serverless``."""
     with running_redis() as redis_server:
-        log = _log(redis_server.url, "test")
+        log = log_at(redis_server.url, "test")
         env = {"TOKENWIRE_TEST_LOG": f"{redis_server.url}?lease_ms=400&block_ms=50",
                "TOKENWIRE_TEST_CALLS": str(calls)}
         try:
@@ -321,7 +320,7 @@ def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_c
     from tokenwire.core.reader import MemoryReader
     from tokenwire.core.stream import Ending
     from tokenwire.endpoints.logs import attach_stream, new_stream
-    a, b = _log(redis_server.url, "A", lease_ms=300, block_ms=50), _log(redis_server.url, "B", block_ms=50)
+    a, b = log_at(redis_server.url, "A", lease_ms=300, block_ms=50), log_at(redis_server.url, "B", block_ms=50)
     whole, results = MemoryReader(), []
     _connect(new_stream("s", _spec(tokens=30), a), whole, -1, results).join(30)
     stream = attach_stream("s", b)                         # known to B before the key goes
@@ -340,7 +339,7 @@ def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_c
 def test_an_owner_whose_stream_meta_is_evicted_stops_appending(redis_server, loop_kind):
     """The renewal lets such a stream go, so the owner's next append is checked and refused as unknown
     (before, its plain XADDs went on landing in a tokens key nobody could read)."""
-    a = _log(redis_server.url, "A", lease_ms=150)
+    a = log_at(redis_server.url, "A", lease_ms=150)
     meta, tokens, _ = a.keys("s")
 
     async def scene():
@@ -356,5 +355,5 @@ def test_an_owner_whose_stream_meta_is_evicted_stops_appending(redis_server, loo
         await a.aio.close()
         return length
 
-    assert _run(scene) == 3
+    assert run_scene(scene) == 3
     a.close()

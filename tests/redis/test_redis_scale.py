@@ -15,8 +15,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 from support.asgi import read_stream, uvicorn
+from support.instances import LEASE_MS, Instance, create, owners, request
 from support.redis import client_ids, client_list, lease_expired, running_redis, until_a_new_read_blocks
-from test_redis_instances import LEASE_MS, Instance, create, owners, request
 
 from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from unittest.mock import ANY
 from urllib.parse import quote, unquote
 
@@ -31,14 +30,13 @@ from support.live import (
     token_ids,
     token_text,
 )
+from support.requirements import ROOT
 
 from tokenwire.cli import main as cli
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.config import MAX_REQUEST_LINE
 from tokenwire.endpoints.params import MAX_ECHO_CHARS, MAX_ID_DIGITS, REPORT_ONLY_PARAMS
 from tokenwire.live.server import LiveServer
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # -- query parameters ------------------------------------------------------------------------------------
 # Values no parameter accepts, whatever its range.

@@ -11,16 +11,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.requirements import ROOT
 
 from tokenwire.core.model import ANSWER
 from tokenwire.demo import DEMO_RCVBUF, DEMO_SNDBUF, cli_main
 from tokenwire.report.plan import demo_estimate_s
 
-ROOT = Path(__file__).resolve().parent.parent
 REPORT_KEYS = {"scenario", "clock", "params", "wire", "timing", "buffer", "resume", "detail"}
 DEMO_TIMEOUT_S = 30
 

@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from support.live import (
@@ -36,6 +35,7 @@ from support.live import (
     token_text,
     wait_until,
 )
+from support.requirements import ROOT
 
 from tokenwire.core.clock import RealClock
 from tokenwire.core.effects import TokenItem
@@ -47,7 +47,6 @@ from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
 from tokenwire.endpoints.registry import Registry
 from tokenwire.live.server import LiveServer
 
-ROOT = Path(__file__).resolve().parent.parent
 TOKENS = 30
 
 

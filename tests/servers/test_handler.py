@@ -5,10 +5,10 @@ from __future__ import annotations
 import http.client
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from support.live import serving_report
+from support.requirements import ROOT
 
 from tokenwire import handler as handler_module
 from tokenwire.handler import handler, respond
@@ -16,7 +16,6 @@ from tokenwire.report.params import SCENARIOS
 from tokenwire.report.render import render
 from tokenwire.report.templating import csp
 
-ROOT = Path(__file__).resolve().parent.parent
 FORMATS = {"text": "text/plain; charset=utf-8", "json": "application/json; charset=utf-8",
            "html": "text/html; charset=utf-8"}
 

@@ -10,7 +10,6 @@ import string
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from support.live import (
@@ -27,6 +26,7 @@ from support.live import (
     serving_report,
     split_response,
 )
+from support.requirements import ROOT
 
 from tokenwire.core.pipeline import RunSpec
 from tokenwire.endpoints import registry as registry_module
@@ -34,7 +34,6 @@ from tokenwire.endpoints.registry import STREAM_ID_BYTES, Registry
 from tokenwire.live.server import LiveServer
 from tokenwire.report.render import REAL_BUDGET_MS
 
-ROOT = Path(__file__).resolve().parent.parent
 URLSAFE = set(string.ascii_letters + string.digits + "-_")
 
 

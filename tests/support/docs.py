@@ -121,3 +121,8 @@ def anchors(page: Path) -> set[str]:
     text = page.read_text(encoding="utf-8")
     found.update(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", text))
     return found
+
+
+def asgi_example() -> str:
+    """The README's FastAPI example: the first python block of its section on your own model."""
+    return code_block(section("Your own model: `tokenwire.asgi`"), "python")

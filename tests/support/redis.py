@@ -22,17 +22,21 @@ import contextlib
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 
 from support.live import await_until, wait_until
 from support.processes import stop, wait_ready
 from support.requirements import free_port, require_binary, skip_or_fail
+from tokenwire.realtime import new_loop
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
+# How long a scene of several log calls (``run_scene``) may take on a loaded machine.
+SCENE_TIMEOUT_S = 30.0
 # How long a test waits for a condition in Redis (a lease to expire, a read to block) before it fails.
 CONDITION_TIMEOUT_S = 10.0
 
@@ -200,3 +204,12 @@ def until_logged(url: str, stream_id: str, count: int) -> None:
     with redis.Redis.from_url(url) as raw:
         wait_until(lambda: raw.xlen(key) >= count, lambda: f"{count} tokens of {stream_id!r} logged, not "
                    f"{raw.xlen(key)}", CONDITION_TIMEOUT_S)
+
+
+def run_scene(scene: Callable[[], Awaitable[Any]]) -> Any:
+    """Run ``scene()`` (log calls against Redis) to its end on a fresh event loop, bounded."""
+    loop = new_loop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(scene(), SCENE_TIMEOUT_S))
+    finally:
+        loop.close()

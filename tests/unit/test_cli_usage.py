@@ -11,13 +11,11 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.requirements import ROOT
 
 from tokenwire.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
 
 CASES = [
     # (argv, the one line on stderr)

@@ -15,11 +15,11 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from support.docs import section
+from support.requirements import ROOT
 
 from tokenwire.cli import main
 from tokenwire.client import (
@@ -34,7 +34,6 @@ from tokenwire.client import (
 )
 from tokenwire.core.sse import Decoder
 
-ROOT = Path(__file__).resolve().parent.parent
 URL = "http://example.test/streams/abc/events"
 NO_JITTER = Backoff(jitter=0)
 

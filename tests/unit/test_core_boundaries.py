@@ -4,8 +4,9 @@ import ast
 import pathlib
 
 import pytest
+from support.requirements import ROOT
 
-CORE = pathlib.Path(__file__).resolve().parent.parent / "tokenwire" / "core"
+CORE = ROOT / "tokenwire" / "core"
 FORBIDDEN = {"socket", "http", "urllib", "asyncio", "selectors", "ssl", "socketserver", "redis"}
 
 

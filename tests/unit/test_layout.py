@@ -4,8 +4,8 @@ import ast
 import pathlib
 
 import pytest
+from support.requirements import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tokenwire"
 # The decoder's hot path is one module on purpose (its column and regex paths share tables).
 LONG_ALLOWED = {"core/sse.py"}

@@ -30,7 +30,7 @@ NPM = re.compile(r"npm install --prefix \.ci/node((?: [a-z0-9@][\w@./-]*@\d+)+)"
 
 def test_readme_npm_step_names_every_package_the_skips_name() -> None:
     wanted: set[str] = set()
-    for path in [*(ROOT / "tests").glob("test_*.py"), *(ROOT / "tests" / "support").glob("*.py")]:
+    for path in sorted((ROOT / "tests").rglob("*.py")):          # the tests, in every folder, and support/
         if path.name == pathlib.Path(__file__).name:
             continue
         for match in NPM.finditer(path.read_text()):

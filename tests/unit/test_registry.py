@@ -8,9 +8,9 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.requirements import ROOT
 
 from tokenwire.core.effects import TokenItem
 from tokenwire.core.frames import token_frame
@@ -19,8 +19,6 @@ from tokenwire.core.tokenlog import MemoryTokenLog, UnknownStream
 from tokenwire.endpoints.params import RequestError, resume_cursor, spec_from_query, split_query
 from tokenwire.endpoints.registry import STREAM_ID_BYTES, Busy, Registry
 from tokenwire.live.sockets import TransportWire, buffer_sizes, recv_queue_bytes, shrink_buffers
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 # -- registry -----------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import json
 import re
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +20,6 @@ from tokenwire.endpoints.params import RequestError
 from tokenwire.endpoints.routes import LIVE_ROUTES, Route, RouteTable
 from tokenwire.live.server import LiveServer
 
-ROOT = Path(__file__).resolve().parent.parent
 HEADERS = ("content-type", "cache-control", "x-content-type-options", "referrer-policy", "allow", "retry-after")
 
 

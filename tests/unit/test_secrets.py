@@ -25,18 +25,16 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from support.live import wait_until
 from support.redis import RedisServer
-from support.requirements import free_port
+from support.requirements import ROOT, free_port
 
 from tokenwire.asgi.hosted import hosted_app, missing_log
 from tokenwire.endpoints.rules import LOG_UNAVAILABLE
 from tokenwire.redislog.redact import redact_url, scrub
 
-ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "S3cr3t-pw"
 TIMEOUT_S = 15.0
 UNAVAILABLE_BODY = json.dumps({"error": LOG_UNAVAILABLE}).encode()
