@@ -17,7 +17,7 @@ from tokenwire.core.model import ANSWER
 from tokenwire.core.sse import Decoder
 from tokenwire.endpoints.chat import parse_chat
 from tokenwire.endpoints.params import RequestError
-from tokenwire.endpoints.ui_stream import PREAMBLE, ChatFrames, cursor_of, token_chunk
+from tokenwire.endpoints.ui_stream import PREAMBLE, ChatFrames
 
 
 class _Ended:
@@ -64,7 +64,9 @@ def test_a_whole_message_is_numbered_chunk_by_chunk() -> None:
 ])
 def test_a_stop_ends_with_finish_and_a_failure_with_the_sdks_error_chunk(ending: _Ended,
                                                                          tail: list[dict[str, Any]]) -> None:
-    got = chunks(ChatFrames(0).closing(_Stream(1, ending), 0, 0))   # type: ignore[arg-type]
+    frames = ChatFrames(0)
+    frames.token(TokenItem(0, "A"))
+    got = chunks(frames.closing(_Stream(1, ending), 0, 0))   # type: ignore[arg-type]
     assert got == [*((str(n), chunk) for n, chunk in enumerate(tail, PREAMBLE + 1)), (str(PREAMBLE + len(tail)),
                                                                                        "[DONE]")]
 
@@ -74,19 +76,19 @@ def test_the_first_chunk_of_a_connection_carries_the_streams_retry() -> None:
     whole = ChatFrames(0).opening(stream, -1)                                              # type: ignore[arg-type]
     assert whole.startswith(b"retry: 750\nid: 0\ndata: {") and whole.count(b"retry:") == 1
     events = Decoder().feed(whole)
-    assert [(event.retry, event.id) for event in events] == [(750, "0"), (750, "1"), (750, "2")]   # the time it set
-    assert ChatFrames(2).opening(stream, cursor_of(2)).startswith(b"retry: 750\nid: 2\n")  # type: ignore[arg-type]
-    assert ChatFrames(3).opening(stream, cursor_of(3)) == b""       # no block with only `retry`: no phantom event
+    assert [(event.retry, event.id) for event in events] == [(750, "0"), (750, "1")]   # the time it set
+    assert ChatFrames(1).opening(stream, -1).startswith(b"retry: 750\nid: 1\n")  # type: ignore[arg-type]
+    assert ChatFrames(2).opening(stream, -1) == b""       # no block with only `retry`: no phantom event
 
 
 def test_a_reader_starting_at_chunk_n_gets_chunks_n_on() -> None:
-    stream = _Stream(4)
-    assert [n for n, _ in chunks(ChatFrames(2).opening(stream, cursor_of(2)))] == ["2"]     # type: ignore[arg-type]
-    assert ChatFrames(3).opening(stream, cursor_of(3)) == b""                                # type: ignore[arg-type]
-    assert [cursor_of(n) for n in (0, 3, 4, 9)] == [-1, -1, 0, 5]
-    assert token_chunk(0) == PREAMBLE and cursor_of(token_chunk(5) + 1) == 5              # chunk n+1 follows token 5
-    closing = ChatFrames(PREAMBLE + 4 + 2).closing(stream, 0, 0)                           # type: ignore[arg-type]
-    assert [n for n, _ in chunks(closing)] == ["9", "9"]                                 # finish, then [DONE]
+    stream, entries = _Stream(4), ["a", "b", "c", "d"]
+    assert [n for n, _ in chunks(ChatFrames(1).opening(stream, -1))] == ["1"]              # type: ignore[arg-type]
+    assert ChatFrames(2).opening(stream, -1) == b""                                        # type: ignore[arg-type]
+    assert [ChatFrames(n).skip(entries, 0) - 1 for n in (0, 3, 4, 9)] == [-1, -1, 0, 3]   # the writer's cursor
+    frames = ChatFrames(PREAMBLE + 4 + 2)
+    assert frames.skip(entries, 0) == 4
+    assert [n for n, _ in chunks(frames.closing(stream, 0, 0))] == ["9", "9"]            # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -43,7 +43,7 @@ from .kept import Kept
 from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
 from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
-from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count, cursor_of
+from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count
 
 __all__ = ["CHAT_FIELDS", "canned_query", "open_chat", "stream_named",
            "parse_chat", "resume_chat", "stop_chat"]
@@ -143,15 +143,53 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
         if ended:
             return Answer(204, rules.NO_CONTENT_HEADERS)      # nothing generating: DefaultChatTransport's 204
         start = 0
-    count = chunk_count(generated, ended, _failed(live.stream))
-    extra: tuple[tuple[str, str], ...] = ()
-    if start < 0:
-        start, extra = max(0, count + start), ((_TAIL, str(count - 1)),)
-    if start > count:
-        raise RequestError(400, f"{asked} is past the end: this stream has chunks 0..{count - 1} so far")
-    cursor = min(cursor_of(start), generated - 1)
+    frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
+                                          asked)
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
-    return _opened(endpoints, live, cursor, ChatFrames(start), _headers(stream_id, *extra), resumed)
+    return _opened(endpoints, live, cursor, frames, _headers(stream_id, *extra), resumed)
+
+
+async def _placed(registry: Registry, stream_id: str, start: int, progress: tuple[int, bool, bool],
+                  asked: str) -> tuple[ChatFrames, int, Headers]:
+    """The rendering of a reader starting at chunk ``start`` (negative: back from the last so far), the writer's
+    cursor and the tail header; the chunk numbers are ``ui_stream``'s, read off the log's prefix."""
+    generated, ended, failed = progress
+    extra: Headers = ()
+    if start < 0:                                          # a tail: count every chunk there is first
+        entries = await _logged(registry, stream_id, -1, generated)
+        count = chunk_count(entries, ended, failed)
+        start, extra = max(0, count + start), ((_TAIL, str(count - 1)),)
+        frames = ChatFrames(start)
+        return frames, frames.skip(entries, 0) - 1, extra
+    frames = ChatFrames(start)
+    fed = await _skipped(registry, stream_id, frames, generated)
+    if fed == generated:
+        count = frames.count(fed, ended, failed)
+        if start > count:
+            raise RequestError(400, f"{asked} is past the end: this stream has chunks 0..{count - 1} so far")
+    return frames, fed - 1, extra
+
+
+async def _skipped(registry: Registry, stream_id: str, frames: ChatFrames, generated: int) -> int:
+    """Feed ``frames`` the logged entries its reader has every chunk of (of the ``generated`` first), read in
+    batches as long as ``frames.wanted`` says; the index of the first it did not take."""
+    fed = 0
+    while fed < generated:
+        batch = await _logged(registry, stream_id, fed - 1, min(generated - fed, frames.wanted(fed)))
+        taken = frames.skip(batch, fed)
+        if taken < fed + len(batch) or not batch:
+            return taken
+        fed = taken
+    return fed
+
+
+async def _logged(registry: Registry, stream_id: str, cursor: int, count: int) -> list[str]:
+    """``count`` logged entries after ``cursor`` (a prefix trimmed away: ``LogGap``, a 410)."""
+    if count <= 0:
+        return []
+    if registry.aio is not None:
+        return await registry.aio.read_after(stream_id, cursor, count)
+    return registry.log.read_after(stream_id, cursor, count)
 
 
 def _failed(stream: Stream) -> bool:
