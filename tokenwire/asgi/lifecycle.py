@@ -8,7 +8,11 @@ the models still running are stopped (their readers get the early
 ``done``), and a moment later whatever is still open ends after the frame it
 is writing, so the server, which waits for every connection before its own
 shutdown, can exit.  The lifespan shutdown stops the models too, and closes
-the iterators nobody read.
+the iterators nobody read.  On a Redis log the startup first asks Redis
+whether the log's user may run every command it needs
+(``AsyncRedisLog.check_acl``): if not, the startup fails with the line that
+names them (uvicorn says it and exits); an app with no lifespan says it on
+its log at its first request.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
+from ..core.tokenlog import LogUnavailable
 from ..endpoints.decide import Endpoints, logger
+from ..redislog.acl import NotPermitted
 from .exiting import watch_exit
 from .model_maker import ModelMaker
 from .wire import Receive, Send
@@ -35,18 +41,41 @@ class Lifecycle:
     def __init__(self, endpoints: Endpoints, models: ModelMaker | None, start: Callable[[], bool]) -> None:
         self.endpoints, self.models, self._start = endpoints, models, start
         self.exiting = False
+        self._checks: set[asyncio.Task[None]] = set()     # first-use ACL checks running (held: tasks are weak)
 
     def start(self) -> None:
         """Start on the running loop (again if it is a new one), listening for the server's exit."""
         if self._start():
             self.exiting = False               # a new loop: a new server, which has not been told to exit
             watch_exit(self._exiting)
+            aio = self.endpoints.registry.aio
+            if aio is not None and not aio.permitted:     # no startup checked it (no lifespan): say it at least
+                task = asyncio.get_running_loop().create_task(aio.say_acl())
+                self._checks.add(task)
+                task.add_done_callback(self._checks.discard)
+
+    async def refusal(self) -> str | None:
+        """Why this app must not start (Redis refuses the log's user a command it needs); None if it may."""
+        aio = self.endpoints.registry.aio
+        if aio is None or aio.permitted:
+            return None
+        try:
+            await aio.check_acl()
+        except NotPermitted as exc:
+            return str(exc)
+        except LogUnavailable as exc:         # away now: the endpoints answer 503 until it is back
+            logger.warning("cannot reach the token log now; starting anyway: %s", exc)
+        return None
 
     async def run(self, receive: Receive, send: Send) -> None:
         """The ASGI lifespan protocol, for an app run on its own."""
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                refusal = await self.refusal()
+                if refusal is not None:
+                    await send({"type": "lifespan.startup.failed", "message": refusal})
+                    return
                 self.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
@@ -56,7 +85,11 @@ class Lifecycle:
 
     @contextlib.asynccontextmanager
     async def context(self) -> AsyncIterator[None]:
-        """The same, as the lifespan of the app this one is mounted in."""
+        """The same, as the lifespan of the app this one is mounted in; raises ``NotPermitted`` for a Redis that
+        refuses the log's user a command it needs."""
+        refusal = await self.refusal()
+        if refusal is not None:
+            raise NotPermitted(refusal)
         self.start()
         try:
             yield

@@ -83,6 +83,20 @@ def check_port(port: int) -> None:
         raise ValueError(f"port must be from 0 to 65535, got {port!r}")
 
 
+def log_checked(command: str, log: object) -> bool:
+    """Ask the token log whether it can run here (``RedisTokenLog.check``); False, said in one line on stderr,
+    if Redis refuses its user a command it needs.  A Redis that does not answer is said, and it starts anyway."""
+    from ..redislog.acl import NotPermitted  # no redis import: serve runs without the extra
+    try:
+        problem = getattr(log, "check", lambda: None)()
+    except NotPermitted as exc:
+        print(f"tokenwire {command}: {exc}; not starting", file=sys.stderr, flush=True)
+        return False
+    if problem:
+        print(f"tokenwire {command}: {problem}", file=sys.stderr, flush=True)
+    return True
+
+
 def cannot_listen(command: str, host: str, port: int, exc: OSError) -> int:
     """Say on stderr that ``tokenwire <command>`` cannot listen on ``host``:``port``, and why; returns 1.
 
@@ -194,7 +208,8 @@ def _banner(server: LiveServer) -> str:
 
 
 def cli_main(argv: list[str]) -> int:
-    """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
+    """Run ``tokenwire serve``; returns the exit status (2 for bad usage, 1 if it cannot bind or its log's
+    Redis refuses a command the log needs)."""
     parser = _parser()
     try:
         args = parser.parse(argv)
@@ -212,9 +227,8 @@ def cli_main(argv: list[str]) -> int:
     except OSError as exc:
         return cannot_listen("serve", args.host, args.port, exc)
     with server:
+        if not log_checked("serve", registry.log):
+            return 1
         print(_banner(server), flush=True)
-        problem = getattr(registry.log, "check", lambda: None)()
-        if problem:
-            print(f"tokenwire serve: {problem}", file=sys.stderr, flush=True)
         server.serve_forever(signals=True)
     return 0

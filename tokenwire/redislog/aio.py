@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from redis.exceptions import NoPermissionError
+
 from ..core.buckets import Buckets
 from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
-from . import policy
-from .clients import OP_TIMEOUT_S, Settings
+from . import acl, policy
+from .clients import OP_TIMEOUT_S, Settings, client, unavailable
 from .presence import readers_key
 from .reader import LogReader
 from .replies import Claim, claimed, create_args, created, tokens_read
@@ -37,6 +40,8 @@ from .writer import LogWriter
 __all__ = ["AsyncRedisLog", "Settings"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("tokenwire")
 
 
 class _Engine:
@@ -54,6 +59,7 @@ class AsyncRedisLog:
         self._engines: dict[int, _Engine] = {}
         self.takeovers = 0      # leases won on a stream with tokens logged, not held here (``/metrics``)
         self._gone = (0, Buckets(LOG_ROUND_BUCKETS))     # what the writers of closed loops had counted
+        self.permitted = False      # Redis said the log's user may run every command it needs (``check_acl``)
 
     def _here(self) -> _Engine:
         loop = asyncio.get_running_loop()
@@ -289,6 +295,37 @@ class AsyncRedisLog:
     async def keep(self, kind: str, key: str, value: str) -> None:
         """Keep ``value`` under ``kind``'s ``key``, for as long as a stream is kept; raises ``LogUnavailable``."""
         await self._ask(self._command("SET", self.log.kept_key(kind, key), value, "PX", self.log.ttl_ms), False)
+
+    async def check_acl(self) -> None:
+        """Return once Redis lets this log's user run every command the log needs (``acl``), on a connection
+        of its own; raises ``acl.NotPermitted`` naming each it refuses, ``LogUnavailable`` if Redis does not
+        answer."""
+        redis = client(self.log, OP_TIMEOUT_S)
+        user = acl.user_of(self.log.url)
+        try:
+            missing = await acl.refused(redis, self.log.url, self.log.prefix)
+        except NoPermissionError as exc:      # refused as it connected (a SELECT of another database)
+            raise acl.NotPermitted(f"redis at {self.log.where}: user {user!r} may not connect: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - whatever redis-py raised: Redis does not answer as it should
+            raise unavailable(self.log, exc) from None
+        finally:
+            await redis.aclose()
+        if missing:
+            raise acl.NotPermitted(acl.refusal(self.log.where, user, missing))
+        self.permitted = True
+
+    async def say_acl(self) -> None:
+        """``check_acl`` at a server's first use of the log with no start-up check (an app mounted with no
+        lifespan): what it refuses is said on the log, once (the server runs already); never raises."""
+        if self.permitted:
+            return
+        try:
+            await self.check_acl()
+        except acl.NotPermitted as exc:
+            self.permitted = True             # said once; every call Redis refuses answers 503 meanwhile
+            logger.error("%s", exc)
+        except LogUnavailable:
+            pass                              # Redis is away: the next start asks again
 
     async def ping(self) -> bool:
         """True if Redis answers within the op timeout; never raises."""

@@ -60,6 +60,7 @@ from ..core.tokenlog import (
     DEFAULT_MAX_AGE_NS,
     DEFAULT_MAX_TOKENS,
     LeaseLost,
+    LogUnavailable,
     StreamState,
 )
 from .aio import AsyncRedisLog
@@ -185,16 +186,20 @@ class RedisTokenLog:
         return f"{self.where}, shared by every instance pointing there (owner {self.owner_id})"
 
     def check(self) -> str | None:
-        """None if Redis answers now, else a line saying it does not (the server starts anyway).
+        """None if Redis answers now and lets the log's user run every command it needs (``acl``), else a line
+        saying it does not answer (the server starts anyway); raises ``acl.NotPermitted`` naming each command
+        Redis refuses the user (the server must not start: such a gap fails quietly).
 
-        The blocking face's connection is closed again afterwards: a server talks to Redis from its loop.
+        The blocking face's loop is closed again afterwards: a server talks to Redis from its own.
         """
         try:
-            answered = self.ping()
+            self._run(self.aio.check_acl())
+            if self.ping():            # through the writer: its first round asks Redis's eviction policy (policy)
+                return None
+        except LogUnavailable:
+            pass
         finally:
             self.close()
-        if answered:
-            return None
         return (f"cannot reach redis at {self.where} now; starting anyway: the live endpoints answer 503 "
                 f"with Retry-After until it is back")
 

@@ -35,6 +35,7 @@ class Settings(Protocol):
 
     url: str                # carries the password: only redis-py reads it
     where: str              # the URL as output shows it (``redact_url``)
+    prefix: str             # every key's, ``<prefix>:...``
     owner_id: str
     lease_ms: int
     ttl_ms: int

@@ -26,6 +26,7 @@ from ..live.command import (
     cannot_listen,
     check_port,
     configure_logging,
+    log_checked,
     open_warning,
     raise_fd_limit,
 )
@@ -97,7 +98,8 @@ def _app(args: argparse.Namespace) -> TokenStreams:
 
 
 def cli_main(argv: list[str]) -> int:
-    """Run ``tokenwire proxy``; returns the exit status (2 for bad usage, 1 if it cannot bind)."""
+    """Run ``tokenwire proxy``; returns the exit status (2 for bad usage, 1 if it cannot bind or its log's
+    Redis refuses a command the log needs)."""
     parser = _parser()
     try:
         args = parser.parse(argv)
@@ -108,6 +110,8 @@ def cli_main(argv: list[str]) -> int:
 
     configure_logging(args.quiet, "proxy")
     raise_fd_limit()
+    if not log_checked("proxy", app.registry.log):
+        return 1
     try:
         sock = listening(args.host, args.port, BACKLOG)   # before the banner: its reader may connect at once
     except OSError as exc:
