@@ -3,17 +3,11 @@ app (``tokenwire.asgi:app``) is made on first use, and a bad URL is one line at 
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import subprocess
 import sys
-from typing import Any
 
-import pytest
 from support.requirements import ROOT, free_port
-
-from tokenwire.asgi import CannedApp
 
 BAD_URL = "mysql://user:hunter2@db:3306/x"
 LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss:// or unix:// URL, "
@@ -48,34 +42,20 @@ def test_uvicorn_with_a_bad_log_url_fails_at_start_up_with_one_line() -> None:
     assert "hunter2" not in done.stderr + done.stdout
 
 
-async def _run(app: CannedApp, scope: dict[str, Any], incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return incoming.pop(0)
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return sent
+def test_without_httpx_the_import_error_names_the_extra() -> None:
+    code = ("import sys; sys.modules['httpx'] = None\n"
+            "try:\n import tokenwire.client\nexcept ImportError as e:\n print(e)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert done.stdout == ("tokenwire.client needs httpx, which is not installed: "
+                           "pip install 'tokenwire[client]'\n")
 
 
-def test_the_lifespan_start_up_fails_with_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TOKENWIRE_LOG_URL", BAD_URL)
-    sent = asyncio.run(_run(CannedApp(), {"type": "lifespan"}, [{"type": "lifespan.startup"}]))
-    assert sent == [{"type": "lifespan.startup.failed", "message": LINE}]
-
-
-def test_without_a_lifespan_each_request_gets_the_line_as_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TOKENWIRE_LOG_URL", BAD_URL)
-    scope = {"type": "http", "method": "GET", "path": "/stream", "query_string": b"", "headers": []}
-    sent = asyncio.run(_run(CannedApp(), scope, [{"type": "http.request", "body": b""}]))
-    assert sent[0]["status"] == 503
-    assert json.loads(sent[1]["body"]) == {"error": LINE}
-
-
-def test_the_app_is_built_once_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TOKENWIRE_LOG_URL", raising=False)
-    app = CannedApp()
-    assert app.streams() is app.streams()
+def test_the_report_function_does_not_load_what_the_live_function_needs() -> None:
+    code = ("import sys; sys.path.insert(0, 'api'); import report; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'uvicorn', 'redis', 'hiredis', 'starlette', "
+            "'fastapi', 'httpx'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

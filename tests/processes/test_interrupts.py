@@ -121,3 +121,28 @@ def test_the_demo_stopped_by_a_signal_leaks_no_semaphore(signum: int, group: boo
     assert said.endswith(f"tokenwire demo: stopped by {signal.Signals(signum).name}\n"), said
     for bad in ("leaked semaphore", "Traceback", "KeyboardInterrupt", "resource_tracker"):
         assert bad not in said, said
+
+
+def test_tokenwire_serve_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", "--quiet",
+                             "--heartbeat-s", "5"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("tokenwire serving on http://127.0.0.1:"), line
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/stream?tokens=3")
+        response = conn.getresponse()
+        assert response.status == 200 and b"event: done" in response.read()
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode in (0, 130)

@@ -11,6 +11,7 @@ import json
 import threading
 from urllib.parse import quote
 
+import httpx
 from support.live import (
     create,
     events,
@@ -239,3 +240,10 @@ def test_other_paths_fall_back_to_the_report_handler() -> None:
     with serving() as server:
         missing = request(server, "GET", "/no-such-page")
     assert missing[0] == 404 and no_banner(missing[1])
+
+
+def test_serve_without_metrics_counts_nothing_and_answers_404() -> None:
+    with serving() as live:
+        live.endpoints.meter = None
+        answer = httpx.get(f"{live.url}/metrics")
+    assert answer.status_code == 404

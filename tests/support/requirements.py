@@ -4,7 +4,6 @@ Whatever is missing skips the test with a reason that says how to install it, ex
 ``TOKENWIRE_REQUIRE_ALL=1`` (as ``.ci/run`` sets, after installing everything) it fails the test instead,
 so CI cannot go green by skipping.  ``skip_or_fail`` is that rule; ``require_binary``,
 ``require_node_package``, ``require_eventsource`` and ``require_ai_sdk`` apply it to what they look for.
-``tests/conftest.py`` re-exports ``require_binary``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support.credentials import CREDENTIAL_HEADERS, CREDENTIALED, CREDENTIALS
 from support.docs import DOCS, marked_block
 
 from tokenwire.asgi import Access, StreamRequest, TokenStreams
@@ -120,11 +121,6 @@ def test_the_readmes_authorize_example_answers_as_it_says() -> None:
                    ).message == "not allowed to create: this key may only read"
     assert refused(space["authorize"], Access("read", header_map((("authorization", "Basic alice-token"),)))
                    ).status == 401
-
-
-# What a browser and an API client send: a bearer token and a session cookie, each a secret.
-CREDENTIALED = header_map((("authorization", "Bearer tok-alice-1234"), ("cookie", "theme=dark; session=sess-alice-99"),
-                           ("x-tenant", "acme")))
 
 
 def test_a_hook_that_fails_on_the_token_logs_neither_the_token_nor_the_cookie(caplog: pytest.LogCaptureFixture) -> None:
@@ -275,70 +271,6 @@ def test_bob_asking_for_alices_response_makes_the_look_ups_an_unknown_id_makes(m
     seen = asyncio.run(look_ups())
     assert seen["GET alice's"] == seen["GET unknown"] == (404, ["meta"])
     assert seen["POST alice's"] == seen["POST unknown"] == (404, ["meta"])
-
-
-@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
-def test_a_model_that_fails_mid_answer_on_a_header_logs_no_credentials(shared: bool, request: pytest.FixtureRequest,
-                                                                       caplog: pytest.LogCaptureFixture) -> None:
-    log = request.getfixturevalue("redis_server").url if shared else "memory"
-
-    async def model(asked: StreamRequest) -> AsyncIterator[str]:
-        yield "a"
-        raise RuntimeError(f"the upstream refused {asked.headers['authorization']}")
-
-    async def read() -> str:
-        streams = TokenStreams(model, log=log)
-        async with (streams.lifespan(),
-                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
-            made = await client.post("/streams", headers=dict(CREDENTIALED))
-            return (await client.get(made.json()["events_url"])).text
-
-    with caplog.at_level(logging.ERROR, logger="tokenwire"):
-        assert 'event: failed\ndata: {"error": "the model raised RuntimeError", "tokens": 1}' in asyncio.run(read())
-    assert "RuntimeError: the upstream refused [redacted]" in caplog.text
-    assert "tok-alice-1234" not in caplog.text
-
-
-# Every common way a request carries a credential, each secret found nowhere else (``Kz...``); and a benign header.
-CREDENTIALS = {
-    "authorization": ("Bearer {}", "Kz01authq"), "proxy-authorization": ("Basic {}", "Kz02proxyq"),
-    "cookie": ("theme=dark; session={}", "Kz03cookieq"), "set-cookie": ("sid={}; Path=/", "Kz04setcookieq"),
-    "x-api-key": ("{}", "Kz05xapikeyq"), "api-key": ("{}", "Kz06azureq"), "x-goog-api-key": ("{}", "Kz07googq"),
-    "x-auth-token": ("{}", "Kz08xauthq"), "x-access-token": ("{}", "Kz09xaccessq"),
-    "x-amz-security-token": ("{}", "Kz10amzq"), "ocp-apim-subscription-key": ("{}", "Kz11apimq"),
-    "x-csrf-token": ("{}", "Kz12csrfq"), "x-xsrf-token": ("{}", "Kz13xsrfq"),
-}
-CREDENTIAL_HEADERS = {name: shape.format(secret) for name, (shape, secret) in CREDENTIALS.items()}
-
-
-def _everything_in(url: str) -> str:
-    """Every key, field and value the Redis at ``url`` holds, as one text (whatever the key's type)."""
-    import redis
-    client = redis.Redis.from_url(url)
-    read = {"hash": client.hgetall, "stream": client.xrange, "string": client.get, "set": client.smembers,
-            "zset": lambda key: client.zrange(key, 0, -1), "list": lambda key: client.lrange(key, 0, -1)}
-    held = [(key, read[client.type(key).decode()](key)) for key in client.scan_iter()]
-    client.close()
-    return repr(held)
-
-
-def test_a_continuable_streams_logged_request_keeps_no_credential_header(redis_server: Any) -> None:
-    """Every common credential header stays out of Redis by default; a benign one is kept for the continuation."""
-    async def model(asked: StreamRequest) -> AsyncIterator[str]:
-        yield "a"
-
-    async def create() -> None:
-        streams = TokenStreams(model, log=redis_server.url, takeover="continue")
-        async with (streams.lifespan(),
-                    httpx.AsyncClient(transport=httpx.ASGITransport(app=streams), base_url="http://t") as client):
-            made = await client.post("/streams", headers={**CREDENTIAL_HEADERS, "x-tenant": "tenant-acme-99"})
-            assert made.status_code == 201
-            assert "event: done" in (await client.get(made.json()["events_url"])).text
-
-    asyncio.run(create())
-    held = _everything_in(redis_server.url)
-    assert "tenant-acme-99" in held                                     # the request is there, benign headers too
-    assert [name for name, (_, secret) in CREDENTIALS.items() if secret in held] == []
 
 
 def test_every_header_kept_out_of_the_log_is_redacted_from_reprs_and_tracebacks() -> None:

@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import os
-import re
-import socket
-import subprocess
 import sys
 import tomllib
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -498,42 +494,6 @@ def test_each_retry_after_nothing_new_is_told_what_the_last_attempt_did(kind: st
                     (3, "/streams/abc/events answered 503 Service Unavailable: busy", 4.0)]
 
 
-def test_read_says_each_retry_of_a_refused_connection_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    from tokenwire.client.command import cli_main
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))                  # bound and never listening: each connection is refused
-        port = closed.getsockname()[1]
-        status = cli_main([f"http://127.0.0.1:{port}/stream", "--max-attempts", "3"], sleep=lambda seconds: None)
-    out, err = capsys.readouterr()
-    assert (status, out) == (1, "")
-    refused = "ConnectError: [Errno 111] Connection refused"
-    waits = [float(wait) for wait in re.findall(r" again in (\d+\.\d) s ", err)]
-    assert re.sub(r" again in \d+\.\d s ", " again in N s ", err).splitlines() == [
-        f"tokenwire read: {refused}; trying 127.0.0.1:{port} again in N s (attempt 2 of 3)",
-        f"tokenwire read: {refused}; trying 127.0.0.1:{port} again in N s (attempt 3 of 3)",
-        f"tokenwire read: gave up on /stream after 3 attempts in a row without a new event; the last: {refused}"]
-    assert 2.0 <= waits[0] <= 3.0 and 4.0 <= waits[1] <= 6.0          # 1 s doubled per attempt, jitter up to half
-
-
-@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
-def test_read_never_prints_a_urls_password(host: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """A ``user:pass@`` URL: each retry names the host and port only (IPv6 in brackets), the give-up the path."""
-    from tokenwire.client.command import cli_main
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))                  # bound and never listening: each connection is refused
-        port = closed.getsockname()[1]                 # ([::1]: refused, or no IPv6 at all: either fails)
-        status = cli_main([f"http://alice:s3cret@{host}:{port}/streams/x/events", "--max-attempts", "2"],
-                          sleep=lambda seconds: None)
-    out, err = capsys.readouterr()
-    assert (status, out) == (1, "")
-    lines = err.splitlines()
-    assert len(lines) == 2 and "s3cret" not in err and "alice" not in err
-    assert re.fullmatch(rf"tokenwire read: ConnectError: .*; trying {re.escape(host)}:{port} again in \d+\.\d s "
-                        r"\(attempt 2 of 2\)", lines[0]), lines[0]
-    assert lines[1].startswith("tokenwire read: gave up on /streams/x/events after 2 attempts in a row "
-                               "without a new event; the last: ConnectError: ")
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_httpxs_text_is_told_without_the_urls_password(kind: str) -> None:
     """httpx may quote the URL it failed on: its message is told (retry, give-up) with the password as ***."""
@@ -551,16 +511,6 @@ def test_a_failed_streams_message_is_one_line(capsys: pytest.CaptureFixture[str]
     failed = b'id: 0\nevent: failed\ndata: {"error": "the model raised\\n  ValueError: bad"}\n\n'
     assert read(iter(Decoder().feed(failed)), sys.stdout) == 1
     assert capsys.readouterr() == ("", "tokenwire read: the stream failed: the model raised ValueError: bad\n")
-
-
-def test_without_httpx_the_import_error_names_the_extra() -> None:
-    code = ("import sys; sys.modules['httpx'] = None\n"
-            "try:\n import tokenwire.client\nexcept ImportError as e:\n print(e)")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
-                          check=True)
-    assert done.stdout == ("tokenwire.client needs httpx, which is not installed: "
-                           "pip install 'tokenwire[client]'\n")
 
 
 def test_the_reconnect_state_imports_no_io() -> None:

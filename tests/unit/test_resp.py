@@ -1,17 +1,15 @@
-"""The log writer's RESP (``tokenwire.redislog.resp``): its packing, its one-comparison skip, hiredis's parse.
+"""The log writer's RESP (``tokenwire.redislog.resp``) without a server: its packing, its one-comparison skip,
+hiredis's parse.
 
-What is asserted: without a server, every reply type comes back as redis-py gives it with ``decode_responses``
-(errors as exception objects in their place, ``NOSCRIPT`` as ``NoScriptError``) whatever the chunks the bytes
-arrive in, and ``skip`` consumes the expected bytes or nothing and never waits for bytes a differing reply does
-not send.  Against a real ``redis-server``: a round packed as the writer packs it, with the replies it meets (the
-landed ``XADD``s, a refused one, one on a stream that is gone, script errors nested and not, ``NOSCRIPT``), in
-RESP2 and RESP3, reads back as redis-py reads the same commands; and 1,000 appends read back by one resume read.
+What is asserted: every reply type comes back as redis-py gives it with ``decode_responses`` (errors as exception
+objects in their place, ``NOSCRIPT`` as ``NoScriptError``) whatever the chunks the bytes arrive in, and ``skip``
+consumes the expected bytes or nothing and never waits for bytes a differing reply does not send.  (Against a
+real ``redis-server``: ``redis/test_redis_resp.py``.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +19,6 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, NoScriptError, ResponseError
 
-from tokenwire.core.model import ANSWER
 from tokenwire.redislog.resp import Replies, pack, pack_xadd, xadd_reply
 
 
@@ -198,66 +195,3 @@ def test_packing_is_resp_arrays_of_bulk_strings() -> None:
 def test_a_long_reply_in_many_pieces_reads_back_whole() -> None:
     items = [f"token {i}" for i in range(20_000)]
     assert _read_all(_encode([items, 7]), 1, 1000) == [[items, 7]]
-
-
-# -- through a real redis-server ------------------------------------------------------
-# A script that answers an array holding an error, a nil (Lua false, in RESP2 and RESP3 alike) and a number.
-NESTED_SCRIPT = "return {redis.error_reply('ERR inner'), false, 7}"
-# The commands after the round's XADDs, each with what the writer's parse must give (as redis-py gives it).
-ROUND: list[tuple[tuple[object, ...], Callable[[Any, int], bool]]] = [
-    (("XADD", "k", "NOMKSTREAM", "1-1", "t", "refused"),
-     lambda r, _: type(r) is ResponseError and str(r) == "ERR The ID specified in XADD is equal or smaller than "
-                                                          "the target stream top item"),
-    (("XADD", "gone", "NOMKSTREAM", "1-9", "t", "x"), lambda r, _: r is None),
-    (("EVALSHA", "0" * 40, 0), lambda r, _: type(r) is NoScriptError and str(r).startswith("NOSCRIPT ")),
-    (("EVAL", NESTED_SCRIPT, 0),
-     lambda r, _: type(r[0]) is ResponseError and str(r[0]) == "ERR inner" and r[1:] == [None, 7]),
-    (("EVAL", "return redis.error_reply('ERR top')", 0), lambda r, _: type(r) is ResponseError and str(r) == "ERR top"),
-    (("HSET", "h", "a", "1"), lambda r, _: r == 1),
-    (("HGETALL", "h"), lambda r, v: r == (["a", "1"] if v == 2 else {"a": "1"})),
-    (("XRANGE", "k", "-", "+"),
-     lambda r, _: r == [[f"1-{i}", ["t", tok]] for i, tok in ((1, "é"), (2, " b"), (3, "\n\n"))]),
-    (("GET", "missing"), lambda r, _: r is None),
-]
-
-
-@pytest.mark.parametrize("protocol", [2, 3])
-def test_a_round_as_the_writer_packs_it_reads_back_from_a_real_redis(redis_server: Any, protocol: int) -> None:
-    entries = [(b"1-1", "é"), (b"1-2", " b"), (b"1-3", "\n\n")]
-    xadds = b"".join(pack_xadd(b"k", entry, text.encode()) for entry, text in entries)
-    expect = b"".join(xadd_reply(entry) for entry, _ in entries)
-
-    async def scene() -> tuple[bool, list[Any]]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", redis_server.port)
-        replies = Replies(reader)
-        writer.write(pack(("HELLO", protocol)) + pack(("XADD", "k", "1-0", "t", "start")) + pack(("XDEL", "k", "1-0")))
-        [await replies.read() for _ in range(3)]
-        writer.write(xadds + b"".join(pack(args) for args, _ in ROUND))        # a round goes after the last
-        landed = await replies.skip(expect)
-        got = [await replies.read() for _ in ROUND]
-        writer.close()
-        return landed, got
-    landed, got = asyncio.run(scene())
-    assert landed                                   # the landed XADDs: one comparison, nothing parsed
-    for (args, check), reply in zip(ROUND, got, strict=True):
-        assert check(reply, protocol), (args, reply)
-
-
-def test_a_thousand_appends_come_back_in_one_resume_read(redis_server: Any) -> None:
-    from tokenwire.redislog.blocking import RedisTokenLog
-    tokens = [ANSWER[i % len(ANSWER)] for i in range(1000)]
-
-    async def scene() -> tuple[list[str], list[str], int]:
-        log = RedisTokenLog(redis_server.url).aio
-        stream_id = uuid.uuid4().hex
-        await log.create(stream_id, {"seed": 1}, len(tokens))
-        assert (await log.claim(stream_id)).owned
-        await asyncio.gather(*(log.append_future(stream_id, i, tok) for i, tok in enumerate(tokens)))
-        rounds = log.writer.rounds
-        whole = await log.read_after(stream_id, -1)
-        tail = await log.read_after(stream_id, 989)
-        await log.close()
-        return whole, tail, rounds
-    whole, tail, rounds = asyncio.run(scene())
-    assert whole == tokens and tail == tokens[990:]
-    assert rounds < 10                              # the appends went in a few rounds, each read by the skip

@@ -8,10 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from support.live import serving_report
-from support.requirements import ROOT
 
-from tokenwire import handler as handler_module
-from tokenwire.handler import handler, respond
 from tokenwire.report.params import SCENARIOS
 from tokenwire.report.render import render
 from tokenwire.report.templating import csp
@@ -133,34 +130,3 @@ def test_head_sends_the_get_headers_without_a_body(address: tuple[str, int], tar
     assert head[0] == got[0] and head[2] == b""
     assert head[1]["Content-Length"] == str(len(got[2]))
     assert head[1]["Content-Type"] == got[1]["Content-Type"]
-
-
-def test_respond_is_pure_and_routes() -> None:
-    status, headers, body = respond("GET", "/?scenario=block&format=json#frag")
-    assert status == 200 and json.loads(body)["scenario"] == "block"
-    assert ("Content-Type", "application/json; charset=utf-8") in headers
-    assert respond("GET", "/api/report") == respond("GET", "/")
-    assert respond("DELETE", "/")[0] == 405
-    assert respond("GET", "/a?b")[0] == 404
-
-
-def test_a_bug_is_a_plain_500_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    def broken(query: str) -> tuple[int, list[tuple[str, str]], bytes]:
-        raise RuntimeError("secret internals")
-
-    monkeypatch.setattr(handler_module, "render", broken)
-    status, headers, body = respond("GET", "/")
-    assert status == 500 and b"secret" not in body and ("Cache-Control", "no-store") in headers
-    assert "secret internals" in capsys.readouterr().err
-
-
-def test_vercel_entry_and_config() -> None:
-    namespace: dict[str, object] = {}
-    exec(compile((ROOT / "api" / "report.py").read_text(), "api/report.py", "exec"), namespace)  # noqa: S102
-    assert namespace["handler"] is handler
-    config = json.loads((ROOT / "vercel.json").read_text())
-    assert "builds" not in config and "routes" not in config
-    function = config["functions"]["api/report.py"]
-    assert 5 <= function["maxDuration"] <= 60 and "tests/**" in function["excludeFiles"]
-    assert {"source": "/", "destination": "/api/report"} in config["rewrites"]

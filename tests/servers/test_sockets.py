@@ -1,0 +1,72 @@
+"""The live server's socket wire (``tokenwire.live.sockets``) on a real socket pair: it counts the token frames it
+sent and what the peer has not read, and reports a peer that is gone; shrinking a socket's buffers is validated and
+read back.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tokenwire.core.effects import TokenItem
+from tokenwire.core.frames import token_frame
+from tokenwire.live.sockets import TransportWire, buffer_sizes, recv_queue_bytes, shrink_buffers
+
+
+def test_the_wire_counts_token_frames_and_reports_a_gone_peer() -> None:
+    import asyncio
+
+    class Flow(asyncio.Protocol):
+        wire: TransportWire | None = None
+
+        def pause_writing(self) -> None:
+            assert self.wire is not None
+            self.wire.pause()
+
+        def resume_writing(self) -> None:
+            assert self.wire is not None
+            self.wire.resume()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.wire is not None:
+                self.wire.lost(exc)
+
+    async def scenario() -> None:
+        left, right = socket.socketpair()
+        loop = asyncio.get_running_loop()
+        transport, flow = await loop.create_connection(Flow, sock=left)
+        wire = flow.wire = TransportWire(transport, loop, write_timeout_s=1.0, sample=True)
+        frames = [token_frame(TokenItem(i, "x")) for i in range(3)]
+        assert all(wire.send(frame, lambda ok: None) is True for frame in frames)
+        assert wire.snapshot() == (sum(map(len, frames)), 3)
+        assert wire.tokens_beyond(len(frames[0])) == 2 and wire.tokens_beyond(wire.bytes_sent) == 0
+        assert recv_queue_bytes(right) == wire.bytes_sent
+        right.close()
+        results: list[bool | None] = []
+        for _ in range(50):                  # the reset arrives after a write or two; nothing but a failed
+                                             # write tells it has: write again, a bounded number of times
+            got = wire.send(frames[0], results.append)
+            if got is None:
+                await asyncio.sleep(0.05)
+            else:
+                results.append(got)
+            if results and results[-1] is False:
+                break
+            await asyncio.sleep(0.01)
+        assert results[-1] is False and wire.failure is not None
+        transport.close()
+        await asyncio.sleep(0)               # the close runs on the loop's next turn
+
+    asyncio.run(scenario())
+
+
+def test_buffer_shrinking_is_validated_and_read_back() -> None:
+    with socket.socket() as sock:
+        shrink_buffers(sock, sndbuf=4096, rcvbuf=4096)
+        sndbuf, rcvbuf = buffer_sizes(sock)
+        assert sndbuf >= 4096 and rcvbuf >= 4096
+        with pytest.raises(ValueError, match="rcvbuf must be a positive int of bytes, got 0"):
+            shrink_buffers(sock, rcvbuf=0)
+    with pytest.raises(ValueError, match="write_timeout_s must be a positive number"):
+        TransportWire(None, None, write_timeout_s=0)  # type: ignore[arg-type]
