@@ -101,3 +101,47 @@ def test_tokenwire_serve_refuses_bad_flags() -> None:
     from tokenwire.live.command import cli_main
     assert cli_main(["--port", "70000"]) == 2
     assert cli_main(["--heartbeat-s", "0"]) == 2
+
+
+CLI_CASES = [
+    (["report", "--tokens", "nan"], "tokens", "'nan'"),
+    (["report", "--buffer", "-1"], "buffer", "'-1'"),
+    (["report", "--reader-ms", "inf"], "--reader-ms", "'inf'"),
+    (["report", "--seed", "9" * 3000], "seed", "'9999"),
+    (["report", "--scenario", "\u00e9"], "scenario", "'\u00e9'"),
+    (["report", "--tokens", "5", "--tokens", "6"], "tokens", "'6'"),
+    (["report", "--bogus", "1"], "--bogus", "allowed"),
+    (["report", "--tokens"], "--tokens", "needs a value"),
+    (["serve", "--max-live", "0"], "--max-live", "got '0'"),
+    (["serve", "--max-streams", "-3"], "--max-streams", "got '-3'"),
+    (["serve", "--max-age-s", "0"], "--max-age-s", "got '0'"),
+    (["serve", "--heartbeat-s", "nan"], "--heartbeat-s", "got 'nan'"),
+    (["serve", "--write-timeout-s", "inf"], "--write-timeout-s", "got 'inf'"),
+    (["serve", "--request-timeout-s", "0"], "--request-timeout-s", "got '0'"),
+    (["serve", "--port", "70000"], "--port", "got '70000'"),
+    (["serve", "--port", "abc"], "--port", "'abc'"),
+    (["serve", "--log", "ftp://x"], "log", "'ftp://x'"),
+    (["demo", "--buffer", "0"], "--buffer", "got '0'"),
+    (["demo", "--rcvbuf", "9" * 25], "--rcvbuf", "got '9999"),
+]
+
+
+@pytest.mark.parametrize(("argv", "names", "quotes"), CLI_CASES, ids=[" ".join(c[0])[:40] for c in CLI_CASES])
+def test_every_bad_flag_exits_2_with_a_line_naming_it(argv: list[str], names: str, quotes: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        status = main(argv)
+    except SystemExit as exit_:                 # argparse's own errors
+        status = exit_.code                     # type: ignore[assignment]
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert names in last and quotes in last, last
+    assert "Traceback" not in err and len(last) < 400
+
+
+def test_bad_flags_exit_2_with_one_line() -> None:
+    """``tokenwire demo``'s own entry point refuses a cut past the answer, a negative one, a buffer past 64."""
+    from tokenwire.demo import cli_main
+    assert cli_main(["--cut-after", "277"]) == 2 and cli_main(["--cut-after", "-1"]) == 2
+    assert cli_main(["--buffer", "65"]) == 2

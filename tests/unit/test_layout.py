@@ -137,3 +137,13 @@ def test_one_stream_class_and_its_sources_one_layer_deep() -> None:
     assert sources == ["Canned", "ModelTokens", "SharedCanned", "SharedModel"]
     assert [name for name, based in bases.items() if set(based) & set(sources)] == []
     assert [name for name, based in bases.items() if "AwaitedReads" in based or "LocalReads" in based] == []
+
+
+def test_the_demo_uses_only_the_reports_public_api() -> None:
+    """No private name of another module: the report is laid out by report.assemble and render.render_report."""
+    trees = [ast.parse(path.read_text()) for path in (ROOT / "tokenwire" / "demo").glob("*.py")]
+    imported = [(node.module, alias.name) for tree in trees for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) for alias in node.names]
+    assert [pair for pair in imported if pair[1].startswith("_") and pair[1] != "annotations"] == []
+    assert not [pair for pair in imported if pair[0] is None]             # no "from . import module"
+    assert ("report.model", "assemble") in imported and ("report.render", "render_report") in imported
