@@ -1,17 +1,26 @@
-"""Tests for tokenwire.core.sse: the shared vectors, errors, and properties."""
+"""The SSE encoder and decoder (``tokenwire.core.sse``): the shared vectors, the errors, properties against the
+WHATWG reference (``support.sse_reference``), and a brief fuzz (the long one: ``load/test_sse_fuzz.py``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.sse_vectors import VECTORS, Vector  # tests/ is on sys.path: support is a package in it
+from support.sse_reference import (
+    FUZZ_INPUTS,
+    Outcome,
+    decode,
+    decoder_raises_only_sse_errors,
+    reference,
+    split,
+    sse_ish_bytes,
+    sse_streams,
+)
+from support.sse_vectors import VECTORS, Vector
 
 from tokenwire.core.sse import (
     MAX_LINE_BYTES,
@@ -23,59 +32,9 @@ from tokenwire.core.sse import (
     encode_comment,
 )
 
-# The fuzz test's example count: CI sets TOKENWIRE_FUZZ_EXAMPLES=10000.
-FUZZ_EXAMPLES = int(os.environ.get("TOKENWIRE_FUZZ_EXAMPLES") or 300)
-
-Outcome = tuple[list[Event], str, int | None]
-
-
-def decode(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Outcome:
-    """Feed ``chunks`` to a new decoder; return events, last id, retry."""
-    decoder = Decoder(max_line)
-    events: list[Event] = []
-    for chunk in chunks:
-        events += decoder.feed(chunk)
-    return events, decoder.last_event_id, decoder.retry
-
-
-def split(blob: bytes, cuts: Iterable[int]) -> list[bytes]:
-    """Return ``blob`` cut at the given offsets (clamped, empty pieces kept)."""
-    points = sorted(min(max(c, 0), len(blob)) for c in cuts)
-    return [blob[a:b] for a, b in zip([0, *points], [*points, len(blob)], strict=True)]
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def reference(wire: bytes) -> Outcome:
-    """The WHATWG event stream interpretation, transcribed step by step."""
-    text = wire.decode("utf-8", "replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    data, etype, id_buf, last_id = "", "", "", ""
-    retry: int | None = None
-    events: list[Event] = []
-    for line in _LINE_END.split(text)[:-1]:  # the last piece has no line end
-        if line == "":
-            last_id = id_buf
-            if data:
-                events.append(Event(etype or "message", data.removesuffix("\n"), last_id, retry))
-            data, etype = "", ""
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            etype = value
-        elif name == "data":
-            data += value + "\n"
-        elif name == "id" and "\0" not in value:
-            id_buf = value
-        elif name == "retry" and value and all(c in "0123456789" for c in value):
-            retry = int(value)
-    return events, last_id, retry
-
+# The fuzz test's examples here, in the fast loop; the long fuzz (load/test_sse_fuzz.py) runs
+# $TOKENWIRE_FUZZ_EXAMPLES of them (10,000 by default, as in CI).
+QUICK_FUZZ_EXAMPLES = 300
 
 def expected(vector: Vector) -> Outcome:
     """Return a vector's expected outcome with the events as ``Event``."""
@@ -88,8 +47,6 @@ ENCODER_VECTORS = [v for v in VECTORS if v[1] is not None]
 
 
 # ---------------------------------------------------------------- vectors
-
-
 @pytest.mark.parametrize("vector", VECTORS, ids=VECTOR_IDS)
 def test_decode_vector_whole(vector: Vector) -> None:
     assert decode([vector[2]]) == expected(vector)
@@ -126,8 +83,6 @@ def test_vector_table_covers_encoder_and_decoder() -> None:
 
 
 # ---------------------------------------------------------------- encoder
-
-
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "message"),
     [
@@ -192,8 +147,6 @@ def test_encode_comment_errors(text: Any, error: type[Exception], message: str) 
 
 
 # ---------------------------------------------------------------- Event
-
-
 def test_event_is_a_frozen_slotted_dataclass() -> None:
     assert [f.name for f in dataclasses.fields(Event)] == ["event", "data", "id", "retry"]
     assert Event() == Event("message", "", "", None)
@@ -223,8 +176,6 @@ def test_every_decode_path_gives_real_events(wire: bytes) -> None:
 
 
 # ---------------------------------------------------------------- decoder
-
-
 @pytest.mark.parametrize("value", [0, -1, 1.5, "10", None, True])
 def test_decoder_rejects_a_bad_max_line(value: Any) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(f'max_line must be an int >= 1, got {value!r}')}$"):
@@ -272,8 +223,6 @@ def test_max_line_bytes() -> None:
 
 
 # ---------------------------------------------------------------- LineTooLong
-
-
 def test_line_too_long_in_one_chunk() -> None:
     with pytest.raises(LineTooLong, match=r"^SSE line longer than max_line=16 characters \(saw 17\)$"):
         Decoder(max_line=16).feed(b"data: 0123456789x")
@@ -307,50 +256,6 @@ def test_max_line_counts_characters_not_bytes() -> None:
 
 
 # ---------------------------------------------------------------- properties
-
-_BYTE_PIECES = [b"data", b"id", b"event", b"retry", b":", b" ", b"\n", b"\r", b"\r\n"]
-_BYTE_PIECES += [b"\xef\xbb\xbf", b"\xff", b"\xe2\x82", b"\xac", b"0", b"7", b"x", b"\x00", b"\t"]
-sse_ish_bytes = st.one_of(
-    st.binary(max_size=300),
-    st.lists(st.sampled_from(_BYTE_PIECES), max_size=120).map(b"".join),
-)
-
-_odd_chars = st.sampled_from(["\u2028", "\x85", "\ufeff", "\x0b", "\x0c", "\x00", " ", ":"])
-_value = st.text(st.characters(exclude_characters="\r\n", max_codepoint=0x2FF) | _odd_chars, max_size=6)
-_line = st.one_of(
-    _value.map(lambda v: f"data: {v}"),
-    _value.map(lambda v: f"data:{v}"),
-    _value.map(lambda v: f"id: {v}"),
-    st.sampled_from(["event: token", "event: token", "event: x", "event:", "id:"]),
-    st.integers(0, 10**6).map(lambda n: f"retry: {n}"),
-    st.sampled_from([": ping", "data", "id", "retry: 1x", "Data: y", "foo: bar", "\ufeff"]),
-)
-_shape_values = {
-    "data": _value,
-    "event": st.sampled_from(["token", "token", ""]),
-    "id": st.integers(0, 99).map(str),
-}
-_shape = st.lists(st.sampled_from(["id", "event", "data"]), min_size=1, max_size=3, unique=True)
-
-
-@st.composite
-def sse_streams(draw: st.DrawFn) -> bytes:
-    """A stream of blocks, often of one repeated shape, with odd lines mixed in."""
-    shape = draw(_shape)
-    blocks = []
-    for _ in range(draw(st.integers(0, 15))):
-        lines = [f"{name}: {draw(_shape_values[name])}" for name in shape]
-        if draw(st.integers(0, 5)) == 0:  # now and then, an odd line or two
-            lines += draw(st.lists(_line, max_size=2))
-        if draw(st.integers(0, 7)) == 0:  # or a missing one
-            del lines[draw(st.integers(0, len(lines) - 1))]
-        blocks.append("\n".join([*lines, "", ""]))
-    text = "".join(blocks) + "\n".join(draw(st.lists(_line, max_size=3)))
-    if draw(st.booleans()):
-        text = text.replace("\n", draw(st.sampled_from(["\r\n", "\r"])))
-    return text.encode()
-
-
 @given(st.one_of(sse_streams(), sse_ish_bytes), st.lists(st.integers(0, 400), max_size=8))
 def test_any_chunking_gives_the_same_result(wire: bytes, cuts: list[int]) -> None:
     whole = decode([wire])
@@ -399,21 +304,7 @@ def test_a_stream_of_frames_round_trips_in_chunks(frames: list[dict[str, Any]], 
     assert decode(split(wire, cuts)) == (want, last_id, retry)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
-@given(
-    st.one_of(sse_ish_bytes, sse_streams()),
-    st.lists(st.integers(0, 400), max_size=8),
-    st.sampled_from([1, 2, 7, 16, 64, MAX_LINE_BYTES]),
-)
+@settings(max_examples=QUICK_FUZZ_EXAMPLES, deadline=None)
+@given(*FUZZ_INPUTS)
 def test_fuzz_decoder_raises_only_sse_errors(wire: bytes, cuts: list[int], max_line: int) -> None:
-    decoder = Decoder(max_line)
-    events: list[Event] = []
-    try:
-        for chunk in split(wire, cuts):
-            events += decoder.feed(chunk)
-    except SSEError:
-        assert max_line < len(wire)
-        return
-    assert all(type(e) is Event for e in events)
-    if max_line == MAX_LINE_BYTES:
-        assert (events, decoder.last_event_id, decoder.retry) == reference(wire)
+    decoder_raises_only_sse_errors(wire, cuts, max_line)
