@@ -287,6 +287,9 @@ class Endpoints:
     async def _open(self, request: LiveRequest, live: LiveStream, *, created: bool) -> OpenStream | Answer:
         registry, stream_id = self.registry, live.stream_id
         generated, state = await registry.progress_async(stream_id)
+        if not created:                       # a cursor past a shared log's end: lost, never spliced (410)
+            generated = await rules.behind_the_log(registry, live.stream, request.query,
+                                                   request.header_values("last-event-id"), generated, state)
         asked = rules.events_request(request.query, request.header_values("last-event-id"), live.stream,
                                      generated, state, created=created)
         await registry.check_cursor_async(stream_id, asked.cursor)     # a 410 now, while a status can say so

@@ -235,6 +235,27 @@ class EventsRequest:
     complete: bool
 
 
+async def behind_the_log(registry: Registry, stream: Stream, query: str, header_values: list[str], generated: int,
+                         state: StreamState) -> int:
+    """The tokens the log holds for ``stream`` (``generated``), once a cursor past them is dealt with.
+
+    On a shared log, a cursor past the log's end on a stream still generating means the log went back past
+    what a reader was sent (a failover promoted a replica that had not had them): the stream is marked lost
+    (``AsyncRedisLog.lose_past``) and the request is refused 410, rather than generated again from the log's
+    end and spliced onto what the reader has.  On the memory log such a cursor was never sent (400, below).
+    """
+    if registry.aio is None or state is not StreamState.GENERATING:
+        return generated
+    _, params = split_query(query)
+    cursor = resume_cursor(last_event_id(header_values, False), params.get("last_event_id"), stream.total,
+                           stream.total)
+    if cursor < generated:
+        return generated
+    if await registry.aio.lose_past(stream.stream_id, cursor):
+        raise log_error(StreamLost(stream.stream_id))
+    return (await registry.progress_async(stream.stream_id))[0]       # it reached the cursor meanwhile
+
+
 def events_request(query: str, header_values: list[str], stream: Stream, generated: int, state: StreamState, *,
                    created: bool) -> EventsRequest:
     """Read an events request for ``stream`` (``generated`` tokens logged, ``state`` as the log says); raises

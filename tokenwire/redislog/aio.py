@@ -249,6 +249,15 @@ class AsyncRedisLog:
             raise UnknownStream(stream_id)
         return StreamState(state)
 
+    async def lose_past(self, stream_id: str, cursor: int) -> bool:
+        """Mark ``stream_id`` lost if it is generating and the log ends before ``cursor``'s token (``LOSE``): a
+        reader was sent tokens the log no longer holds.  True if the stream is lost now.  Raises
+        ``UnknownStream``, ``LogUnavailable``."""
+        marked = int(await self._ask(self._here().writer.script("lose", self.log.keys(stream_id), [cursor]), False))
+        if marked < 0:
+            raise UnknownStream(stream_id)
+        return marked == 1
+
     def watch_stop(self, stream_id: str, stopped: Callable[[], None]) -> None:
         """Call ``stopped`` when the lease renewal finds the stream this instance generates stopped."""
         self._here().writer.renewal.watch_stop(stream_id, stopped)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .presence import PRESENCE_SCRIPTS
 
-__all__ = ["APPEND_ONE", "CLAIM", "CREATE", "IDS_AT", "INFO", "READ", "REFUSED", "RELEASE", "RENEW_MANY",
+__all__ = ["APPEND_ONE", "CLAIM", "CREATE", "IDS_AT", "INFO", "LOSE", "READ", "REFUSED", "RELEASE", "RENEW_MANY",
            "SCRIPTS", "SET_STATE", "STOP", "TAKE_OVER"]
 
 
@@ -33,14 +33,16 @@ local function length(tokens)
 end
 """
 
-# Whether a stream lost its tokens: an owner has claimed it (its epoch is past 0, so it may have logged tokens
+# Whether a stream lost its tokens: LOSE marked it (``lost`` in the meta: a reader held tokens the log does
+# not), or an owner has claimed it (its epoch is past 0, so it may have logged tokens
 # that readers hold) and its tokens key is gone (made with the stream, it is never made again: Redis evicted
 # it), or the key's last id ``len`` is below the index the current epoch began at (where the fence moved it:
 # only a key made again is shorter).  A stream no owner claimed yet (epoch 0), or made before epochs (none),
 # has logged nothing: an empty key is made for it as before.
 _LOST = """
 local function lost(meta, tokens, len)
-  local m = redis.call('HMGET', meta, 'epoch', 'epochs')
+  local m = redis.call('HMGET', meta, 'epoch', 'epochs', 'lost')
+  if m[3] then return true end
   if tonumber(m[1] or '0') == 0 then return false end
   if redis.call('EXISTS', tokens) == 0 then return true end
   local first = string.match(m[2] or '', '(%d+),$')
@@ -304,6 +306,24 @@ fence(KEYS[1], KEYS[2], '', length(KEYS[2]))
 return 'stopped'
 """
 
+# A reader came back with a cursor past the log's end on a stream still generating: it was sent tokens the log
+# no longer holds (a failover promoted a replica that had not had them), and generating from the log's end
+# would splice another answer onto it.  KEYS meta, tokens, lease; ARGV cursor -> 1 if the stream is lost now
+# (marked, its lease dropped, and its tokens fenced by a new epoch with no owner, so the owner's next append
+# is refused, 'lost'), 0 if the log holds the cursor's token after all or the stream is not generating,
+# -1 for an unknown stream.
+LOSE = _LENGTH + _LOST + _EPOCHS + """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return -1 end
+local len = length(KEYS[2])
+if lost(KEYS[1], KEYS[2], len) then return 1 end
+if state ~= 'generating' or len > tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'lost', 1)
+redis.call('DEL', KEYS[3])
+fence(KEYS[1], KEYS[2], '', len)
+return 1
+"""
+
 RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -313,4 +333,4 @@ return 0
 # Every script by name: the log loads them once per connection and calls them by their SHA1.
 SCRIPTS = {"create": CREATE, "claim": CLAIM, "info": INFO, "append_one": APPEND_ONE,
            "set_state": SET_STATE, "release": RELEASE, "renew_many": RENEW_MANY, "read": READ,
-           "take_over": TAKE_OVER, "ids_at": IDS_AT, "stop": STOP, **PRESENCE_SCRIPTS}
+           "take_over": TAKE_OVER, "ids_at": IDS_AT, "stop": STOP, "lose": LOSE, **PRESENCE_SCRIPTS}
