@@ -41,6 +41,7 @@ from typing import Protocol
 
 from ..core.effects import Await, Process, TokenItem
 from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, ending_state, failed
+from ..core.parts import encode, is_part
 from ..core.sources import Fed, Source
 from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped
 from ..endpoints.access import shown, told
@@ -268,6 +269,8 @@ class ModelRun:
                 if token is _END:
                     yield from log.end(stream, index, None)
                     break
+                if is_part(token):                 # a typed part is one log entry (core.parts' codec)
+                    token = encode(token)
                 problem = token_problem(token, index)
                 if problem is None and index >= MAX_MODEL_TOKENS:
                     problem = f"the model yielded more than {MAX_MODEL_TOKENS} tokens, the most a stream keeps"

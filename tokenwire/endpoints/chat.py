@@ -43,6 +43,7 @@ from .kept import Kept
 from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
 from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
+from .ui_messages import chat_messages, continued_message
 from .ui_stream import UI_STREAM_HEADERS, ChatFrames, chunk_count
 
 __all__ = ["CHAT_FIELDS", "canned_query", "open_chat", "stream_named",
@@ -64,6 +65,7 @@ class Endpoints(Protocol):
     registry: Registry
     maker: StreamMaker
     chats: Kept
+    continued: Kept
 
     async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
@@ -78,7 +80,8 @@ def parse_chat(body: bytes) -> ChatRequest:
                                     for name in ("id", "trigger", "messageId"))
     if chat_id is not None and not _CHAT_ID.fullmatch(chat_id):
         raise RequestError(400, f"a chat id is 1 to 64 letters, digits, '-' or '_', got {echo(chat_id)}")
-    return ChatRequest(chat_id, tuple(messages), trigger, message_id, data)
+    return ChatRequest(chat_id, tuple(messages), trigger, message_id, data, tuple(chat_messages(messages)),
+                       continued_message(messages))
 
 
 def canned_query(body: Mapping[str, Any]) -> str:
@@ -106,7 +109,9 @@ async def open_chat(endpoints: Endpoints, request: LiveRequest, body: bytes) -> 
     live = await endpoints.make(asked, request, body)
     if chat.chat_id is not None:
         await endpoints.chats.put(chat_name(request.principal, chat.chat_id), live.stream_id)
-    return _opened(endpoints, live, -1, ChatFrames(0), _headers(live.stream_id))
+    if chat.continues is not None:                        # a replay from chunk 0 names the same message
+        await endpoints.continued.put(live.stream_id, chat.continues)
+    return _opened(endpoints, live, -1, ChatFrames(0, chat.continues), _headers(live.stream_id))
 
 
 def _opened(endpoints: Endpoints, live: LiveStream, cursor: int, frames: ChatFrames, headers: Headers,
@@ -146,6 +151,8 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
     frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
                                           asked)
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
+    if frames.start == 0:                                   # it sends `start`: with the message it goes on with
+        frames.message_id = await endpoints.continued.get(stream_id)
     return _opened(endpoints, live, cursor, frames, _headers(stream_id, *extra), resumed)
 
 

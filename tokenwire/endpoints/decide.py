@@ -146,6 +146,7 @@ class Endpoints:
         self.writing: set[Writing] = set()      # the streams being written now
         self.closing = False                    # a shutdown has closed the streams (close_streams)
         self.chats = Kept(registry, "chat")          # each chat's latest stream's id
+        self.continued = Kept(registry, "continued")  # the assistant message a chat's stream goes on with
         self.records = Kept(registry, "response")    # each OpenAI response's record (JSON)
         # What answers each route's ``kind`` (``Route.kind``).
         self.handlers: dict[str, Handler] = {

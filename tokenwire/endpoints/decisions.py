@@ -65,7 +65,10 @@ class ChatRequest:
     messages: the UI messages as sent (JSON values); trigger:
     ``"submit-message"`` or ``"regenerate-message"`` (None if absent);
     message_id: the ``messageId`` sent; body: the whole JSON object, the
-    app's own fields included.
+    app's own fields included; chat_messages: the messages as a chat
+    completion's, tool calls and results included (``ui_messages``);
+    continues: the id of the assistant message the answer goes on with (the
+    last message, when it carries the client's tool outputs), else None.
     """
 
     chat_id: str | None
@@ -73,6 +76,8 @@ class ChatRequest:
     trigger: str | None
     message_id: str | None
     body: Mapping[str, Any]
+    chat_messages: tuple[dict[str, Any], ...] = ()
+    continues: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,14 +206,18 @@ class _Message:
 
 
 class ChatFrames:
-    """The ``Rendering`` of one connection that starts at chunk ``start`` (0: the whole message); see the module."""
+    """The ``Rendering`` of one connection that starts at chunk ``start`` (0: the whole message); see the module.
 
-    __slots__ = ("_head", "_message", "_offset", "start")
+    ``message_id``: the id ``start`` gives the message when the answer goes on with one the chat holds (the
+    assistant's, with the client's tool outputs: ``useChat`` adds to it); None: ``msg-<stream id>``.
+    """
 
-    def __init__(self, start: int = 0) -> None:
+    __slots__ = ("_head", "_message", "_offset", "message_id", "start")
+
+    def __init__(self, start: int = 0, message_id: str | None = None) -> None:
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise ValueError(f"start must be a chunk number >= 0, got {start!r}")
-        self.start = start
+        self.start, self.message_id = start, message_id      # message_id: start's (None: the stream's own)
         self._offset = OPENING          # entry i's first chunk is chunk i + _offset
         self._head = b""                # the open text block's text-delta head (b"": no text block is open)
         self._message = _Message()
@@ -222,7 +226,8 @@ class ChatFrames:
         """The opening chunks from ``start`` on; the first carries the stream's ``retry`` (a field in a block
         with data: an SSE reader takes it, and a decoder that makes an event of a block with only ``retry`` has
         none to make)."""
-        chunks = [{"type": "start", "messageId": message_id(stream.stream_id)}, {"type": "start-step"}]
+        chunks = [{"type": "start", "messageId": self.message_id or message_id(stream.stream_id)},
+                  {"type": "start-step"}]
         opened = b"".join(_chunk(n, chunks[n]) for n in range(self.start, OPENING))
         return b"retry: %d\n%s" % (stream.retry_ms, opened) if opened else b""
 
