@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 # How long a reader waits for another to have a token.
 IO_WAIT_S = 10.0
-LOST = ("stream 's' was lost: the token log no longer holds its tokens (Redis evicted them); it cannot be "
-        "resumed or generated again")
+LOST = ("stream 's' was lost: the token log no longer holds its tokens (Redis evicted them, or went back past "
+        "what a reader was sent); it cannot be resumed or generated again")
 
 
 async def _three_tokens_by(log, sid: str = "s") -> None:

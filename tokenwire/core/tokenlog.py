@@ -87,7 +87,8 @@ class LogGap(LogError):
 
 
 class StreamLost(LogError):
-    """A shared log lost a stream's tokens but not the stream (Redis evicted the key under memory pressure).
+    """A shared log lost a stream's tokens but not the stream (Redis evicted the key under memory pressure, or
+    went back past what a reader was sent: a failover to a replica that had not had them).
 
     Readers may hold tokens the log no longer has, so the stream is never
     generated again, from 0 or from a shorter prefix: it is over.
@@ -95,7 +96,8 @@ class StreamLost(LogError):
 
     def __init__(self, stream_id: str) -> None:
         super().__init__(f"stream {stream_id!r} was lost: the token log no longer holds its tokens (Redis "
-                         f"evicted them); it cannot be resumed or generated again")
+                         f"evicted them, or went back past what a reader was sent); it cannot be resumed or "
+                         f"generated again")
         self.stream_id = stream_id
 
 
