@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from tokenwire.asgi.model_stream import StreamRequest
 from tokenwire.endpoints.chat import parse_chat
 from tokenwire.endpoints.params import RequestError
 from tokenwire.endpoints.ui_messages import chat_messages, continued_message
+from tokenwire.upstream.messages import messages_of
 
 # A conversation as useChat sends it after a tool ran on the client (addToolOutput, sendAutomaticallyWhen):
 # the assistant's message ends with the call's output, and the answer goes on with it.
@@ -46,6 +48,11 @@ def test_tool_parts_reach_the_model_as_tool_calls_and_tool_messages_step_by_step
         {"role": "assistant", "content": "Also:", "tool_calls": [
             {"id": "call_4", "type": "function", "function": {"name": "ask", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "call_4", "content": "yes"}]
+
+
+def test_the_proxy_sends_the_upstream_the_same_tool_calls_and_tool_messages() -> None:
+    chat = parse_chat(json.dumps({"messages": CHAT}).encode())
+    assert messages_of(StreamRequest("s", {}, b"", "c", chat=chat)) == chat_messages(CHAT)
 
 
 def test_a_text_only_chat_is_its_text_and_a_message_without_role_is_the_users() -> None:

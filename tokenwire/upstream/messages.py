@@ -3,8 +3,9 @@
 How this works: an OpenAI chat completion's ``messages`` go as sent; a
 response's ``input`` (a string, or a list of items whose content is a string
 or parts with ``text``) becomes messages, after its ``instructions`` as a
-system message; an AI SDK chat's UI messages (``parts`` of type ``text``)
-become messages of their text; ``POST /streams`` and ``GET /stream`` send the
+system message; an AI SDK chat's UI messages become messages of their
+text, their files and their tool calls and results
+(``endpoints.ui_messages``); ``POST /streams`` and ``GET /stream`` send the
 ``prompt`` parameter as the user's message.  The sampling fields an OpenAI
 body carries go along (a response's ``max_output_tokens`` as ``max_tokens``).
 A continuation adds the logged prefix as the assistant's partial turn
@@ -21,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..asgi.model_stream import StreamRequest
-from ..endpoints.params import echo
+from ..endpoints.params import RequestError, echo
+from ..endpoints.ui_messages import chat_messages
 
 __all__ = ["SAMPLING", "continued", "messages_of", "sampling_of"]
 
@@ -76,10 +78,11 @@ def messages_of(request: StreamRequest) -> list[dict[str, Any]]:
         if request.openai.messages:
             return [_message(item, f"messages[{index}]") for index, item in enumerate(request.openai.messages)]
         return _input_messages(request.openai.body)
-    if request.chat is not None:
-        chat = [_message(item, f"messages[{index}]", role_needed=False)
-                for index, item in enumerate(request.chat.messages)]
-        return [{"role": item.get("role", "user"), "content": _text(item.get("parts"))} for item in chat]
+    if request.chat is not None:                # tool parts as tool_calls and tool messages (ui_messages)
+        try:
+            return chat_messages(request.chat.messages)
+        except RequestError as exc:
+            raise ValueError(exc.message) from None
     return [{"role": "user", "content": request.params.get("prompt", "")}]
 
 
