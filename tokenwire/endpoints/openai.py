@@ -5,8 +5,9 @@ sends into an ``OpenAIRequest``; the stream maker reads it (the canned answer ta
 the report's parameters from the body's fields, a model gets the request as
 ``StreamRequest.openai``) and a stream is made as ``POST /streams`` makes
 one (the same quota, the same log).  What goes on the wire is a rendering of
-that stream (``openai_wire``): chat chunks, or Responses events numbered by
-``sequence_number``.
+that stream: chat chunks (``openai_chat``), or Responses events numbered by
+``sequence_number`` (``openai_responses``, which also says where a reader
+resumes after ``starting_after``).
 
 An answer that is not streamed (no ``stream``) is gathered by a reader
 inside the server, a connection like any other whose rendering keeps the
@@ -37,17 +38,9 @@ from . import rules
 from .bodies import MAX_MODEL_CHARS, field_of, json_object, text_field
 from .decisions import CHAT_COMPLETIONS, RESPONSES, Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
 from .kept import Kept
-from .openai_wire import (
-    Answered,
-    ChatChunks,
-    Gathered,
-    ResponseEvents,
-    chat_completion,
-    cursor_of,
-    event_count,
-    response_object,
-    response_status,
-)
+from .openai_chat import ChatChunks, chat_completion
+from .openai_responses import ResponseEvents, response_object, response_status, resume, whole_response
+from .openai_wire import Answered, Gathered
 from .params import RequestError, echo, parse_count
 from .registry import LiveStream, Registry
 from .writing import Writing
@@ -201,7 +194,7 @@ async def chat_completions(endpoints: Endpoints, request: LiveRequest, body: byt
     ending = gathered.ending
     if ending is not None and ending.error is not None:
         raise RequestError(500, f"the model failed: {ending.error}")
-    return _json_answer(chat_completion(answered, "".join(gathered.tokens), len(gathered.tokens), ending))
+    return _json_answer(chat_completion(answered, gathered.tokens, ending))
 
 
 async def create_response(endpoints: Endpoints, request: LiveRequest, body: bytes) -> OpenStream | Answer:
@@ -215,7 +208,7 @@ async def create_response(endpoints: Endpoints, request: LiveRequest, body: byte
         return OpenStream(live, -1, None, None, None, ResponseEvents(answered, parsed.background))
     if parsed.background:
         _in_background(_gather(endpoints, live, Gathered()))      # it runs to the end, read by nobody
-        return _json_answer(response_object(answered, "queued", None, 0, background=True))
+        return _json_answer(response_object(answered, "queued", background=True))
     gathered = await _gather(endpoints, live, Gathered())
     return _whole(answered, gathered.tokens, response_status(gathered.ending, True), gathered.ending,
                   parsed.background)
@@ -224,8 +217,7 @@ async def create_response(endpoints: Endpoints, request: LiveRequest, body: byte
 def _whole(answered: Answered, tokens: list[str], status: str, ending: EarlyEnd | None,
            background: bool) -> Answer:
     error = ending.error if ending is not None else None
-    return _json_answer(response_object(answered, status, "".join(tokens), len(tokens), background=background,
-                                        error=error))
+    return _json_answer(whole_response(answered, tokens, status, background, error))
 
 
 def _status(state: StreamState, ending: EarlyEnd | None) -> str:
@@ -257,7 +249,7 @@ async def _found(endpoints: Endpoints, request: LiveRequest, response_id: str) -
 
 
 async def _logged(registry: Registry, stream_id: str, count: int) -> list[str]:
-    """The first ``count`` tokens of ``stream_id`` in the log."""
+    """The first ``count`` entries of ``stream_id`` in the log (``LogGap``, a 410, if it was trimmed)."""
     if count <= 0:
         return []
     if registry.aio is not None:
@@ -291,16 +283,10 @@ async def retrieve_response(endpoints: Endpoints, request: LiveRequest, response
         ending = live.stream.ending
         return _whole(answered, await _logged(registry, stream_id, generated), _status(state, ending), ending,
                       background)
-    count = event_count(generated, ended)
-    if after >= count:
-        raise RequestError(400, f"starting_after {after} is past the end: this response has events 0..{count - 1} "
-                                f"so far")
-    cursor = min(cursor_of(after), generated - 1)
-    await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
-    prefix = await _logged(registry, stream_id, cursor + 1)
+    # Where the reader is in the log so far (a trimmed log is a 410 now, while a status can say so).
+    resumed = resume(answered, background, after, await _logged(registry, stream_id, generated), ended)
     rules.take_slot(registry)
-    return OpenStream(live, cursor, None, None, None, ResponseEvents(answered, background, after, prefix),
-                      resumed=after >= 0)
+    return OpenStream(live, resumed.cursor, None, None, None, resumed.rendering, resumed=after >= 0)
 
 
 async def cancel_response(endpoints: Endpoints, request: LiveRequest, response_id: str) -> Answer:
