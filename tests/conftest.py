@@ -2,8 +2,10 @@
 
 A test's markers come from the folder it sits in (``FOLDER_MARKERS``), so a new test in a folder gets them:
 ``python -m pytest -m "not slow"`` runs ``unit/`` and ``servers/`` (the fast loop), ``-m "not load and not
-bench"`` everything but the load tests and the benchmarks.  A test anywhere that names a Redis fixture is
-marked ``redis`` and ``slow`` too.  A test file outside these folders is a collection error naming them.
+bench"`` everything but the load tests and the benchmarks.  Wherever a test sits, what it touches adds markers: a
+test file importing what starts a process (``subprocess``, ``support.asgi``'s uvicorn, ``support.redis``...,
+``SPAWNING``) is ``slow``, and one that can start a redis-server (``support.redis``, a Redis fixture) is ``redis``
+too.  A test file outside these folders is a usage error naming them.
 
 The Redis fixtures of ``support.redis`` (``redis_session``, ``redis_server``, ``own_redis``) are registered
 here as a plugin: a test names one as a parameter, without importing it.
@@ -11,6 +13,8 @@ here as a plugin: a test names one as a parameter, without importing it.
 
 from __future__ import annotations
 
+import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -32,27 +36,47 @@ FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
     "benchmarks": ("bench", "slow"),
 }
 REDIS_FIXTURES = {"redis_session", "redis_server", "own_redis"}
+# The modules that start a process (a server, a browser, redis-server, node): a test file importing one is slow.
+SPAWNING = {"subprocess", "support.asgi", "support.cdp", "support.instances", "support.processes", "support.redis",
+            "support.redis_tls", "support.served", "support.serverless_sim", "support.tokenwire_process"}
+# Those of them that start a redis-server.
+REDIS_MODULES = {"support.redis", "support.redis_tls", "support.instances", "support.serverless_sim"}
 
 # The Redis fixtures (redis_session, redis_server, own_redis), for every test module that names one.
 pytest_plugins = ["support.redis"]
 
 
-def folder_markers(path: Path, fixtures: set[str]) -> tuple[str, ...]:
-    """The markers of a test in ``path`` that names ``fixtures``; a ``ValueError`` for a file outside the folders."""
+@functools.cache
+def imported(path: Path) -> frozenset[str]:
+    """Every module the file at ``path`` imports, wherever the import statement stands."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return frozenset(found)
+
+
+def markers(path: Path, fixtures: set[str], modules: frozenset[str]) -> tuple[str, ...]:
+    """The markers of a test in ``path`` that names ``fixtures`` in a file importing ``modules``; a ``ValueError``
+    for a file outside the folders."""
     parts = path.resolve().relative_to(TESTS).parts
     if len(parts) < 2 or parts[0] not in FOLDER_MARKERS:
-        raise ValueError(f"test file {path.relative_to(TESTS.parent)} is outside the test folders: "
+        raise ValueError(f"test file {path.resolve().relative_to(TESTS.parent)} is outside the test folders: "
                          f"put it in tests/<folder>/, one of {', '.join(FOLDER_MARKERS)} (tests/README.md)")
-    marks = FOLDER_MARKERS[parts[0]]
-    if fixtures & REDIS_FIXTURES:
-        marks = tuple(dict.fromkeys((*marks, "redis", "slow")))
-    return marks
+    marks = list(FOLDER_MARKERS[parts[0]])
+    if fixtures & REDIS_FIXTURES or modules & REDIS_MODULES:
+        marks += ["redis", "slow"]
+    if modules & SPAWNING:
+        marks.append("slow")
+    return tuple(dict.fromkeys(marks))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         try:
-            marks = folder_markers(item.path, set(getattr(item, "fixturenames", ())))
+            marks = markers(item.path, set(getattr(item, "fixturenames", ())), imported(item.path))
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
         for name in marks:

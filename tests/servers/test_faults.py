@@ -10,11 +10,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,7 +31,6 @@ from support.live import (
     token_text,
     wait_until,
 )
-from support.requirements import ROOT
 
 from tokenwire.core.clock import RealClock
 from tokenwire.core.effects import TokenItem
@@ -252,56 +247,6 @@ def test_a_stream_evicted_while_it_is_read_ends_without_done_and_its_resume_is_a
     assert log.evictions == 1
 
 
-# -- a server restart mid-stream ------------------------------------------------------------------------
-def _start_server(port: int = 0) -> tuple[subprocess.Popen[str], int]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("TOKENWIRE_LOG_URL", None)          # the in-memory log: what a restart loses
-    proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", str(port), "--quiet"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("tokenwire serving on http://127.0.0.1:"), (line, proc.stderr.read() if proc.stderr else "")
-    return proc, int(line.split("http://127.0.0.1:")[1].split("/")[0])
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait(TIMEOUT_S)
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-
-
-def test_a_resume_after_a_server_restart_is_a_404_that_names_the_restart() -> None:
-    old, port = _start_server()
-    new = None
-    try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-        sock.sendall(b"GET /stream?tokens=277&producer_ms=20 HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert read_head(sock)[0] == 200
-        decoder = Decoder()
-        got, _ = read_until_tokens(sock, decoder, 3)
-        sid = json.loads(got[0].data)["stream_id"]
-        old.send_signal(signal.SIGKILL)                 # the process dies mid-stream
-        got += decoder.feed(read_to_end(sock))
-        sock.close()
-        old.wait(TIMEOUT_S)
-        new, _ = _start_server(port)                    # the same address, a fresh process
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
-        conn.request("GET", f"/streams/{sid}/events", headers={"Last-Event-ID": decoder.last_event_id})
-        response = conn.getresponse()
-        status, body = response.status, response.read()
-        conn.close()
-    finally:
-        _stop(old)
-        if new is not None:
-            _stop(new)
-    ids = [int(e.id) for e in got if e.event == "token"]
-    assert len(ids) >= 3 and ids == list(range(len(ids))) and "done" not in [e.event for e in got]
-    assert status == 404 and error_of(body) == _gone_message(sid)
-
-
 # -- threads racing on the token log --------------------------------------------------------------------
 RACE_STREAMS = 1000
 RACE_WRITERS = 8
@@ -376,21 +321,3 @@ def test_concurrent_creates_while_streams_produce_all_get_201() -> None:
             sock.close()
     assert results == [201] * 100
     assert all(token_ids(body.partition(b"\r\n\r\n")[2]) == list(range(277)) for body in bodies)
-
-
-@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
-def test_serve_stops_cleanly_on_a_signal_mid_stream(signal_name: str) -> None:
-    proc, port = _start_server()
-    try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-        sock.sendall(b"GET /stream?tokens=277&producer_ms=20 HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert read_head(sock)[0] == 200
-        read_until_tokens(sock, Decoder(), 2)
-        proc.send_signal(getattr(signal, signal_name))
-        proc.wait(TIMEOUT_S)
-        sock.close()
-        assert proc.stderr is not None
-        stderr = proc.stderr.read()
-    finally:
-        _stop(proc)
-    assert "Traceback" not in stderr, stderr

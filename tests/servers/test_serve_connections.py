@@ -20,7 +20,6 @@ from support.live import (
     error_of,
     in_thread,
     open_events,
-    raise_nofile,
     read_head,
     read_until_tokens,
     request,
@@ -37,10 +36,6 @@ from tokenwire.endpoints.config import LiveConfig
 from tokenwire.endpoints.registry import Registry
 from tokenwire.live.server import make_server
 
-# Threads the server may have beyond the one running its loop: the page pool's
-# (made on demand, at most PAGE_THREADS), never one per connection or producer.
-THREAD_SLACK = 4
-
 
 def test_both_loops_stream_resume_and_answer_pages(loop_kind: str) -> None:
     with serving() as server:
@@ -51,49 +46,6 @@ def test_both_loops_stream_resume_and_answer_pages(loop_kind: str) -> None:
     assert status == 200 and token_ids(first) == list(range(9))
     assert token_ids(rest) == list(range(9, 40)) and token_text(first) + token_text(rest) == "".join(ANSWER[:40])
     assert page[0] == 200 and json.loads(page[2])["params"]["tokens"] == 10
-
-
-def test_500_open_streams_add_no_thread() -> None:
-    raise_nofile(2 * 500 + 256)
-    threads0 = threading.active_count()
-    with serving(Registry(max_live=600)) as server:
-        request(server, "GET", "/?tokens=5")                  # the page pool has its thread before counting
-        base = threading.active_count()
-        socks = [open_events(server, "/stream?tokens=277&producer_ms=100") for _ in range(500)]
-        try:
-            for sock in socks:
-                assert read_head(sock)[0] == 200
-            # A stream's slot is taken before its producer is spawned (a later loop turn): wait for both.
-            wait_until(lambda: server.registry.live == 500 and server.registry.producers_running == 500,
-                       "500 streams to be open, each with its producer running")
-            during = threading.active_count()
-            producers = server.registry.producers_running
-            ids = read_until_tokens(socks[-1], Decoder(), 3)[0]
-        finally:
-            for sock in socks:
-                sock.close()
-        wait_until(lambda: server.registry.live == 0 and server.registry.producers_running == 0,
-                   "every stream and producer to end")
-    assert during == base <= threads0 + 1 + THREAD_SLACK, (threads0, base, during)
-    assert producers == 500 and [int(e.id) for e in ids if e.event == "token"][:3] == [0, 1, 2]
-
-
-def test_1000_idle_connections_and_a_page_and_a_stream_answered_meanwhile() -> None:
-    raise_nofile(2 * 1000 + 256)
-    before = threading.active_count()          # what earlier tests in this process left running is not ours
-    with serving() as server:
-        idle = [socket.create_connection(server.address, timeout=TIMEOUT_S) for _ in range(1000)]
-        try:
-            wait_until(lambda: len(server.connections) >= 1000, "the server to accept every idle connection")
-            threads = threading.active_count()
-            page = request(server, "GET", "/live")
-            report = request(server, "GET", "/?format=json&tokens=10")
-            stream = request(server, "GET", "/stream?tokens=20&producer_ms=0.1")
-        finally:
-            for sock in idle:
-                sock.close()
-    assert page[0] == 200 and report[0] == 200 and token_ids(stream[2]) == list(range(20))
-    assert threads - before <= 1 + THREAD_SLACK, (before, threads)    # the server's loop thread, no thread a connection
 
 
 def test_two_readers_of_one_stream_each_get_every_index_once(loop_kind: str) -> None:
