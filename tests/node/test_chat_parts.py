@@ -76,7 +76,7 @@ def test_a_message_with_reasoning_a_tool_call_its_output_and_a_second_step_is_re
 
 
 def _cut_in_the_arguments(api: str, rewrite: list[str] | None = None) -> dict[str, Any]:
-    seen = drive(transport="workflow", api=api, chatId="unused", body={"cut_after": CUT_IN_ARGUMENTS},
+    seen = drive(transport="workflow", api=api, chatId="unused", body={"cut_after": CUT_IN_ARGUMENTS, "delay_ms": 20},
                  rewrite=rewrite)
     assert seen["errors"] == []
     assert seen["requests"] == [["POST", "/tools/chat", 200],
