@@ -1,4 +1,4 @@
-"""Cross-origin front ends (issue 24, item 3): a headless Chromium page served on one origin (127.0.0.1:A) uses
+"""Cross-origin front ends: a headless Chromium page served on one origin (127.0.0.1:A) uses
 tokenwire on another (127.0.0.1:B, uvicorn serving the deployment example behind Starlette's ``CORSMiddleware`` as
 the README configures it): a ``POST`` with a bearer token (preflighted), ``EventSource`` with credentials (the
 session cookie) and without (an open mount), a ``fetch`` resume with ``Last-Event-ID`` (preflighted), and the AI

@@ -1,4 +1,4 @@
-"""The SSE decoders people run, reading a model that thinks across several heartbeats (issue 23, item 1).
+"""The SSE decoders people run, reading a model that thinks across several heartbeats.
 
 Both servers: a user's model through ``TokenStreams`` under uvicorn with a 20 ms heartbeat (``support.apps.fake_model``,
 150 ms a token), and ``tokenwire serve --heartbeat-s 0.02`` with the canned answer at 100 ms a token.  Each

@@ -1,4 +1,4 @@
-"""Issue 12 on ``/live``, in Chromium: a pace a person can see, the outage shown while it lasts, words for every
+"""The live page (``/live``) in Chromium: a pace a person can see, the outage shown while it lasts, words for every
 state and error, no sideways scroll, a silent console (favicon included), axe-clean.
 
 How: a ``LiveServer`` in this process (``serving``), Chromium over the

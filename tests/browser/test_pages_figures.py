@@ -1,4 +1,4 @@
-"""Issue 26, item 2, in Chromium: pages that lead with the figure.
+"""Pages that lead with the figure, in Chromium.
 
 The report's first screen holds the scenario's verdict and chart, the prose after them; no chart label lies on
 the plot (so on no line), on another label, or past its chart's edge; at 390 px every table fits, stacks, or

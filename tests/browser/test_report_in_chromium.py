@@ -135,7 +135,7 @@ def test_dom_holds_the_charts_the_holes_and_no_script(tmp_path: Path) -> None:
         dom, stderr = chromium(f"http://{host}:{port}/?format=html&scenario=drop-oldest", tmp_path / "profile",
                                "--dump-dom")
     assert console_lines(stderr) == []
-    # arrivals, gaps, delivered per policy, four buffer depths on one time axis, the resume (issue 12)
+    # arrivals, gaps, delivered per policy, four buffer depths on one time axis, the resume
     assert dom.count('<figure class="chart">') == 8
     assert dom.count("<polyline") == 2 + 1 + 4 + 2 and dom.count('<polygon class="band') == 4
     assert 'class="mark"' in dom and "Last-Event-ID: 17" in dom

@@ -1,4 +1,4 @@
-"""Issue 12 on the report page, in Chromium: no sideways scroll, legible charts, no lost text, axe-clean; the form.
+"""The report page in Chromium: no sideways scroll, legible charts, no lost text, axe-clean; the form.
 
 How: the report handler serves the page on loopback (``serving_report``),
 ``support.cdp`` drives Chromium over the DevTools pipe at 390 and 1280 CSS

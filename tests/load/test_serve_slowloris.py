@@ -1,6 +1,6 @@
 """A full ``tokenwire serve`` (its connection cap, or its descriptor limit) still serves a client that sends its
 request at once: a new connection takes the slot of the oldest one that has not sent a complete request line,
-and a connection that has sent its request is never shed for it (issue 18, item 8).
+and a connection that has sent its request is never shed for it.
 
 Real processes on both loops: the server is ``python -m tokenwire serve`` (``support.served``);
 the idle connections are this process's own sockets that never send a byte.  What is asserted: statuses, and

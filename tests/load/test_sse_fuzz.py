@@ -10,7 +10,7 @@ import os
 from hypothesis import given, settings
 from support.sse_reference import FUZZ_INPUTS, decoder_raises_only_sse_errors
 
-# How many examples the long fuzz draws: $TOKENWIRE_FUZZ_EXAMPLES, else 10,000 (about half a minute on a 2-core machine).
+# How many examples the long fuzz draws: $TOKENWIRE_FUZZ_EXAMPLES, else 10,000 (half a minute on 2 cores).
 FUZZ_EXAMPLES = int(os.environ.get("TOKENWIRE_FUZZ_EXAMPLES") or 10_000)
 
 

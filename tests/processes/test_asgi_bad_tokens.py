@@ -1,6 +1,6 @@
 """A model that yields a ``str`` UTF-8 cannot encode (a lone surrogate), on a real uvicorn, on the memory log and on
 Redis: the stream ends with the ``error`` event naming what is wrong, logged once, the model closed, and a
-reconnect replays the tokens and the same error (issue 18, item 1)."""
+reconnect replays the tokens and the same error."""
 
 from __future__ import annotations
 

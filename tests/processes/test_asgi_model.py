@@ -96,7 +96,7 @@ def test_cancel_closes_the_model_within_one_token_and_a_resume_ends_early(server
     assert model["steps"] <= logged + 1                       # at most one step for nobody
     assert logged < 200
     # A reader that has every logged token gets the early ending again, not a 204 saying its answer is whole
-    # (issue 22, item 4: this asserted 204 before).
+    # (a 204 would tell an EventSource it has the whole answer).
     last = read_stream(url, headers={"Last-Event-ID": str(logged - 1)})
     assert last.status == 200 and last.ids == [] and last.last_json()["reason"] == "cancelled"
 
@@ -147,7 +147,7 @@ def test_a_model_that_never_yields_keeps_the_connection_with_heartbeats(server: 
     if mount == "/cancel":     # the client left mid-token: the token being generated is abandoned, the model closed
         wait_until(lambda: stats(server, url)["closed"], "the model to be closed")
         # Nothing was logged, and the reader never saw how the stream ended: a plain reconnect gets that
-        # ending (200), not a 204 that would tell an EventSource it has everything (issue 18, item 2).
+        # ending (200), not a 204 that would tell an EventSource it has everything.
         replay = httpx.get(url)
         assert replay.status_code == 200 and "event: done" in replay.text and '"stopped_early": true' in replay.text
 
@@ -173,7 +173,7 @@ def test_a_factory_refusing_its_parameters_is_a_400_with_its_message(server: Uvi
 @pytest.mark.parametrize("mount", ["/tokens", "/cancel"])
 def test_a_model_that_fails_before_its_first_token_is_seen_failing_by_a_plain_reconnect(server: Uvicorn,
                                                                                          mount: str) -> None:
-    """Issue 18, item 2: a stream that ended before index 0 answers a reconnect without ``Last-Event-ID`` with
+    """A stream that ended before index 0 answers a reconnect without ``Last-Event-ID`` with
     its ending (200), never with a 204 that would tell an ``EventSource`` it has everything."""
     url = create(server, "n=10&delay_ms=1&mode=raise&at=0", mount=mount)
     first = read_stream(url)

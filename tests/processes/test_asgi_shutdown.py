@@ -1,5 +1,5 @@
-"""What the ASGI app does when uvicorn is told to exit, and to a reader that stops reading (issue 18, items 3
-and 4), with real uvicorn processes: the README's FastAPI example with a model that is still thinking exits
+"""What the ASGI app does when uvicorn is told to exit, and to a reader that stops reading, with real
+uvicorn processes: the README's FastAPI example with a model that is still thinking exits
 within the app's grace after SIGTERM, without a traceback, its reader told to resume; a reader that takes
 nothing past the write timeout has its connection closed (not left ESTABLISHED with megabytes queued)."""
 

@@ -1,4 +1,4 @@
-"""Authorization (issue 24, items 1 and 2): ``TokenStreams(model, authorize=...)`` on one uvicorn process (memory
+"""Authorization: ``TokenStreams(model, authorize=...)`` on one uvicorn process (memory
 log) and across two uvicorn processes on one real redis-server, with a bearer-token hook (``support.apps.auth``).
 
 No credentials is a 401 with ``WWW-Authenticate``; Alice creates and reads her stream whole and her model saw her

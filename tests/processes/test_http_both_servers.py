@@ -1,4 +1,4 @@
-"""One HTTP rule on both servers (issue 22, item 7): a declared body length of any number of digits, and
+"""One HTTP rule on both servers: a declared body length of any number of digits, and
 percent-encoded paths.  ``tokenwire serve`` on both event loops; uvicorn with each of its HTTP parsers."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Nothing is built at import: ``import tokenwire.asgi`` succeeds with any ``$TOKENWIRE_LOG_URL``; the canned
-app (``tokenwire.asgi:app``) is made on first use, and a bad URL is one line at the server's start-up."""
+"""What an import does, in a fresh interpreter: ``import tokenwire.asgi`` succeeds with any ``$TOKENWIRE_LOG_URL``
+and opens no log, and a bad URL is one line at uvicorn's start-up; ``tokenwire.client`` without httpx names the
+extra; the report function (``api/report.py``) loads none of what the live function needs.  (The canned app made
+on first use, in this process: ``unit/test_asgi_first_use.py``.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shutdown without tracebacks (issue 22, item 8): Ctrl-C to ``tokenwire serve`` after a page, SIGTERM to the demo.
+"""Shutdown without tracebacks: Ctrl-C to ``tokenwire serve`` after a page, SIGTERM to the demo.
 
 A terminal's Ctrl-C sends SIGINT to the whole foreground process group: the server, its fork server and its page
 workers.  The workers and the fork server ignore it and the server decides, so the server exits 0 and nobody

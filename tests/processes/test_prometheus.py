@@ -1,5 +1,6 @@
-"""``GET /metrics`` (issue 24 item 4): a real scrape of both servers passes ``promtool check metrics``, and after
-N streams and k resumes its figures say N and k; refusals by status; on Redis, takeovers and log rounds."""
+"""``GET /metrics`` scraped for real: both servers' scrape passes ``promtool check metrics``, and after N streams and
+k resumes its figures say N and k; refusals by status; on Redis, takeovers and log rounds.  (The endpoint without a
+socket: ``unit/test_metrics_endpoint.py``.)"""
 
 from __future__ import annotations
 

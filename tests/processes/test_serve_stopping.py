@@ -1,8 +1,9 @@
 """``tokenwire serve`` as a real process, on both event loops: what it says while it stops, and what it leaves behind.
 
-Each test starts ``python -m tokenwire serve --port 0`` and reads its port from the banner.  Issue 18: after
-SIGTERM the server says in one line how many streams it waits for and for how long (13); killed with SIGKILL it
-leaves no helper process (forkserver, resource tracker, page workers) alive (6).
+Each test starts ``python -m tokenwire serve --port 0`` (``support.served``) and reads its port from the banner.
+After SIGTERM the server says in one line how many streams it waits for and for how long; killed with SIGKILL it
+leaves no helper process (forkserver, resource tracker, page workers) alive; its access log gives an event
+stream's bytes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _open_stream(port: int, target: str) -> socket.socket:
     return sock
 
 
-# -- 13: one line while the streams finish ------------------------------------------------
+# -- one line while the streams finish ------------------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_sigterm_says_how_many_streams_it_waits_for_and_the_grace(loop: str) -> None:
     with serve(loop, "--grace-s", "10") as server:
@@ -64,7 +65,7 @@ def test_quiet_sigterm_says_nothing(loop: str) -> None:
     assert code == 0 and server.err_lines == []
 
 
-# -- 6: SIGKILL leaves no helper process ----------------------------------------------------
+# -- SIGKILL leaves no helper process ----------------------------------------------------
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """``(state, ppid, start time)`` of ``pid`` from ``/proc``, None once it is gone."""
     try:
@@ -167,7 +168,7 @@ def test_a_helper_whose_parent_died_before_it_asked_exits_at_once() -> None:
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
 
 
-# -- 12: the access log counts what an event stream sent ------------------------------------
+# -- the access log counts what an event stream sent ------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_the_access_log_gives_an_event_streams_bytes(loop: str) -> None:
     with serve(loop) as server:
@@ -183,7 +184,7 @@ def test_the_access_log_gives_an_event_streams_bytes(loop: str) -> None:
 
 
 
-# -- 7: SIGTERM with the Redis log and more open streams than the grace lets finish -------------
+# -- SIGTERM with the Redis log and more open streams than the grace lets finish -------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_sigterm_on_redis_with_streams_past_the_grace_exits_without_a_traceback(loop: str, own_redis: object) -> None:
     url = own_redis.url  # type: ignore[attr-defined]

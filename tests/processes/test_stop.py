@@ -1,4 +1,4 @@
-"""``POST /streams/<id>/stop`` (issue 23, item 3): generation stops wherever it runs, the model's iterator is
+"""``POST /streams/<id>/stop``: generation stops wherever it runs, the model's iterator is
 closed, every reader ends with the early-stop ``done``, a second stop is harmless, an unknown id is 404, and a
 reconnect after a stop gets the ending.  The memory log on both servers (both event loops for ours), and two
 processes on one real ``redis-server`` (the stop on B, the reader and the model on A)."""

@@ -1,4 +1,4 @@
-"""Cancel across processes (issue 22, item 5): two uvicorn processes on one real redis-server serve the
+"""Cancel across processes: two uvicorn processes on one real redis-server serve the
 ``on_disconnect="cancel"`` app; the stream is made (and its model run) on ``one``.  Every process with a
 reader attached holds a presence entry the owner reads, so:
 

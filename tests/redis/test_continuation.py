@@ -100,7 +100,7 @@ def test_without_continuation_the_other_process_still_ends_with_owner_lost(tmp_p
 
 
 def test_a_stream_is_continued_only_by_a_model_of_the_same_name(tmp_path: Path, loop_kind: str) -> None:
-    """Issue 22, item 3: two apps with different models (both ``takeover="continue"``) on one Redis; the owner of
+    """Two apps with different models (both ``takeover="continue"``) on one Redis; the owner of
     a stream made by one dies, and a reader comes back through the other: the stream ends ``owner lost`` with
     the first model's tokens only, and the other model's factory is never called for it."""
     calls = tmp_path / "calls.jsonl"

@@ -1,4 +1,4 @@
-"""The deployment example (issue 24, item 5), run as a deployment runs it: ``uvicorn deploy:app --app-dir examples``,
+"""The deployment example, run as a deployment runs it: ``uvicorn deploy:app --app-dir examples``,
 two processes on one real redis-server named by ``TOKENWIRE_LOG_URL``, users from ``API_TOKENS`` and the front end's
 origin from ``FRONT_END_ORIGIN``.  No credentials is a 401; Alice's bearer token creates a stream on one process and
 her session cookie reads it whole on the other; Bob gets the 404 of an unknown id; the front end's preflight is

@@ -1,9 +1,8 @@
 """The hosted live page (``api/live.py``, the second Vercel function) under uvicorn: with ``TOKENWIRE_LOG_URL`` on a
 real redis-server it serves ``/live`` and its files and resumes a cut stream on another instance; without it, a
 503 naming the setting; with ``TOKENWIRE_MAX_DURATION_S`` it ends each connection in time and the npm
-``eventsource`` client comes back by itself, to the whole answer.  And what Vercel reads: ``vercel.json`` routes
-the live paths to it, ``requirements.txt`` gives it uvicorn and redis, the report function does not import them,
-and the report links to ``/live`` where the live function has its log.
+``eventsource`` client comes back by itself, to the whole answer; and the report links to ``/live`` where the live
+function has its log.  (What Vercel reads, ``vercel.json`` and ``requirements.txt``: ``unit/test_handler.py``.)
 """
 
 from __future__ import annotations

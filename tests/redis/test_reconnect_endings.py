@@ -1,4 +1,4 @@
-"""Cancel that tells the truth (issue 22, item 4): a reconnect to a stream that was cancelled, cut by the
+"""A reconnect tells how a stream ended: a reconnect to a stream that was cancelled, cut by the
 server's ``cut_after`` with ``on_disconnect="cancel"``, or that failed gets that stream's ending (200 and the
 ending frame), never the 204 that tells an ``EventSource`` it has a whole answer; a stream that ended normally
 still gets 204 from a reader that has every token.  On the memory log, on Redis through the process that made

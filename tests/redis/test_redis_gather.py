@@ -1,4 +1,4 @@
-"""The Redis log writer's gathering (issue 17, group commit): while other streams append on the process, a round
+"""The Redis log writer's gathering (group commit): while other streams append on the process, a round
 is held for more appends, up to ``GATHER_S`` after its oldest append was queued; a lone stream's append is
 never held; a full round, or a round with another command in it, goes at once.  On a real ``redis-server``,
 both event loops.  The bound is made long here (a loaded test machine must not decide the outcome).

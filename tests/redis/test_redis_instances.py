@@ -130,7 +130,7 @@ def test_redis_stopped_gives_503_then_recovers(own_redis):
             down = request(inst.port, method, path, last_event_id=cursor)
             assert down.status == 503, (inst.name, method, down)
             assert down.headers["retry-after"] == "1"
-            assert down.json() == {"error": "the token log is unavailable"}      # no host: issue 22
+            assert down.json() == {"error": "the token log is unavailable"}      # the host is not told
         assert a.alive() and b.alive()
         own_redis.start()                                          # back, and empty (no persistence)
         assert request(b.port, "GET", events, last_event_id=got[-1]).status == 404

@@ -287,7 +287,7 @@ def test_a_model_whose_tokens_are_evicted_while_it_generates_ends_every_reader_w
 
 
 def test_a_model_whose_owner_died_and_whose_tokens_are_evicted_is_not_continued_from_index_0(tmp_path):
-    """The issue's case: a take-over found length 0 and called the factory again with start=0."""
+    """The case that was wrong: a take-over found length 0 and called the factory again with start=0."""
     calls = tmp_path / "calls.jsonl"
     with _two_apps(calls) as (log, one, other):
         made = httpx.post(f"{one.url}/continued/streams?n=300&delay_ms=20").json()

@@ -1,4 +1,4 @@
-"""The Redis log at scale (issue 17): a stream made on one process and first read on another, more than 100
+"""The Redis log at scale: a stream made on one process and first read on another, more than 100
 streams on one process (redis-py's pool limit was 100), a Redis stall mid-stream, a stale owner's pending
 flush.  Every server is a real process on a real ``redis-server``; the serve tests run on both event loops.
 """
@@ -111,7 +111,7 @@ def _many(port: int, paths: list[str], redis_port: int,
     return asyncio.run(asyncio.wait_for(main(), IO_TIMEOUT_S * 2)), seen[0]
 
 
-# -- 0. made on one process, first read on another ---------------------------------------------------------
+# -- made on one process, first read on another ---------------------------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_a_canned_stream_made_on_a_and_first_read_on_b_is_whole_on_both(redis_server, loop):
     a, b = LoopInstance(redis_server.url, "A", loop), LoopInstance(redis_server.url, "B", loop)
@@ -151,7 +151,7 @@ def test_your_own_model_made_on_one_process_and_first_read_on_the_other_is_whole
     assert resumed.status_code == 204
 
 
-# -- 4. more streams than redis-py's pool, a handful of connections -------------------------------------------
+# -- more streams than redis-py's pool, a handful of connections -------------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_more_than_100_streams_on_one_process_all_complete_on_a_few_connections(loop):
     with running_redis() as server:
@@ -168,7 +168,7 @@ def test_more_than_100_streams_on_one_process_all_complete_on_a_few_connections(
     assert 0 < most <= 8, most
 
 
-# -- 7. failures at scale -------------------------------------------------------------------------------------------
+# -- failures at scale -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_a_redis_stall_pauses_every_stream_and_refuses_new_ones_with_503(loop):
     with running_redis() as server:
@@ -251,7 +251,7 @@ def test_a_stale_owners_pending_flush_is_refused_whole(redis_server, loop, monke
     b.close()
 
 
-# -- 1. group commit --------------------------------------------------------------------------------------------
+# -- group commit --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_alone(redis_server, loop,
                                                                                         monkeypatch):
@@ -292,7 +292,7 @@ def test_one_round_carries_every_streams_append_and_a_refusal_fails_its_stream_a
     b.close()
 
 
-# -- 3. followers share one read ---------------------------------------------------------------------------------
+# -- followers share one read ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("loop", LOOPS)
 def test_a_hundred_followers_share_one_blocking_read(redis_server, loop, monkeypatch):
     from tokenwire.realtime import new_loop

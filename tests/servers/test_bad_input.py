@@ -1,6 +1,7 @@
-"""Bad input everywhere it enters: query parameters (page, live endpoints, command line),
+"""Bad input everywhere it enters a server in this process: query parameters (page, live endpoints),
 ``Last-Event-ID``, paths and methods, and what is reflected into HTML (oversized and malformed
-requests and unknown methods, refused by the HTTP layer, are ``test_http``'s).
+requests and unknown methods, refused by the HTTP layer, are ``test_http``'s; the command line's,
+``unit/test_cli_usage.py``'s).
 
 Each bad input gets one answer: a 4xx (or exit status 2) whose message
 names the parameter, quotes the value (shortened when long) and says what
@@ -329,7 +330,7 @@ TRAVERSALS = [
 def test_no_path_reaches_a_file_outside_the_two_static_files(server: LiveServer) -> None:
     secrets = [b"import ", b"root:", b"[project]", b"{%"]
     for path in TRAVERSALS:
-        # An escape of '/' or an unreserved character ('.', a letter) is a second spelling: 400 (issue 22).
+        # An escape of '/' or an unreserved character ('.', a letter) is a second spelling: 400.
         expected = 400 if re.search(r"%(2[eEfF]|[67][0-9a-fA-F])", path) else 404
         for method in ("GET", "HEAD"):
             status, _, body = request(server, method, path)

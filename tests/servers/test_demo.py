@@ -1,7 +1,7 @@
 """``tokenwire demo``: five connections over loopback, then the report measured over sockets.
 
-One run in process (its JSON checked for invariants) and one as the README
-runs it, in a fresh interpreter, bounded by a timeout well under 30 s.
+One run in this process, its JSON checked for invariants (as the README runs it, in a fresh interpreter:
+``processes/test_demo_command.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Faults on the live server: cut connections, stalled readers, evicted streams, a restart, racing threads.
+"""Faults on the live server in this process: cut connections, stalled readers, evicted streams, racing threads (a
+restart and a signal mid-stream: ``processes/test_serve_restart.py``).
 
 Each test ends with the same check a client would make: the tokens it
 holds, resumed from its last complete event id, are the whole answer,

@@ -1,4 +1,6 @@
-"""The serverless handler over a real loopback socket, its pure core, and the Vercel wiring."""
+"""The serverless report handler over a real loopback socket: every scenario and format, the Vercel path, the same
+bytes twice, the refusals by status (400, 404, 405), HEAD.  (Its pure core and the Vercel wiring:
+``unit/test_handler.py``.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The live server on one event loop, in this process: threads, idle connections, several readers, floods.
+"""The live server on one event loop, in this process: both loops, several readers, floods, the creation quota, IPv6,
+real-clock pages past their limit (hundreds of connections: ``load/test_serve_many_connections.py``).
 
 Every server binds loopback port 0 (IPv6 ``::1`` for that test) and runs in
 this process, so its threads and connections can be counted.  Assertions

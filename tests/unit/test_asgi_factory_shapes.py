@@ -1,4 +1,4 @@
-"""A factory's ValueError is a 400 with its message, whatever the factory's shape (issue 26, item 4): a function
+"""A factory's ValueError is a 400 with its message, whatever the factory's shape: a function
 returning a list or an async iterable, a generator function, an async generator function (its checks run at its
 first step), an async function returning an async generator.  The model's first step runs before the create is
 answered; its first token is then neither lost nor generated twice, and a model still thinking gets a 201.

@@ -1,5 +1,5 @@
 """Every model iterator ``TokenStreams`` makes is closed once, whatever happens to its stream: read to the end,
-never read and forgotten past ``max_streams``, never read and still kept at shutdown (issue 18, item 5).
+never read and forgotten past ``max_streams``, never read and still kept at shutdown.
 
 The app runs in this process (httpx's ASGI transport, inside the app's own lifespan), so the iterators can be
 counted; the model is an iterator class with an ``aclose`` that counts, as a client holding an upstream

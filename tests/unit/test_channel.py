@@ -1,3 +1,6 @@
+"""The bounded channel between producer and reader (``tokenwire.core.channel``): each policy's answer when it is full
+(block, drop-newest, drop-oldest, disconnect), its counts and pauses, and the refusals of a bad capacity or policy."""
+
 import pytest
 
 from tokenwire.core.channel import MAX_CAPACITY, BoundedChannel, Outcome, Policy, Taken, parse_policy

@@ -1,8 +1,8 @@
 """One style of usage error for ``report``, ``serve`` and ``demo``: one line on stderr naming the flag, exit 2.
 
 No usage block, no traceback, nothing on stdout; the line names the flag (and the value when it is the value
-that is wrong) and what is expected.  Checked through ``tokenwire.cli.main`` and, once per command, in a fresh
-interpreter as a user types it.
+that is wrong) and what is expected.  Checked through ``tokenwire.cli.main`` and each command's own entry point in
+this process; as a user types it, in a fresh interpreter: ``processes/test_cli_as_typed.py``.
 """
 
 from __future__ import annotations

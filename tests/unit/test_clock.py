@@ -1,3 +1,6 @@
+"""The clocks (``tokenwire.core.clock``): the virtual clock runs what is due at one instant in schedule order and never
+goes backwards, the real one sleeps monotonically, and the unit conversions."""
+
 import pytest
 
 from tokenwire.core.clock import ClockError, RealClock, VirtualClock, ms_to_ns, ns_to_ms

@@ -111,7 +111,7 @@ def test_a_finished_stream_gets_204_only_with_its_last_id_and_a_plain_reconnect_
 
 
 def test_204_goes_only_to_a_reader_of_a_stream_the_log_says_ended_normally() -> None:
-    """Issue 22, item 4: every token logged is not enough; a stream cancelled, stopped or failed (state
+    """Every token logged is not enough; a stream cancelled, stopped or failed (state
     cancelled), or still generating, replays its ending to a reader that has every token."""
     endpoints = _endpoints()
     events = _finished(endpoints)

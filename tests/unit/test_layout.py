@@ -1,4 +1,5 @@
-"""The package's layout: no import circle anywhere (type-only and function-level imports included), small modules."""
+"""The package's layout: no import circle anywhere (type-only and function-level imports included), small modules,
+and the demo built on the report's public API only."""
 
 import ast
 import pathlib

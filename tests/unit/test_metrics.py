@@ -1,3 +1,6 @@
+"""The timing figures (``tokenwire.core.metrics``): percentiles as ``statistics``' inclusive method gives them, and
+time to first token, inter-token gaps and throughput from arrival times, with their edges and errors."""
+
 import statistics
 
 import pytest

@@ -1,3 +1,6 @@
+"""The canned model (``tokenwire.core.model``): its 277-token answer keeps its whitespace, a seed fixes its costs, its
+stalls and jitter stay in their bounds, and a bad timing is refused by name."""
+
 import pytest
 
 from tokenwire.core.model import ANSWER, ANSWER_TEXT, Model, TimingModel, tokenize

@@ -30,7 +30,7 @@ from tokenwire.report.render import render, render_report, report_json
 from tokenwire.report.sections import TRACE_MAX_ROWS
 from tokenwire.report.transport import KernelFigures, Sockets, in_memory
 
-# The seed page's sections and labels, in order (hosted-page.txt), in the copy of issue 12: sentences start
+# The seed page's sections and labels, in order (hosted-page.txt), in the page's copy: sentences start
 # with a capital, the decision values read as what happened to the token, blank lines between paragraphs.
 SEED_ORDER = [
     "STREAMING, BACKPRESSURE AND RESUME", "you chose", "question", "answer length", "buffer", "slow reader",
@@ -252,7 +252,7 @@ def test_text_and_json_agree(query: str) -> None:
     assert f"waited {r['waited_for_model_ms']:.1f} ms for the model" in flat
 
 
-def test_json_has_the_issue_keys(default: Report) -> None:
+def test_json_has_the_documented_keys(default: Report) -> None:
     data = report_json(default)
     assert {"scenario", "clock", "params", "wire", "timing", "buffer", "resume"} <= data.keys()
     assert {"first_frames", "frames_read", "token_frames"} <= data["wire"].keys()
@@ -352,7 +352,7 @@ def test_cli_prints_the_handlers_figures_in_the_commands_words(capsysbinary: pyt
     assert capsysbinary.readouterr().out == render("scenario=block&format=json&tokens=30")[2]
     assert cli_main([]) == 0
     printed, page = (" ".join(b.decode().split()) for b in (capsysbinary.readouterr().out, render("")[2]))
-    # Issue 12: the command speaks of itself and its flags, the hosted page of itself and its query parameters.
+    # The command speaks of itself and its flags, the hosted page of itself and its query parameters.
     assert "Run the command with --clock real" in printed and "Add clock=real" in page
     assert "TRIMMED FOR THIS REPORT" in printed and "TRIMMED FOR THIS PAGE" in page
     assert "serverless" not in printed and "this page" not in printed and "clock=real" not in printed
@@ -466,7 +466,7 @@ def test_trim_note_quotes_the_demo_plans_estimate(default_text: str) -> None:
     estimate = demo_estimate_s()
     assert estimate == round(sum(estimate_wall_ms(spec, DEMO_KERNEL_TOKENS) for spec in plan_demo().values()) / 1000
                              + DEMO_OVERHEAD_S, 1)
-    assert 4.6 <= estimate <= 5.5          # issue 12: tokenwire demo took 5.0-5.1 s; within 10% of that
+    assert 4.6 <= estimate <= 5.5          # tokenwire demo took 5.0-5.1 s when measured; within 10% of that
     # the slow reader alone takes the answer twice (block, then cut + resume) plus one retry
     reader_floor = 2 * DEMO_PARAMS.tokens * DEMO_PARAMS.reader_ms / 1000 + 0.75
     assert reader_floor < estimate < reader_floor + 1

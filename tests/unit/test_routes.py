@@ -1,4 +1,6 @@
-"""The route table (``tokenwire.endpoints.routes``): one table that both servers, the HTTP layer and the README read."""
+"""The route table (``tokenwire.endpoints.routes``) that both servers, the HTTP layer and the README read: each body
+limit set by its setting's name, the routes a table refuses, the 404 that lists them, the README's endpoint table.
+(Routes added to the table and served by both servers: ``processes/test_routes_served.py``.)"""
 
 from __future__ import annotations
 

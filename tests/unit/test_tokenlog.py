@@ -1,3 +1,6 @@
+"""The memory token log (``tokenwire.core.tokenlog``): an exclusive cursor and appends in order, each index once, a
+cursor trimmed away is a gap and never a silent skip, the count and age bounds, and its states."""
+
 import pytest
 
 from tokenwire.core.tokenlog import IndexConflict, LogGap, MemoryTokenLog, StreamState, UnknownStream

@@ -1,4 +1,7 @@
-"""The model contract: what a factory gets, what it may yield, and the adapters for the clients people use.
+"""The model contract: what a model factory is called with, what it may yield, and the adapters that turn the
+objects of the clients people use (the openai SDK, anthropic, LangChain) into tokenwire's parts.
 
-A room of its own that ``tokenwire.asgi`` and ``tokenwire.upstream`` both use.
+Both the ASGI app (``tokenwire.asgi``) and the proxy (``tokenwire.upstream``) build on this package; it imports
+none of those clients: an adapter is chosen by the yielded object's module name, so a package is imported only
+when its objects are yielded.
 """
