@@ -24,6 +24,7 @@ import pytest
 from support.asgi import Read, Uvicorn, read_stream, uvicorn
 from support.instances import Instance, create, log_at, request
 from support.live import await_until
+from support.private_loop import connect
 from support.redis import redis_command, run_scene, running_redis
 
 from tokenwire.core.model import ANSWER
@@ -315,18 +316,17 @@ def test_a_finished_model_stream_whose_tokens_are_evicted_is_410_never_an_empty_
 def test_a_reader_attaching_to_a_lost_stream_gets_the_lost_ending_not_a_silent_close(redis_server, cursor):
     """The writer's own attach finds the loss (a request decided just before it): open, then the early-stop
     done with reason lost, at the reader's cursor."""
-    from test_redis_shared import _connect, _spec
-
+    from tokenwire.core.pipeline import RunSpec
     from tokenwire.core.reader import MemoryReader
     from tokenwire.core.stream import Ending
     from tokenwire.endpoints.logs import attach_stream, new_stream
     a, b = log_at(redis_server.url, "A", lease_ms=300, block_ms=50), log_at(redis_server.url, "B", block_ms=50)
     whole, results = MemoryReader(), []
-    _connect(new_stream("s", _spec(tokens=30), a), whole, -1, results).join(30)
+    connect(new_stream("s", RunSpec(tokens=30, producer_ms=1.0), a), whole, -1, results).join(30)
     stream = attach_stream("s", b)                         # known to B before the key goes
     redis_command(redis_server.url, "DEL", b.keys("s")[1])
     late = MemoryReader(last_event_id="" if cursor < 0 else str(cursor))
-    _connect(stream, late, cursor, results).join(30)
+    connect(stream, late, cursor, results).join(30)
     assert whole.ids == list(range(30)) and results == [Ending.DONE, Ending.DONE]
     assert [e.event for e in late.events] == ["open", "done"] and late.ids == []
     assert json.loads(late.events[-1].data) == {"tokens": cursor + 1, "delivered_from": cursor + 1, "dropped": 0,

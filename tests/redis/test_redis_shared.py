@@ -1,6 +1,6 @@
 """Canned streams on a shared log (SharedCanned) in one process: two instances (two logs, own owner ids), one Redis.
 
-Each connection runs on its own event-loop driver (a private loop on a thread, so
+Each connection runs on its own event-loop driver (``support.private_loop``: a private loop on a thread, so
 instances run side by side); the reader is
 the core ``MemoryReader``.  The multi-process versions (real ``tokenwire
 serve`` processes, SIGKILL) are in test_redis_instances.py.
@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from support.live import wait_until
+from support.private_loop import Running, connect
 
 from tokenwire.core.model import ANSWER, Model
 from tokenwire.core.pipeline import RunSpec
@@ -34,39 +35,6 @@ def _spec(**kw):
     kw.setdefault("tokens", N)
     kw.setdefault("producer_ms", 1.0)
     return RunSpec(**kw)
-
-
-class _Running:
-    """A private event-loop driver running on its own thread; ``join`` waits for it and raises its error."""
-
-    def __init__(self, driver):
-        self.errors = []
-        self.thread = threading.Thread(target=self._run, args=(driver,), daemon=True)
-        self.thread.start()
-
-    def _run(self, driver):
-        try:
-            driver.run()
-        except BaseException as exc:   # surfaced by join()
-            self.errors.append(exc)
-
-    def join(self, timeout_s):
-        self.thread.join(timeout_s)
-        if self.thread.is_alive():
-            raise TimeoutError(f"the connection still runs after {timeout_s} s")
-        if self.errors:
-            raise self.errors[0]
-
-
-def _connect(stream, reader, cursor, results):
-    """Start one connection of ``reader`` to ``stream`` from ``cursor``; returns its running driver."""
-    driver = LoopDriver.private()
-    reader.begin_connection()
-
-    def client():
-        results.append((yield from stream.serve(cursor, stream.new_channel())))
-    driver.spawn(client(), reader)
-    return _Running(driver)
 
 
 def _owners(log, sid):
@@ -97,7 +65,7 @@ def test_the_core_stream_runs_on_the_redis_log_alone(redis_server):
     log = _log(redis_server.url, "A")
     stream = Stream("s", Model(ANSWER[:N], _spec().timing()), log)
     reader, results = MemoryReader(), []
-    _connect(stream, reader, -1, results).join(30)
+    connect(stream, reader, -1, results).join(30)
     assert results == [Ending.DONE]
     _assert_exact(reader, log, "s")
     assert log.state("s") is StreamState.DONE and log.owner("s") is None
@@ -108,11 +76,11 @@ def test_cut_on_a_resumed_on_b(redis_server):
     a, b = _log(redis_server.url, "A"), _log(redis_server.url, "B")
     on_a = new_stream("s", _spec(), a)
     reader, results = MemoryReader(hang_up_after=20), []
-    _connect(on_a, reader, -1, results).join(30)         # A's reader hangs up: A's producer is cancelled
+    connect(on_a, reader, -1, results).join(30)         # A's reader hangs up: A's producer is cancelled
     assert results == [Ending.PEER_GONE] and reader.ids == list(range(20))
     assert a.state("s") is StreamState.CANCELLED and a.owner("s") is None
     on_b = attach_stream("s", b)
-    _connect(on_b, reader, reader.cursor, results).join(30)
+    connect(on_b, reader, reader.cursor, results).join(30)
     assert results[-1] is Ending.DONE
     _assert_exact(reader, b, "s")
     owners = _owners(b, "s")
@@ -146,10 +114,10 @@ def test_a_stalled_owner_is_taken_over_and_fenced_off(redis_server):
     on_a = new_stream("s", _spec(), a)
     on_a.source.model = FrozenModel(on_a.source.model, 25)
     reader_a, reader_b, results_a, results_b = MemoryReader(), MemoryReader(), [], []
-    threads_a = _connect(on_a, reader_a, -1, results_a)
+    threads_a = connect(on_a, reader_a, -1, results_a)
     assert on_a.source.model.frozen.wait(10)                    # A holds the lease and is stuck in step 25
     on_b = attach_stream("s", b)
-    threads_b = _connect(on_b, reader_b, 10, results_b)  # a reconnect lands on B: it follows, then takes over
+    threads_b = connect(on_b, reader_b, 10, results_b)  # a reconnect lands on B: it follows, then takes over
     threads_b.join(30)
     on_a.source.model.thaw.set()                                # A wakes up; its append of 25 must be refused
     threads_a.join(30)
@@ -183,7 +151,7 @@ def test_reconnects_on_both_instances_at_once_generate_each_index_once(redis_ser
     connect(on_b, readers[1])
     connect(on_a, readers[2])      # a second reader on each instance follows the log
     connect(on_b, readers[3])
-    for driver in [_Running(d) for d in loops.values()]:
+    for driver in [Running(d) for d in loops.values()]:
         driver.join(30)
     assert results == [Ending.DONE] * 4
     for reader in readers:
@@ -198,7 +166,7 @@ def test_redis_restart_ends_the_stream_then_recovers(own_redis):
     a = _log(own_redis.url, "A")
     on_a = new_stream("s", _spec(tokens=200, producer_ms=3.0), a)
     reader, results = MemoryReader(), []
-    driver = _connect(on_a, reader, -1, results)
+    driver = connect(on_a, reader, -1, results)
     wait_until(lambda: len(reader.ids) >= 20, "the reader's 20th token")
     own_redis.stop()
     driver.join(30)                                       # the producer stops, the connection ends without done
@@ -206,13 +174,13 @@ def test_redis_restart_ends_the_stream_then_recovers(own_redis):
     assert isinstance(on_a.source.failure, LogUnavailable) and not on_a.producer_running
     assert reader.ids == list(range(len(reader.ids)))     # a prefix, no gap, no duplicate
     with pytest.raises(LogUnavailable):
-        _connect(on_a, reader, reader.cursor, results).join(10)
+        connect(on_a, reader, reader.cursor, results).join(10)
     own_redis.start()                                      # back, empty (no persistence)
     with pytest.raises(UnknownStream):
-        _connect(on_a, reader, reader.cursor, results).join(10)
+        connect(on_a, reader, reader.cursor, results).join(10)
     fresh = new_stream("t", _spec(tokens=30), a)
     reader2, results2 = MemoryReader(), []
-    _connect(fresh, reader2, -1, results2).join(30)
+    connect(fresh, reader2, -1, results2).join(30)
     assert results2 == [Ending.DONE]
     _assert_exact(reader2, a, "t", 30)
 

@@ -11,6 +11,7 @@ never imports another (what two share lives here).
 - ``instances``: ``tokenwire serve`` processes on one shared log (``Instance``), a raw loopback request to them, and
   which instance generated each index, read back from Redis (``owners``, ``runs``).
 - ``tokenwire_process``: any ``python -m tokenwire`` command as a process, its transcript and CPU time.
+- ``private_loop``: a core stream served to a reader on a private event-loop driver of its own thread.
 - ``asgi``: a uvicorn process on loopback (``uvicorn("support.apps.chat:app")``, ``--app-dir tests``) and
   reading its streams with httpx-sse; ``asgi_thread``: an ASGI app under uvicorn in a thread of this process.
 - ``live``: the in-process servers (``serving``, ``serving_report``, ``in_thread``), raw HTTP exchanges, and
