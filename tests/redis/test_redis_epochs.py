@@ -243,8 +243,8 @@ def test_a_follower_joining_while_the_ids_are_looked_up_is_read_at_once(url, mon
     look_up = LogReader._look_up
     looking: list[asyncio.Event] = []                                  # made on the scene's loop
 
-    async def held_look_up(self):
-        await look_up(self)
+    async def held_look_up(self, *args):
+        await look_up(self, *args)
         looking[0].set()
         await looking[1].wait()                                        # its answer is on its way back
 

@@ -213,3 +213,82 @@ def run_scene(scene: Callable[[], Awaitable[Any]]) -> Any:
         return loop.run_until_complete(asyncio.wait_for(scene(), SCENE_TIMEOUT_S))
     finally:
         loop.close()
+
+
+# How long a new cluster may take to say cluster_state:ok on every node (gossip settles in about a second).
+CLUSTER_TIMEOUT_S = 20.0
+
+
+class RedisClusterNodes:
+    """``size`` cluster-enabled ``redis-server``s (their node files in ``folder``) made one cluster with
+    ``redis-cli --cluster create``, no replicas; ``url`` names the first node, ``nodes`` are the servers."""
+
+    def __init__(self, folder: str, size: int = 3) -> None:
+        binary = require_redis()
+        self.cli = require_binary("redis-cli")
+        ports = [free_port() for _ in range(size)]
+        self.nodes = [RedisServer(binary, port, ("--cluster-enabled", "yes", "--cluster-config-file",
+                                                 f"{folder}/nodes-{port}.conf", "--dir", folder))
+                      for port in ports]
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def start(self) -> None:
+        """Start every node, make them one cluster, and wait until each says ``cluster_state:ok``."""
+        for node in self.nodes:
+            node.start()
+        made = subprocess.run([self.cli, "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
+                               "--cluster-replicas", "0", "--cluster-yes"],
+                              capture_output=True, text=True, timeout=CLUSTER_TIMEOUT_S, check=False)
+        if made.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {made.stdout}{made.stderr}")
+        wait_until(lambda: all("cluster_state:ok" in str(self.ask(node.port, "CLUSTER", "INFO"))
+                               for node in self.nodes), "cluster_state:ok on every node", CLUSTER_TIMEOUT_S)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def flush(self) -> None:
+        for node in self.nodes:
+            node.flush()
+
+    @staticmethod
+    def ask(port: int, *args: object) -> Any:
+        """One command to the node on ``port`` alone (no redirection followed); replies decoded."""
+        import redis
+        with redis.Redis(port=port, decode_responses=True) as plain:
+            return plain.execute_command(*args)
+
+    def node_of(self, key: str) -> RedisServer:
+        """The node serving ``key``'s slot now."""
+        from redis.crc import key_slot
+        slot = key_slot(key.encode())
+        for first, last, primary, *_ in self.ask(self.nodes[0].port, "CLUSTER", "SLOTS"):
+            if first <= slot <= last:
+                return next(node for node in self.nodes if node.port == int(primary[1]))
+        raise AssertionError(f"slot {slot} of {key!r} is served by no node")
+
+    def client(self) -> Any:
+        """redis-py's cluster client on this cluster (every redirection followed), replies decoded."""
+        import redis.cluster
+        return redis.cluster.RedisCluster(host="127.0.0.1", port=self.nodes[0].port, decode_responses=True)
+
+
+@pytest.fixture(scope="module")
+def redis_cluster_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNodes]:
+    cluster = RedisClusterNodes(str(tmp_path_factory.mktemp("cluster")))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster(redis_cluster_module: RedisClusterNodes) -> Iterator[RedisClusterNodes]:
+    """The module's 3-node Redis Cluster, emptied for this test."""
+    redis_cluster_module.flush()
+    yield redis_cluster_module

@@ -1,8 +1,9 @@
 """What the log's writer and reader read of its settings, their one-connection Redis clients, and their timeouts.
 
 How this works: the writer (``writer``) and the followers' shared read
-(``reader``) each talk to Redis on one connection of their own, made by
-``client`` with the socket timeout each can bear.  Anything Redis does
+(``reader``) each talk to Redis on one connection of their own (one per
+node of a cluster: ``topology``), made by ``client`` with the socket
+timeout each can bear.  Anything Redis does
 wrong on either (down, stalled past the timeout, an error reply) becomes
 ``unavailable``'s ``LogUnavailable``, which names the host (redacted) and
 never the password.
@@ -19,7 +20,7 @@ from redis.retry import Retry
 from ..core.tokenlog import LogUnavailable
 from .redact import scrub
 
-__all__ = ["OP_TIMEOUT_S", "STALL_TIMEOUT_S", "Settings", "client", "unavailable"]
+__all__ = ["OP_TIMEOUT_S", "STALL_TIMEOUT_S", "Settings", "client", "home_of", "unavailable"]
 
 # A request's wait for Redis before it is answered 503: Redis answers in well
 # under a millisecond on a LAN, so a second means it is down or wedged.
@@ -46,14 +47,25 @@ class Settings(Protocol):
     def kept_key(self, kind: str, key: str) -> str: ...
 
 
-def client(settings: Settings, socket_timeout_s: float) -> Any:
-    """A redis.asyncio client of one connection (its user never runs two commands at once).
+def client(settings: Settings, socket_timeout_s: float, node: str | None = None) -> Any:
+    """A redis.asyncio client of one connection (its user never runs two commands at once), to the URL's
+    Redis or to ``node`` (``host:port``, a cluster's: the URL's user, password and TLS settings, another address).
 
     Any: redis-py types every reply as a union of bytes/str/None whatever decode_responses says.
     """
-    return redis.asyncio.Redis.from_url(settings.url, decode_responses=True, max_connections=1,
+    made = redis.asyncio.Redis.from_url(settings.url, decode_responses=True, max_connections=1,
                                         socket_timeout=socket_timeout_s, socket_connect_timeout=OP_TIMEOUT_S,
                                         retry=Retry(NoBackoff(), 1))   # one immediate retry: a reconnect
+    if node is not None:
+        host, _, port = node.rpartition(":")
+        made.connection_pool.connection_kwargs.update(host=host, port=int(port))   # before any connection
+    return made
+
+
+def home_of(redis_client: Any) -> str:
+    """The ``host:port`` a client made by ``client`` connects to (``unix`` for a local socket)."""
+    kwargs = redis_client.connection_pool.connection_kwargs
+    return f"{kwargs['host']}:{kwargs['port']}" if "host" in kwargs else "unix"
 
 
 def unavailable(settings: Settings, exc: BaseException) -> LogUnavailable:

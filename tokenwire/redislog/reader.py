@@ -20,12 +20,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from redis.exceptions import MovedError
+
 from ..core.tokenlog import LogError
 from .clients import STALL_TIMEOUT_S, Settings, client, unavailable
 from .replies import entry_index
+from .topology import REDIRECTS
 from .writer import LogWriter
 
-__all__ = ["FOLLOW_COUNT", "FOLLOW_LINGER_S", "LogReader"]
+__all__ = ["FOLLOW_COUNT", "FOLLOW_LINGER_S", "FOLLOW_POLL_S", "LogReader"]
 
 # Entries one XREAD returns per key: a follower far behind catches up in
 # steps of this many (the rest comes with the next read, at once).
@@ -40,6 +43,11 @@ _IDLE_BEATS = 4
 # ~40 us each; 2 ms gathers what every followed stream made meanwhile (a follower's token comes at most
 # this much later; at 20 ms a token, one in ten of a pace).
 FOLLOW_LINGER_S = 0.002
+# A cluster node whose followed keys span several slots cannot block on them in one XREAD: it reads them
+# again this long after a read that brought nothing.  A follower's token comes at most this much later (half
+# of a 20 ms pace); each followed slot there costs its node this many XREADs a second while nothing comes
+# (100; a slot with entries is read every FOLLOW_LINGER_S, as one blocking read over every key is).
+FOLLOW_POLL_S = 0.01
 
 Entries = list[tuple[int, str]]
 
@@ -65,81 +73,149 @@ class _Follow:
         return []
 
 
+class _Node:
+    """One node's part of the shared read: its connection, the read's task, whether it blocks now."""
+
+    __slots__ = ("blocked", "client_id", "redis", "task", "unblocking")
+
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+        self.task: asyncio.Task[None] | None = None
+        self.client_id: int | None = None
+        self.blocked = False
+        self.unblocking = False
+
+
 class LogReader:
     """One event loop's shared blocking read; ``wait`` stands in for a follower's own ``XREAD BLOCK``."""
 
     def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, writer: LogWriter) -> None:
         self.settings, self.loop, self.writer = settings, loop, writer
-        self.redis = client(settings, STALL_TIMEOUT_S + settings.block_ms / 1000)
         self.follows: dict[str, _Follow] = {}
+        self.nodes: dict[str, _Node] = {}     # the nodes read from, by ``host:port``
         self.reads = 0                        # XREAD calls made (for tests and the bench)
-        self._task: asyncio.Task[None] | None = None
-        self._client_id: int | None = None
-        self._blocked = False
-        self._unblocking = False
 
     def wait(self, key: str, cursor: int) -> asyncio.Future[Entries]:
         """The entries after ``cursor`` of stream ``key`` as soon as there are some, or [] after ``block_ms``."""
         future: asyncio.Future[Entries] = self.loop.create_future()
         follow = self.follows.get(key)
+        node = self.writer.topology.node_of(key)
         if follow is None:
             follow = self.follows[key] = _Follow(cursor)
-            self._interrupt()
+            self._interrupt(node)
         ready = follow.take(cursor)
         if ready:
             future.set_result(ready)
             return future
         follow.waiters.append((cursor, future, self.loop.time() + self.settings.block_ms / 1000))
-        if self._task is None:
-            self._task = self.loop.create_task(self._run())
+        self._start(node)
         return future
 
-    def _interrupt(self) -> None:
-        """A new key while the read blocks: end the block now, so the next read includes it."""
-        if self._blocked and not self._unblocking and self._client_id is not None:
-            self._unblocking = True
-            done = self.writer.command("CLIENT", "UNBLOCK", self._client_id)
+    def _start(self, node: str) -> None:
+        """Make sure ``node``'s read runs."""
+        here = self.nodes.get(node)
+        if here is None:
+            timeout_s = STALL_TIMEOUT_S + self.settings.block_ms / 1000
+            home = node == self.writer.topology.home and not self.writer.topology.cluster
+            here = self.nodes[node] = _Node(client(self.settings, timeout_s, None if home else node))
+        if here.task is None:
+            here.task = self.loop.create_task(self._run(node, here))
+
+    def _interrupt(self, node: str) -> None:
+        """A new key while ``node``'s read blocks: end the block now, so the next read includes it."""
+        here = self.nodes.get(node)
+        if here is not None and here.blocked and not here.unblocking and here.client_id is not None:
+            here.unblocking = True
+            done = self.writer.command("CLIENT", "UNBLOCK", here.client_id, node=node)
             done.add_done_callback(lambda f: f.cancelled() or f.exception())     # best effort
 
-    async def _run(self) -> None:
-        try:
-            while self.follows:
-                if self._client_id is None:
-                    self._client_id = int(await self.redis.client_id())
-                await self._look_up()
-                if any(follow.after is None for follow in self.follows.values()):
-                    continue                # one joined or moved while the ids were looked up: look again
-                streams = {key: str(follow.after) for key, follow in self.follows.items()}
-                self._blocked, self._unblocking = True, False
-                try:
-                    reply = await self.redis.xread(streams, count=FOLLOW_COUNT, block=self.settings.block_ms)
-                finally:
-                    self._blocked = False
-                self.reads += 1
-                self._hand_out(streams, reply)
-                self._expire()
-                if reply:
-                    await asyncio.sleep(FOLLOW_LINGER_S)
-        except Exception as exc:            # Redis down or stalled past the timeout: every follower is told
-            self._client_id = None
-            self._fail(unavailable(self.settings, exc))
-        finally:
-            self._task = None
+    def _mine(self, node: str) -> dict[str, _Follow]:
+        """The follows read on ``node`` now; the others' nodes are made sure to read theirs."""
+        topology, mine = self.writer.topology, {}
+        for key, follow in self.follows.items():
+            at = topology.node_of(key)
+            if at == node:
+                mine[key] = follow
+            elif self.nodes.get(at) is None or self.nodes[at].task is None:
+                self._start(at)
+        return mine
 
-    async def _look_up(self) -> None:
-        """The entry ids the read starts after, for the positions not known by id (one script call).
+    async def _run(self, node: str, here: _Node) -> None:
+        try:
+            await self.writer.ready()       # which node each key is read on: the writer asks Redis once
+            while mine := self._mine(node):
+                if here.client_id is None:
+                    here.client_id = int(await here.redis.client_id())
+                await self._look_up(mine)
+                if any(follow.after is None for follow in self._mine(node).values()):
+                    continue                # one joined or moved while the ids were looked up: look again
+                groups = self.writer.topology.by_slot(mine, lambda key: key)
+                got = await (self._block(here, mine) if len(groups) == 1 else self._poll(here, mine, groups))
+                self._expire()
+                await asyncio.sleep(FOLLOW_LINGER_S if got else 0 if len(groups) == 1 else FOLLOW_POLL_S)
+        except Exception as exc:            # Redis down or stalled past the timeout: every follower is told
+            here.client_id = None
+            self._fail(self._mine(node), unavailable(self.settings, exc))
+        finally:
+            here.task = None
+
+    async def _block(self, here: _Node, mine: dict[str, _Follow]) -> bool:
+        """One ``XREAD BLOCK`` over ``mine`` (keys of one slot); True if it brought entries."""
+        streams = {key: str(follow.after) for key, follow in mine.items()}
+        here.blocked, here.unblocking = True, False
+        try:
+            reply = await here.redis.xread(streams, count=FOLLOW_COUNT, block=self.settings.block_ms)
+        except REDIRECTS as exc:
+            self._redirected(exc)
+            return False
+        finally:
+            here.blocked = False
+        self.reads += 1
+        self._hand_out(streams, reply)
+        return bool(reply)
+
+    async def _poll(self, here: _Node, mine: dict[str, _Follow], groups: list[list[str]]) -> bool:
+        """One ``XREAD`` per slot of ``mine``, none blocking, in one round trip; True if any brought entries."""
+        pipe = here.redis.pipeline(transaction=False)
+        asked = []
+        for group in groups:
+            streams = {key: str(mine[key].after) for key in group}
+            pipe.xread(streams, count=FOLLOW_COUNT)
+            asked.append(streams)
+        replies = await pipe.execute(raise_on_error=False)
+        self.reads += len(replies)
+        got = False
+        for streams, reply in zip(asked, replies, strict=True):
+            if isinstance(reply, REDIRECTS):
+                self._redirected(reply)
+            elif isinstance(reply, Exception):
+                raise reply
+            else:
+                self._hand_out(streams, reply)
+                got = got or bool(reply)
+        return got
+
+    def _redirected(self, exc: Exception) -> None:
+        """A slot moved (MOVED: its keys are read on the new node from now on) or is moving (read it again)."""
+        if isinstance(exc, MovedError):
+            self.writer.topology.moved(exc)
+
+    async def _look_up(self, mine: dict[str, _Follow]) -> None:
+        """The entry ids the read starts after, for the positions not known by id (one script call per slot).
 
         An entry's id holds the epoch of the owner that wrote it, which only the stream's meta knows for an
         index this reader has not read."""
-        wanted = [(key, follow.pos) for key, follow in self.follows.items() if follow.after is None]
+        wanted = [(key, follow.pos) for key, follow in mine.items() if follow.after is None]
         if not wanted:
             return
-        metas = [key[:-len("tokens")] + "meta" for key, _ in wanted]
-        ids = await self.writer.script("ids_at", metas, [pos for _, pos in wanted])
-        for (key, pos), entry_id in zip(wanted, ids, strict=True):
-            follow = self.follows.get(key)
-            if follow is not None and follow.pos == pos:
-                follow.after = str(entry_id)
+        groups = self.writer.topology.by_slot(wanted, lambda item: item[0])
+        found = await asyncio.gather(*(self.writer.script("ids_at", [key[:-len("tokens")] + "meta" for key, _ in group],
+                                                          [pos for _, pos in group]) for group in groups))
+        for group, ids in zip(groups, found, strict=True):
+            for (key, pos), entry_id in zip(group, ids, strict=True):
+                follow = self.follows.get(key)
+                if follow is not None and follow.pos == pos:
+                    follow.after = str(entry_id)
 
     def _hand_out(self, asked: dict[str, str], reply: Any) -> None:
         items = reply.items() if isinstance(reply, dict) else (reply or [])
@@ -188,14 +264,17 @@ class LogReader:
             elif now - follow.idle_since > _IDLE_BEATS * self.settings.block_ms / 1000:
                 del self.follows[key]
 
-    def _fail(self, error: LogError) -> None:
-        follows, self.follows = self.follows, {}
-        for follow in follows.values():
+    def _fail(self, follows: dict[str, _Follow], error: LogError) -> None:
+        """Tell every follower of ``follows`` (one node's) that the read failed, and drop them."""
+        for key, follow in follows.items():
+            self.follows.pop(key, None)
             for _, future, _ in follow.waiters:
                 if not future.done():
                     future.set_exception(error)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-        await self.redis.aclose()
+        nodes, self.nodes = list(self.nodes.values()), {}
+        for here in nodes:
+            if here.task is not None:
+                here.task.cancel()
+            await here.redis.aclose()

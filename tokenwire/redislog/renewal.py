@@ -8,30 +8,36 @@ claims anything.  A renewal that finds a stream taken over drops it from
 ``owned`` (its appends are checked, and refused, from then on); one that
 finds it stopped on any instance calls what ``watch_stop`` registered.  The
 same timer renews this process's reader presence (``attend``: the streams
-read here, ``presence``) in one ``PRESENT_MANY`` call.  The timer is a
+read here, ``presence``) in one ``PRESENT_MANY`` call.  On a Redis
+Cluster each is one call per slot (a script runs over keys of one slot;
+the writer's round sends a node's calls together).  The timer is a
 handle, not a task, so a closing loop leaves none behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .clients import Settings
 from .presence import ignored, readers_key
 
-__all__ = ["Renewal", "Script"]
+__all__ = ["BySlot", "Renewal", "Script"]
 
 # How a renewal is sent: the writer's ``script`` (a script's name, its keys, its arguments -> the reply's future).
 Script = Callable[[str, Iterable[str], Iterable[object]], "asyncio.Future[Any]"]
+# How the streams are split into calls a cluster takes: the writer's ``Topology.by_slot`` (the streams, the key
+# of each -> the streams in groups of one slot; one group on a lone Redis).
+BySlot = Callable[[Iterable[str], Callable[[str], str]], list[list[str]]]
 
 
 class Renewal:
     """One event loop's leases and reader presence, renewed by ``script`` calls on one timer."""
 
-    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, script: Script) -> None:
-        self.settings, self.loop, self._script = settings, loop, script
+    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop, script: Script, by_slot: BySlot) -> None:
+        self.settings, self.loop, self._script, self._by_slot = settings, loop, script, by_slot
         self.owned: dict[str, int] = {}       # streams whose lease this instance renews -> their epoch
         self.present: set[str] = set()        # streams with a reader here: their presence is renewed too
         self.on_stop: dict[str, Callable[[], None]] = {}   # owned streams' owners, told when one is stopped
@@ -69,19 +75,19 @@ class Renewal:
             self._timer = self.loop.call_later(self.settings.lease_ms / 3000, self._renew)
 
     def _renew(self) -> None:
-        """The timer: one call renews every lease held here, one more every reader presence."""
+        """The timer: one call renews every lease held here, one more every reader presence (on a cluster,
+        one of each per slot: the writer sends a node's together)."""
         self._timer = None
         if not self.owned and not self.present:
             return
         s = self.settings
-        if self.present:
-            readers = [readers_key(s.keys(sid)[0]) for sid in self.present]
+        for group in self._by_slot(self.present, lambda sid: s.keys(sid)[0]):
+            readers = [readers_key(s.keys(sid)[0]) for sid in group]
             self._script("present_many", readers, [s.owner_id, s.lease_ms, s.ttl_ms]).add_done_callback(ignored)
-        if self.owned:
-            ids = list(self.owned)
+        for ids in self._by_slot(self.owned, lambda sid: s.keys(sid)[0]):
             keys = [key for sid in ids for key in s.keys(sid)]
             self._script("renew_many", keys, [s.owner_id, s.lease_ms, s.ttl_ms, s.maxlen]).add_done_callback(
-                lambda done: self._renewed(ids, done))
+                functools.partial(self._renewed, ids))
         self._timer = self.loop.call_later(s.lease_ms / 3000, self._renew)
 
     def _renewed(self, ids: list[str], done: asyncio.Future[Any]) -> None:

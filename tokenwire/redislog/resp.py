@@ -12,7 +12,8 @@ bytes that came with the bytes expected (one comparison for the whole run
 of them) before any parsing; only a round with a refusal is parsed reply by
 reply.  Replies come as redis-py gives them with ``decode_responses``
 (RESP2, or RESP3 on a connection that asked for it): an error reply is an
-exception object in its place (``NoScriptError`` for ``NOSCRIPT``), never
+exception object in its place (``NoScriptError`` for ``NOSCRIPT``,
+``MovedError``/``AskError`` for a cluster's redirection), never
 raised, wherever it is; bytes that are not RESP raise ``InvalidResponse``.
 """
 
@@ -23,13 +24,16 @@ from collections.abc import Iterable
 from typing import Any
 
 import hiredis
+from redis.exceptions import AskError, InvalidResponse, MovedError, NoScriptError, ResponseError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse, NoScriptError, ResponseError
 
 __all__ = ["Replies", "pack", "pack_xadd", "xadd_reply"]
 
 # Bytes taken from the stream at a time: a 1,000-entry resume read (~30 KB) comes in one or two.
 _READ_BYTES = 1 << 16
+# The error replies of a cluster sending a call elsewhere or again, as redis-py's exceptions (which read the
+# slot and the node from the text).
+_CLUSTER_ERRORS: dict[str, type[ResponseError]] = {"MOVED": MovedError, "ASK": AskError, "TRYAGAIN": TryAgainError}
 # What hiredis's ``gets`` returns while the next reply is incomplete (None and False are replies).
 _NEED = object()
 
@@ -55,7 +59,12 @@ def xadd_reply(entry: bytes) -> bytes:
 
 
 def _error(text: str) -> ResponseError:
-    """An error reply as an object (hiredis's ``replyError``): its whole text, ``NoScriptError`` for ``NOSCRIPT``."""
+    """An error reply as an object (hiredis's ``replyError``): its whole text, ``NoScriptError`` for ``NOSCRIPT``,
+    and a cluster's redirections as redis-py reads them (``MovedError``, ``AskError``, ``TryAgainError``)."""
+    code, _, rest = text.partition(" ")
+    redirection = _CLUSTER_ERRORS.get(code)
+    if redirection is not None:
+        return redirection(rest)            # as redis-py's parser makes them: the text after the code
     return NoScriptError(text) if text.startswith("NOSCRIPT") else ResponseError(text)
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from ..core.buckets import Buckets
 from .replies import entry_id
-from .resp import pack_xadd, xadd_reply
+from .resp import pack, pack_xadd, xadd_reply
 
-__all__ = ["LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "settle"]
+__all__ = ["ASKING", "LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "settle"]
 
 # The buckets of a round's time (``tokenwire_log_round_seconds``), in seconds: one pipelined round trip is
 # well under a millisecond on a LAN when all is well, and is held back by a loaded Redis or process up to
@@ -31,16 +31,23 @@ LOG_ROUND_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 
 Parse = Callable[[Any], Any]
 
+# What goes before a call an ASK redirected: the target node takes the next command on a slot it imports.
+ASKING = pack(("ASKING",))
+
 
 class Command:
-    __slots__ = ("args", "future", "parse", "tries")
+    __slots__ = ("args", "asking", "future", "node", "parse", "redirects", "tries")
 
-    def __init__(self, args: tuple[object, ...], future: asyncio.Future[Any], parse: Parse | None) -> None:
+    def __init__(self, args: tuple[object, ...], future: asyncio.Future[Any], parse: Parse | None,
+                 node: str | None = None) -> None:
         self.args, self.future, self.parse, self.tries = args, future, parse, 0
+        self.node = node                # the node it must go to (a client id's), None: its key's
+        self.asking: str | None = None  # the node an ASK sent it to: sent there once, after ASKING
+        self.redirects = 0              # MOVED, ASK and TRYAGAIN replies it got
 
 
 class Append:
-    __slots__ = ("data", "entry", "future", "index", "keys", "stream_id", "token", "tries")
+    __slots__ = ("asking", "data", "entry", "future", "index", "keys", "redirects", "stream_id", "token", "tries")
 
     def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
                  future: asyncio.Future[None]) -> None:
@@ -48,6 +55,8 @@ class Append:
         self.data = token.encode()      # here, so a token UTF-8 cannot encode is its asker's error, not the round's
         self.tries = 0
         self.entry = b""                # the entry id its XADD asked for (the epoch is the round's)
+        self.asking: str | None = None  # as a Command's
+        self.redirects = 0
 
 
 class Appends:
@@ -55,7 +64,7 @@ class Appends:
     and a checked ``APPEND_ONE`` call for each of the others.  Which is which is decided when the round is
     made, per stream, so one stream's appends in a round take one path, in their order."""
 
-    __slots__ = ("expect", "fast", "slow", "slow_calls", "xadds")
+    __slots__ = ("asking", "expect", "fast", "slow", "slow_calls", "xadds")
 
     def __init__(self, appends: list[Append], owned: dict[str, int], owner_id: str, maxlen: int, sha: str) -> None:
         self.fast = [a for a in appends if a.stream_id in owned]
@@ -63,9 +72,13 @@ class Appends:
         xadds, expect = [], []
         for a in self.fast:
             entry = a.entry = entry_id(owned[a.stream_id], a.index).encode()
+            if a.asking is not None:        # its key is being migrated to this node: ASKING lets it in
+                xadds.append(ASKING)
+                expect.append(b"+OK\r\n")
             xadds.append(pack_xadd(a.keys[1].encode(), entry, a.data))
             expect.append(xadd_reply(entry))
         self.xadds, self.expect = b"".join(xadds), b"".join(expect)
+        self.asking = [a.asking is not None for a in self.fast]
         self.slow_calls = [("EVALSHA", sha, 3, *a.keys, owner_id, a.index, a.data, maxlen) for a in self.slow]
 
 

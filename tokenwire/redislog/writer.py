@@ -8,7 +8,7 @@ waiting).  While other streams append here too, a round of appends alone is
 held for more until its oldest append is ``GATHER_S`` old or it carries
 ``GATHER_APPENDS`` (gathering: part of Redis's cost is per round, so fuller
 rounds cost it less per token).  A round is one pipeline on the writer's
-one connection (``rounds``): a plain ``XADD`` for every queued append of a
+one connection (``rounds``, ``links``): a plain ``XADD`` for every queued append of a
 stream this instance owns, fenced by the epoch of its claim (a refused one
 is looked at with one more call, ``REFUSED``, and fails that stream's
 future alone), an ``APPEND_ONE`` call, every check made, for each append of
@@ -22,8 +22,19 @@ down, no answer within ``STALL_TIMEOUT_S``) fails every future in it with
 ``LogUnavailable``, as does an append's own error that is not a refusal
 (Redis out of memory).
 
+On a Redis Cluster (``topology``: the first round asks the URL's node
+``CLUSTER SLOTS``) a round is one such pipeline per node, sent together:
+each append and command goes to the node serving its key's slot, on the
+writer's connection there (``links``), so a round costs one round trip per
+node, not one per stream.  A call a node redirects is sent again in the
+next round: after a ``MOVED`` to the slot's new node (and the map is asked
+again), after an ``ASK`` once to the target after ``ASKING``, after a
+``TRYAGAIN`` a moment later; past ``MAX_REDIRECTS`` it fails as Redis
+failing does.
+
 The owner's leases and the readers' presence are renewed through these
-rounds too, on the timer of ``renewal`` (the writer's ``renewal``).
+rounds too, on the timer of ``renewal`` (the writer's ``renewal``), one
+call per slot (``Topology.by_slot``).
 """
 
 from __future__ import annotations
@@ -34,18 +45,20 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import MovedError, NoScriptError, ResponseError
 
 from ..core.tokenlog import LogError
-from .clients import STALL_TIMEOUT_S, Settings, client, unavailable
+from .clients import Settings, home_of, unavailable
+from .links import Link
 from .renewal import Renewal
 from .replies import appended
-from .resp import Replies, pack
-from .rounds import Append, Appends, Command, Parse, RoundFigures, settle
+from .resp import pack
+from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, settle
 from .scripts import REFUSED, SCRIPTS
+from .topology import Topology, redirect, routing_key
 
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
-           "LogWriter"]
+           "MAX_REDIRECTS", "TRYAGAIN_S", "LogWriter"]
 
 # Appends in one round: 1,024 covers a process's 1,000 streams each with a
 # token waiting; more wait one round (a script call's arguments stay ~100 KB).
@@ -70,14 +83,22 @@ GATHER_SIBLINGS = 4         # fewer appenders fill a round too slowly to be wort
 _REFUSED_ID = "equal or smaller than the target stream top item"
 # A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
 _NOSCRIPT_RETRIES = 2
+# A call a cluster redirects (MOVED, ASK, TRYAGAIN) is sent again this many times: a resharding moves a slot
+# once (MOVED), an ASK is followed by one call on the target, so a few cover a slot moved twice meanwhile.
+MAX_REDIRECTS = 5
+# How long the round after a TRYAGAIN waits (a script's keys are half migrated: the rest follows within
+# milliseconds); the calls go again in their order, so a stream's appends never overtake one another.
+TRYAGAIN_S = 0.02
 
 
 class LogWriter:
-    """One event loop's queue of Redis commands, flushed a round at a time on one connection."""
+    """One event loop's queue of Redis commands, flushed a round at a time on one connection per node."""
 
     def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
         self.settings, self.loop = settings, loop
-        self.redis = client(settings, STALL_TIMEOUT_S)
+        home = Link(settings, None)
+        self.topology = Topology(home_of(home.redis))     # every key at the URL's node until Redis says otherwise
+        self._links: dict[str, Link] = {self.topology.home: home}
         self.shas = {name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()}
         self._appends: list[Append] = []
         self._commands: list[Command] = []
@@ -86,18 +107,19 @@ class LogWriter:
         self._last_appends = 0                # appends the last round carried
         self._gathering: asyncio.Future[None] | None = None   # set while a round is held for more appends
         self.gathered_s = 0.0                 # time rounds were held for more appends (for tests and the bench)
-        self._conn: Any = None                # the writer's one connection, taken from its pool once
-        self._replies: Replies | None = None  # what reads the replies on it
-        self._loaded = False                  # the scripts were sent (a Redis that lost them says NOSCRIPT)
+        self._pause = False                   # a TRYAGAIN came back: the next round waits TRYAGAIN_S
+        self._mapping = False                 # a CLUSTER SLOTS is queued (after a MOVED)
+        self._pruned = 0                      # the map's version the links were last pruned at
+        self.redirected = 0                   # calls a cluster redirected (for tests)
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.figures = RoundFigures()         # each round's time, the appends Redis took (``/metrics``)
-        self.renewal = Renewal(settings, loop, self.script)   # the leases and presence renewed on a timer
+        self.renewal = Renewal(settings, loop, self.script, self.topology.by_slot)   # leases, presence, on a timer
 
     # -- queueing ----------------------------------------------------------------------------------
-    def command(self, *args: object, parse: Parse | None = None) -> asyncio.Future[Any]:
-        """Queue one command; returns the future of its (parsed) reply."""
+    def command(self, *args: object, parse: Parse | None = None, node: str | None = None) -> asyncio.Future[Any]:
+        """Queue one command (to ``node`` if given, else its key's); returns the future of its (parsed) reply."""
         future: asyncio.Future[Any] = self.loop.create_future()
-        self._commands.append(Command(args, future, parse))
+        self._commands.append(Command(args, future, parse, node))
         if self._gathering is not None:
             settle(self._gathering)                 # a command is not held: the round goes now
         self._kick()
@@ -119,6 +141,12 @@ class LogWriter:
         self._kick()
         return future
 
+    async def ready(self) -> None:
+        """Return once the writer knows whether Redis is a cluster (its first round asks); raises the round's
+        ``LogUnavailable`` if Redis does not answer."""
+        if not self.topology.known:
+            await self.command("PING")
+
     @property
     def holding(self) -> bool:
         """A round is being held for more appends now (``GATHER_S``)."""
@@ -134,6 +162,7 @@ class LogWriter:
         try:
             while self._appends or self._commands:
                 await self._gather()
+                await self._between_rounds()
                 appends, self._appends = self._appends[:MAX_APPENDS_PER_ROUND], self._appends[MAX_APPENDS_PER_ROUND:]
                 if appends:
                     self._last_appends = len(appends)
@@ -162,14 +191,53 @@ class LogWriter:
             self._gathering = None
             self.gathered_s += self.loop.time() - started
 
+    async def _between_rounds(self) -> None:
+        """Before a round: wait out a TRYAGAIN, ask the URL's node whether it is a cluster (the first round,
+        until it answers), and close the connections of nodes the map no longer names."""
+        if self._pause:
+            self._pause = False
+            await asyncio.sleep(TRYAGAIN_S)
+        if not self.topology.known:
+            try:
+                _, (reply,) = await self._link(self.topology.home).exchange(pack(("CLUSTER", "SLOTS")), [], b"", 1)
+            except Exception:  # noqa: BLE001 - Redis is away: the round fails and says why; the next asks again
+                return
+            self.topology.learn(reply)
+        if self._pruned != self.topology.version:
+            self._pruned = self.topology.version
+            nodes = self.topology.nodes() | {self.topology.home}
+            for node in [node for node in self._links if node not in nodes]:
+                await self._links.pop(node).close()
+
+    def _link(self, node: str) -> Link:
+        link = self._links.get(node)
+        if link is None:
+            link = self._links[node] = Link(self.settings, node)
+        return link
+
     async def _round(self, appends: list[Append], commands: list[Command]) -> None:
+        """Send the round: to the one Redis, or to each node its part, together (one round trip per node)."""
         self.rounds += 1
+        topology = self.topology
+        if not topology.cluster:
+            await self._node_round(topology.home, appends, commands)
+            return
+        parts: dict[str, tuple[list[Append], list[Command]]] = {}
+        for a in appends:
+            parts.setdefault(a.asking or topology.node_of(a.keys[1]), ([], []))[0].append(a)
+        for c in commands:
+            node = c.asking or c.node or topology.node_of(routing_key(c.args))
+            parts.setdefault(node, ([], []))[1].append(c)
+        await asyncio.gather(*(self._node_round(node, a, c) for node, (a, c) in parts.items()))
+
+    async def _node_round(self, node: str, appends: list[Append], commands: list[Command]) -> None:
+        """One node's part of a round: its pipeline sent, every asker told (or its call queued again)."""
+        link = self._link(node)
         try:
             out = Appends(appends, self.renewal.owned, self.settings.owner_id, self.settings.maxlen,
                           self.shas["append_one"])
-            added, replies = await self._send(out, commands)
-            if added is not None:
-                await self._refused(out.fast, added)
+            added, replies = await self._send(link, out, commands)
+            moved = [] if added is None else await self._refused(link, out.fast, added)
         except Exception as exc:        # Redis down or stalled past the timeout: every asker is told
             error = unavailable(self.settings, exc)
             for a in appends:
@@ -177,101 +245,148 @@ class LogWriter:
             for command in commands:
                 settle(command.future, error=error)
             return
+        again = {id(a) for a in moved}
         for a in out.fast:
-            settle(a.future)           # logged (a refused one was settled with its error above)
+            if id(a) not in again:
+                settle(a.future)       # logged (a refused one was settled with its error above)
         noscript = False
         if out.slow:
-            noscript = self._checked(out.slow, replies[:len(out.slow)])
+            noscript = self._checked(out.slow, replies[:len(out.slow)], moved)
             replies = replies[len(out.slow):]
-        again: list[Command] = []                # sent again after the scripts are loaded, in their order
+        self._appends[:0] = moved                # sent again where the cluster said, first, in their order
+        redone: list[Command] = []               # sent again after the scripts are loaded, in their order
+        sent_on: list[Command] = []
         missing: NoScriptError | None = None
         for command, reply in zip(commands, replies, strict=True):
             if isinstance(reply, NoScriptError):
-                again.append(command)
+                redone.append(command)
                 missing = reply
+            elif self._redirected(command, reply):
+                sent_on.append(command)
             else:
                 self._answered(command, reply)
+        self._commands[:0] = sent_on
         if missing is not None:
-            self._again(again, self._commands, missing)
-        if noscript or again:
-            await self._load_scripts()
+            self._again(redone, self._commands, missing)
+        if noscript or redone:
+            await link.load_scripts()
 
-    async def _send(self, out: Appends, commands: list[Command]) -> tuple[list[Any] | None, list[Any]]:
-        """One round trip: every command packed into one write, the replies read in order.
+    async def _send(self, link: Link, out: Appends, commands: list[Command]) -> tuple[list[Any] | None, list[Any]]:
+        """One round trip to ``link``'s node: every command packed into one write, the replies read in order.
 
         Returns the ``XADD``s' replies (None when every one landed) and the other calls'.  Sent again once
         on a fresh connection if the old one was closed (Redis restarted); sending a round twice is safe: a
         landed append is recognised, a create carries its creator token, the rest are reads or idempotent.
         """
-        calls = out.slow_calls + [command.args for command in commands]
-        loads = 0 if self._loaded else len(SCRIPTS)      # the first round loads the scripts ahead of its calls
-        calls[:0] = [("SCRIPT", "LOAD", text) for text in SCRIPTS.values()][:loads]
-        payload = out.xadds + b"".join(pack(args) for args in calls)
+        loads = 0 if link.loaded else len(SCRIPTS)      # the first round loads the scripts ahead of its calls
+        parts = [pack(("SCRIPT", "LOAD", text)) for text in SCRIPTS.values()][:loads]
+        kept = [False] * loads                          # which replies are the calls' (not SCRIPT LOAD's, ASKING's)
+        calls: list[tuple[Append | Command, tuple[object, ...]]] = [*zip(out.slow, out.slow_calls, strict=True)]
+        for item, args in calls + [(c, c.args) for c in commands]:
+            if item.asking is not None:
+                parts.append(ASKING)
+                kept.append(False)
+            parts.append(pack(args))
+            kept.append(True)
+        payload = out.xadds + b"".join(parts)
+        sent: list[Append | Command] = [*out.fast, *out.slow, *commands]
+        for item in sent:
+            item.asking = None                          # an ASK is followed once; another ASK says it again
         for attempt in (1, 2):
             try:
-                added, replies = await self._exchange(payload, len(out.fast), out.expect, len(calls))
-                self._loaded = True
-                return added, replies[loads:]
+                added, replies = await link.exchange(payload, out.asking, out.expect, len(parts))
+                link.loaded = True
+                return added, [reply for reply, keep in zip(replies, kept, strict=True) if keep]
             except redis.ConnectionError:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    async def _exchange(self, payload: bytes, appends: int, expect: bytes, count: int
-                        ) -> tuple[list[Any] | None, list[Any]]:
-        """Send ``payload``; read ``appends`` XADD replies (None if they are ``expect``), then ``count`` more."""
-        conn = self._conn
-        if conn is None:
-            conn = self._conn = await self.redis.connection_pool.get_connection()
-        try:
-            async with asyncio.timeout(STALL_TIMEOUT_S):
-                await conn.send_packed_command(payload, check_health=False)
-                replies = self._replies
-                if replies is None or replies.stream is not conn._reader:
-                    replies = self._replies = Replies(conn._reader)    # a new connection: a new buffer
-                added = None
-                if appends and not await replies.skip(expect):
-                    added = [await replies.read() for _ in range(appends)]
-                return added, [await replies.read() for _ in range(count)]
-        except BaseException:
-            self._replies = None
-            await conn.disconnect()         # whatever was half read is gone with it; the next round reconnects
-            raise
+    def _redirected(self, item: Append | Command, reply: Any) -> bool:
+        """True if ``reply`` sends ``item`` again (``MOVED``, ``ASK``, ``TRYAGAIN``; the caller queues it), or
+        fails it, past ``MAX_REDIRECTS``; False for any other reply."""
+        if not redirect(reply):
+            return False
+        self.redirected += 1
+        item.redirects += 1
+        if item.redirects > MAX_REDIRECTS:
+            settle(item.future, error=unavailable(self.settings, reply))
+            return False
+        if isinstance(reply, MovedError):
+            self.topology.moved(reply)
+            self._ask_map()
+        elif hasattr(reply, "host"):                   # ASK: this call once on the target
+            item.asking = f"{reply.host}:{reply.port}"
+        else:
+            self._pause = True                          # TRYAGAIN: a moment later
+        return True
 
-    async def _refused(self, appends: list[Append], added: list[Any]) -> None:
-        """Settle the appends whose ``XADD`` was refused, with what ``REFUSED`` finds (one more round trip)."""
-        refused = []
+    def _ask_map(self) -> None:
+        """Queue one ``CLUSTER SLOTS`` (a slot moved: others may have too), unless one is queued."""
+        if self._mapping:
+            return
+        self._mapping = True
+
+        def mapped(done: asyncio.Future[Any]) -> None:
+            self._mapping = False
+            if not done.cancelled() and done.exception() is None:
+                self.topology.learn(done.result())
+        self.command("CLUSTER", "SLOTS").add_done_callback(mapped)
+
+    async def _refused(self, link: Link, appends: list[Append], added: list[Any]) -> list[Append]:
+        """Settle the appends whose ``XADD`` was refused, with what ``REFUSED`` finds (one more round trip, one
+        call per slot); returns the appends the cluster redirected, to be sent again."""
+        refused, moved = [], []
         for a, reply in zip(appends, added, strict=True):
-            if reply is None or isinstance(reply, ResponseError) and _REFUSED_ID in str(reply):
+            if self._redirected(a, reply):
+                moved.append(a)
+            elif reply is None or isinstance(reply, ResponseError) and _REFUSED_ID in str(reply):
                 refused.append(a)           # the stream is gone, or the id is not past its last: why, below
             elif not isinstance(reply, str):
                 settle(a.future, error=unavailable(self.settings, reply))   # Redis failing (out of memory...)
         if not refused:
-            return
-        keys = [a.keys[1] for a in refused]
-        args = [part for a in refused for part in (a.entry, a.token)]
+            return moved
+        groups = self.topology.by_slot(refused, lambda a: a.keys[1])
+        calls = [pack(("EVAL", REFUSED, len(group), *(a.keys[1] for a in group),
+                       *(part for a in group for part in (a.entry, a.token)))) for group in groups]
         try:
-            _, (reply,) = await self._exchange(pack(("EVAL", REFUSED, len(keys), *keys, *args)), 0, b"", 1)
-            if isinstance(reply, Exception):
-                raise reply
+            _, replies = await link.exchange(b"".join(calls), [], b"", len(calls))
         except Exception as exc:        # Redis went away since: these appends are not known to be logged
             for a in refused:
                 settle(a.future, error=unavailable(self.settings, exc))
-            return
-        for at in range(0, len(reply), 3):        # only the really refused ones are in the reply
+            return moved
+        for group, reply in zip(groups, replies, strict=True):
+            moved += self._why(group, reply)
+        return moved
+
+    def _why(self, refused: list[Append], reply: Any) -> list[Append]:
+        """Settle ``refused`` by ``REFUSED``'s ``reply`` (only the really refused ones are in it); returns them
+        all if the cluster redirected the call (their XADDs go again, and are looked at where they land)."""
+        if redirect(reply):
+            return [a for a in refused if self._redirected(a, reply)]
+        if isinstance(reply, Exception):
+            for a in refused:
+                settle(a.future, error=unavailable(self.settings, reply))
+            return []
+        for at in range(0, len(reply), 3):
             a = refused[int(reply[at])]
             try:
                 appended(a.stream_id, a.index, reply[at + 1], reply[at + 2])
             except LogError as exc:
                 settle(a.future, error=exc)
+        return []
 
-    def _checked(self, appends: list[Append], replies: list[Any]) -> bool:
-        """Settle each checked append by its reply; True if the scripts must be loaded again."""
+    def _checked(self, appends: list[Append], replies: list[Any], moved: list[Append]) -> bool:
+        """Settle each checked append by its reply (or add it to ``moved``, redirected); True if the scripts
+        must be loaded again."""
         missing = [(a, reply) for a, reply in zip(appends, replies, strict=True) if isinstance(reply, NoScriptError)]
         if missing:
             self._again([a for a, _ in missing], self._appends, missing[0][1])
         for a, reply in zip(appends, replies, strict=True):
             if isinstance(reply, NoScriptError):
+                continue
+            if self._redirected(a, reply):
+                moved.append(a)
                 continue
             if isinstance(reply, Exception):
                 settle(a.future, error=unavailable(self.settings, reply))
@@ -299,17 +414,8 @@ class LogWriter:
                 settle(item.future, error=unavailable(self.settings, reply))
         queue[:0] = [item for item in items if item.tries <= _NOSCRIPT_RETRIES]
 
-    async def _load_scripts(self) -> None:
-        try:
-            await self._exchange(b"".join(pack(("SCRIPT", "LOAD", text)) for text in SCRIPTS.values()), 0, b"",
-                                 len(SCRIPTS))
-        except Exception:  # noqa: BLE001 - the next round fails (and says why) or loads them again
-            pass
-
     async def close(self) -> None:
         self.renewal.stop()
-        if self._conn is not None:
-            await self._conn.disconnect()
-            await self.redis.connection_pool.release(self._conn)
-            self._conn = None
-        await self.redis.aclose()
+        links, self._links = list(self._links.values()), {}
+        for link in links:
+            await link.close()
