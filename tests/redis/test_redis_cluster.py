@@ -177,3 +177,37 @@ def test_an_owner_of_streams_in_several_slots_keeps_every_lease(pair) -> None:
     assert all(reply.done and reply.ids == list(range(n)) for reply in replies)
     for sid in ids:
         assert _makers(cluster, sid, a, b) == [0] * n, sid          # no takeover mid-answer
+
+
+def test_a_slot_migrated_under_a_live_stream_is_followed_with_no_503(pair) -> None:
+    """The slot of a stream A generates (B follows it) moves to another node mid-answer: its keys migrate
+    while the slot is MIGRATING (the source says ASK: A's appends land on the target after ASKING, a resume
+    read there too), then the slot is the target's (the source says MOVED).  Every reader gets the whole
+    answer, A made every index, and nothing answered 503."""
+    cluster, a, b = pair
+    n = 150                                 # 150 x 20 ms: three seconds, the migration inside them
+    sid = _create(a, f"tokens={n}&producer_ms=20")
+    meta, tokens, _ = stream_keys(cluster.url, sid)
+    slot, source = key_slot(meta.encode()), cluster.node_of(meta)
+    target = next(node for node in cluster.nodes if node is not source)
+    with ThreadPoolExecutor(4) as pool:
+        owner = pool.submit(request, a.port, "GET", f"/streams/{sid}/events")
+        wait_until(lambda: log_at(cluster.url).length(sid) >= 10, "A generating")
+        follower = pool.submit(request, b.port, "GET", f"/streams/{sid}/events")
+        moved = cluster.begin_migration(slot, source, target)
+        assert tokens in moved
+        at_migration = int(cluster.ask_importing(target.port, "XLEN", tokens))
+        wait_until(lambda: int(cluster.ask_importing(target.port, "XLEN", tokens)) >= at_migration + 10,
+                   "A's appends landing on the target while the slot migrates (ASK)")
+        resumed = pool.submit(request, b.port, "GET", f"/streams/{sid}/events", last_event_id=4)
+        made = [request(server.port, "POST", "/streams?tokens=3&producer_ms=1") for server in (a, b)]
+        cluster.end_migration(slot, target)
+        replies = [owner.result(TIMEOUT_S), follower.result(TIMEOUT_S), resumed.result(TIMEOUT_S)]
+    assert [m.status for m in made] == [201, 201], [m.body for m in made]
+    assert cluster.node_of(meta) is target
+    for reply in replies:
+        assert reply.status == 200 and reply.done, (reply.status, reply.body, reply.ids[-3:])
+    assert replies[0].ids == replies[1].ids == list(range(n))
+    assert replies[2].ids == list(range(5, n))
+    assert "".join(replies[0].texts) == "".join(replies[1].texts) == "".join(ANSWER[:n])
+    assert _makers(cluster, sid, a, b) == [0] * n

@@ -282,6 +282,16 @@ class RedisClusterNodes:
         with redis.Redis(port=port, decode_responses=True) as plain:
             return plain.execute_command(*args)
 
+    @staticmethod
+    def ask_importing(port: int, *args: object) -> Any:
+        """One command to the node on ``port`` after ``ASKING`` (a slot it imports), on one connection."""
+        import redis
+        with redis.Redis(port=port, decode_responses=True) as plain:
+            pipe = plain.pipeline(transaction=False)
+            pipe.execute_command("ASKING")
+            pipe.execute_command(*args)
+            return pipe.execute()[1]
+
     def node_of(self, key: str) -> RedisServer:
         """The node serving ``key``'s slot now."""
         from redis.crc import key_slot
@@ -290,6 +300,26 @@ class RedisClusterNodes:
             if first <= slot <= last:
                 return next(node for node in self.nodes if node.port == int(primary[1]))
         raise AssertionError(f"slot {slot} of {key!r} is served by no node")
+
+    def node_id(self, node: RedisServer) -> str:
+        return str(self.ask(node.port, "CLUSTER", "MYID"))
+
+    def begin_migration(self, slot: int, source: RedisServer, target: RedisServer) -> list[str]:
+        """Start moving ``slot`` from ``source`` to ``target`` as ``redis-cli --cluster reshard`` does: the slot
+        ``IMPORTING`` on the target and ``MIGRATING`` on the source, then its keys ``MIGRATE``d in one call (so
+        the source answers ``ASK`` for them from now on); returns the keys moved."""
+        self.ask(target.port, "CLUSTER", "SETSLOT", slot, "IMPORTING", self.node_id(source))
+        self.ask(source.port, "CLUSTER", "SETSLOT", slot, "MIGRATING", self.node_id(target))
+        keys = list(self.ask(source.port, "CLUSTER", "GETKEYSINSLOT", slot, 1000))
+        if keys:
+            self.ask(source.port, "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys)
+        return keys
+
+    def end_migration(self, slot: int, target: RedisServer) -> None:
+        """Give ``slot`` to ``target`` on every node (the target first): every other node says ``MOVED``."""
+        target_id = self.node_id(target)
+        for node in sorted(self.nodes, key=lambda node: node is not target):
+            self.ask(node.port, "CLUSTER", "SETSLOT", slot, "NODE", target_id)
 
     def client(self) -> Any:
         """redis-py's cluster client on this cluster (every redirection followed), replies decoded."""

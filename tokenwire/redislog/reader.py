@@ -18,6 +18,7 @@ while is dropped, and the task ends when no key is left.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from redis.exceptions import MovedError
@@ -166,7 +167,7 @@ class LogReader:
         try:
             reply = await here.redis.xread(streams, count=FOLLOW_COUNT, block=self.settings.block_ms)
         except REDIRECTS as exc:
-            self._redirected(exc)
+            await self._redirected([exc])
             return False
         finally:
             here.blocked = False
@@ -185,20 +186,24 @@ class LogReader:
         replies = await pipe.execute(raise_on_error=False)
         self.reads += len(replies)
         got = False
+        redirected = [reply for reply in replies if isinstance(reply, REDIRECTS)]
         for streams, reply in zip(asked, replies, strict=True):
-            if isinstance(reply, REDIRECTS):
-                self._redirected(reply)
-            elif isinstance(reply, Exception):
+            if isinstance(reply, Exception) and not isinstance(reply, REDIRECTS):
                 raise reply
-            else:
+            if not isinstance(reply, Exception):
                 self._hand_out(streams, reply)
                 got = got or bool(reply)
+        await self._redirected(redirected)
         return got
 
-    def _redirected(self, exc: Exception) -> None:
-        """A slot moved (MOVED: its keys are read on the new node from now on) or is moving (read it again)."""
-        if isinstance(exc, MovedError):
-            self.writer.topology.moved(exc)
+    async def _redirected(self, replies: Sequence[Exception]) -> None:
+        """Slots moved (MOVED: their keys are read on the new node from now on), or are moving (ASK, TRYAGAIN:
+        read again a poll later, by when they have moved)."""
+        for reply in replies:
+            if isinstance(reply, MovedError):
+                self.writer.topology.moved(reply)
+        if any(not isinstance(reply, MovedError) for reply in replies):
+            await asyncio.sleep(FOLLOW_POLL_S)
 
     async def _look_up(self, mine: dict[str, _Follow]) -> None:
         """The entry ids the read starts after, for the positions not known by id (one script call per slot).
