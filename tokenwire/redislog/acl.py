@@ -65,6 +65,10 @@ NEEDS: tuple[Need, ...] = (
          ("XADD", "{s}", "NOMKSTREAM", "*", "t", "")),
     Need("xread", "the followers' one blocking read over every followed stream", True,
          ("XREAD", "COUNT", "1", "STREAMS", "{s}", "0-0")),
+    Need("cluster|slots", "which node of a Redis Cluster serves each slot, asked once (on one Redis it says it is "
+         "none)", True, ("CLUSTER", "SLOTS")),
+    Need("asking", "a call a Redis Cluster's migrating slot sent on (ASK) is let in on the target", True,
+         ("ASKING",)),
     Need("get", "a chat's latest stream and a response's record", True, ("GET", "{k}")),
     Need("set", "keeping those; taking a lease, in the scripts", True, ("SET", "{k}", "v", "XX", "PX", "1")),
     Need("hget", "a stream's meta fields", True, ("HGET", "{h}", "f")),
