@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from redis.crc import key_slot
+from support.docs import marked_block
 from support.instances import Reply, log_at, request
 from support.live import wait_until
 from support.redis import RedisClusterNodes, stream_keys
@@ -211,3 +212,44 @@ def test_a_slot_migrated_under_a_live_stream_is_followed_with_no_503(pair) -> No
     assert replies[2].ids == list(range(5, n))
     assert "".join(replies[0].texts) == "".join(replies[1].texts) == "".join(ANSWER[:n])
     assert _makers(cluster, sid, a, b) == [0] * n
+
+
+def test_a_user_with_the_docs_rule_on_every_node_serves_the_cluster(redis_cluster: RedisClusterNodes) -> None:
+    """The docs' ACL rule, given on every node (a user is each node's own), is all two instances need on the
+    cluster: streams over every node resumed across them, and a slot migrated under one (ASKING), with
+    nothing refused."""
+    cluster = redis_cluster
+    words = marked_block("acl-rule", "text").split()
+    rule = ["tw", "reset", *(">tw-pw" if word == ">pw" else word for word in words[3:])]
+    for node in cluster.nodes:
+        cluster.ask(node.port, "ACL", "SETUSER", *rule)
+    url = f"redis://tw:tw-pw@127.0.0.1:{cluster.nodes[0].port}/0?lease_ms={LEASE_MS}&block_ms=50"
+    try:
+        with (running_tokenwire(["serve", "--port", "0", "--log", url]) as a,
+              running_tokenwire(["serve", "--port", "0", "--log", url]) as b):
+            ids = [_create(a, "tokens=12&producer_ms=1&scenario=block&cut_after=5") for _ in range(12)]
+            firsts = [request(a.port, "GET", f"/streams/{sid}/events") for sid in ids]
+            rests = [request(b.port, "GET", f"/streams/{sid}/events", last_event_id=4) for sid in ids]
+            live = _create(a, "tokens=100&producer_ms=20")
+            meta = stream_keys(cluster.url, live)[0]
+            source = cluster.node_of(meta)
+            target = next(node for node in cluster.nodes if node is not source)
+            with ThreadPoolExecutor(1) as pool:
+                reading = pool.submit(request, b.port, "GET", f"/streams/{live}/events")
+                wait_until(lambda: log_at(cluster.url).length(live) >= 10, "the live stream generating")
+                cluster.begin_migration(key_slot(meta.encode()), source, target)
+                tokens = stream_keys(cluster.url, live)[1]
+                at_migration = int(cluster.ask_importing(target.port, "XLEN", tokens))
+                wait_until(lambda: int(cluster.ask_importing(target.port, "XLEN", tokens)) >= at_migration + 5,
+                           "appends landing on the target after ASKING")
+                cluster.end_migration(key_slot(meta.encode()), target)
+                migrated = reading.result(TIMEOUT_S)
+            said = a.output() + b.output()
+    finally:
+        for node in cluster.nodes:
+            cluster.ask(node.port, "ACL", "DELUSER", "tw")
+    assert len(_spread(cluster, ids)) == len(cluster.nodes)
+    for first, rest in zip(firsts, rests, strict=True):
+        assert first.ids + rest.ids == list(range(12)) and rest.done, (first.ids, rest.ids, rest.body)
+    assert migrated.done and migrated.ids == list(range(100)), (migrated.ids[-3:], migrated.body)
+    assert "may not use" not in said and "unavailable" not in said, said
