@@ -121,8 +121,9 @@ def test_a_model_that_yields_a_non_string_gets_a_clear_error(server: Uvicorn) ->
     url = create(server, "n=10&delay_ms=1&mode=nonstr&at=2")
     read = read_stream(url)
     assert read.text == texts(2)
-    assert read.last_json() == {"error": "the model yielded 42 (int) as token 2; a token must be a str",
-                                "tokens": 2}
+    assert read.last_json() == {"error": "part 2: the model yielded 42 (int); a model yields a str, a part of "
+                                         "tokenwire.core.parts, or a stream object of the openai, anthropic or "
+                                         "LangChain clients", "tokens": 2}
     assert stats(server, url)["closed"]
 
 

@@ -30,7 +30,8 @@ import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from .model_stream import StreamRequest, _aclose, _quote
+from ..models import StreamRequest
+from .model_stream import _aclose, _quote
 
 __all__ = ["open_iterator"]
 

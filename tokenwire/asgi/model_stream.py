@@ -1,10 +1,13 @@
-"""A stream whose tokens come from your own model: an async iterator of ``str``, pulled one token at a time.
+"""A stream whose parts come from your own model: an async iterator, pulled one yield at a time.
 
 How this works: ``ModelTokens`` is a ``Stream``'s source whose producer
 (``ModelRun.pull``), instead of paying a canned model's step with ``Sleep``,
-awaits the iterator's next token (an ``Await`` effect, so the event loop goes on meanwhile), logs it
-under the next index and ``Put``s it to the reader, as the canned producer
-does.  The length is not known until the iterator ends, so until then
+awaits the iterator's next yield (an ``Await`` effect, so the event loop goes
+on meanwhile), makes it log entries (``models.ModelParts``: a ``str`` is
+text, as it always was; tokenwire's parts and the openai, anthropic and
+LangChain clients' stream objects are parts, each checked where it stands),
+logs each under the next index and ``Put``s it to the reader, as the canned
+producer does.  The length is not known until the iterator ends, so until then
 ``total`` is ``MAX_MODEL_TOKENS`` (the most a stream's log keeps); when the
 model stops, for whatever reason, ``total`` becomes the number of tokens
 logged, and every reader that reaches the end gets the last frame saying
@@ -15,10 +18,12 @@ how it ended (``Stream.closing_frame``):
   shutting down; an owner that died on a shared log; a shared log that
   lost the stream's tokens, ``"lost"``): ``done`` with
   ``"stopped_early": true`` and the reason;
-- the model raised, or yielded a token that is not a ``str`` UTF-8 can
-  encode (``token_problem``, checked before the token enters any log): a
-  ``failed`` event naming the exception type (never its traceback or
-  message) or what is wrong with the token, logged once on the server.
+- the model raised, or yielded something that is no part, or a part that
+  may not stand where it does (a text UTF-8 cannot encode, an argument
+  delta for a call never started, an object of no known client: checked
+  before it enters any log): a ``failed`` event naming the exception type
+  (never its traceback or message) or the part, its index and what is wrong
+  with it, logged once on the server; every part before it stays.
 
 A model cannot be restarted at index k, so a stopped iterator is never asked
 again: a reconnect replays what was logged and gets the early ``done``.
@@ -35,102 +40,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from ..core.effects import Await, Process, TokenItem
 from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, ending_state, failed
-from ..core.parts import encode, is_part
+from ..core.parts import PartError
 from ..core.sources import Fed, Source
-from ..core.tokenlog import DEFAULT_MAX_TOKENS, LogError, StreamLost, StreamState, StreamStopped
-from ..endpoints.access import shown, told
-from ..endpoints.decisions import ChatRequest, OpenAIRequest
+from ..core.tokenlog import LogError, StreamLost, StreamState, StreamStopped
+from ..endpoints.access import told
+from ..models import MAX_MODEL_TOKENS, ModelFactory, ModelParts, StreamRequest, token_problem
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelLog", "ModelRun", "ModelTokens", "StreamRequest", "token_problem"]
 
-# The most tokens one model stream may yield: what a stream's token log keeps
-# (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
-# it ends with `failed` rather than losing the start of its answer.
-MAX_MODEL_TOKENS = DEFAULT_MAX_TOKENS
-# A bad token is quoted in the error up to this many characters.
+# A bad yield is quoted in the error up to this many characters.
 _QUOTE_CHARS = 40
 
 logger = logging.getLogger("tokenwire.asgi")
 
 
-@dataclass(frozen=True, slots=True)
-class StreamRequest:
-    """What the model factory is called with for a new stream.
-
-    stream_id: the new stream's id; params: the query's parameters (without
-    ``cut_after`` and ``last_event_id``, which the app reads itself); body:
-    the ``POST /streams`` body (empty for ``GET /stream``); client: the
-    client's address.  prefix and start: empty and 0 for a new stream; for a
-    continuation (``TokenStreams(takeover="continue")``: the process that
-    generated the stream died), the tokens logged so far and the index the
-    new iterator's first token gets (``start == len(prefix)``): continue the
-    answer after ``"".join(prefix)``, for instance by sending it back as the
-    assistant's partial turn.  chat: for ``POST /chat``, its body read (the
-    chat id, the messages, the trigger, the whole JSON object; ``params`` is
-    then empty and ``body`` the raw JSON); None for the other routes.
-    headers: the creating request's headers, lower-case names (a name sent
-    twice: its values joined by ``", "``); on a continuation, those the log
-    kept (all but ``keep_out_of_log``'s).  principal: who made the stream,
-    as the app's ``authorize`` hook named them (None: the app has no hook).
-    openai: for ``POST /v1/chat/completions`` and ``POST /v1/responses``,
-    the body read (``api``, ``model``, the ``messages`` or the ``input``,
-    the whole JSON object; ``params`` is then empty); None for the others.
-    """
-
-    stream_id: str
-    params: Mapping[str, str]
-    body: bytes
-    client: str
-    prefix: tuple[str, ...] = ()
-    start: int = 0
-    chat: ChatRequest | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    principal: str | None = None
-    openai: OpenAIRequest | None = None
-
-    def __repr__(self) -> str:          # a model that logs its request logs no credentials
-        values = {one.name: getattr(self, one.name) for one in fields(self)}
-        values["headers"] = shown(self.headers)
-        return f"StreamRequest({', '.join(f'{name}={value!r}' for name, value in values.items())})"
-
-    def __post_init__(self) -> None:
-        if self.start != len(self.prefix):
-            raise ValueError(f"start must be len(prefix) ({len(self.prefix)}), got {self.start!r}")
-
-
-# A factory returns the tokens, sync or async, or an awaitable of them (``model_start`` calls it).
-Tokens = AsyncIterable[str] | Iterable[str]
-ModelFactory = Callable[[StreamRequest], Tokens | Awaitable[Tokens]]
-
-
-def token_problem(token: object, index: int) -> str | None:
-    """What is wrong with ``token``, the model's token ``index``, as the ``failed`` event says it; None if nothing.
-
-    A token must be a ``str`` that encodes to UTF-8 (the wire's encoding; a
-    lone surrogate such as ``"\\ud800"`` has no encoding).  Every token is
-    checked here before it enters a log, the memory one or a shared one.
-    """
-    if not isinstance(token, str):
-        return f"the model yielded {_quote(token)} ({type(token).__name__}) as token {index}; a token must be a str"
-    if token.isascii():
-        return None
-    try:
-        token.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return (f"the model yielded a str that is not valid UTF-8 (a lone surrogate at position {exc.start}) "
-                f"as token {index}")
-    return None
-
-
 def _quote(value: object) -> str:
     text = repr(value)
     return text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "..."
+
+
+def _raised(exc: Exception, index: int) -> str:
+    """What the ``failed`` event says of the model's exception: its type (never its message, which may hold a
+    secret), and for a part the model could not make (``PartError``, tokenwire's own words) what was wrong."""
+    if isinstance(exc, PartError):
+        return f"part {index}: the model raised PartError: {exc}"
+    return f"the model raised {type(exc).__name__}"
 
 
 class _End:
@@ -206,6 +145,7 @@ class ModelRun:
         self.pending: asyncio.Future[object] | None = None    # the step under way
         self.released = False                # the iterator was closed before any producer ran it
         self.stop_reason = CANCELLED
+        self.parts = ModelParts()             # what the model yields, made checked log entries
 
     def stop(self, stream: Fed, reason: EarlyEnd = CANCELLED) -> None:
         """Stop the model now (``STOPPED``: asked to; else cancelled): readers get the early ``done``.
@@ -262,30 +202,34 @@ class ModelRun:
                     yield from log.end(stream, index, self.stop_reason)
                     break
                 except Exception as exc:  # noqa: BLE001 - the model's own error, reported to the reader by name
-                    yield from self.failing(stream, index, f"the model raised {type(exc).__name__}", log, exc)
+                    yield from self.failing(stream, index, _raised(exc, index), log, exc)
                     break
                 finally:
                     self.pending = None
-                if token is _END:
-                    yield from log.end(stream, index, None)
-                    break
-                if is_part(token):                 # a typed part is one log entry (core.parts' codec)
-                    token = encode(token)
-                problem = token_problem(token, index)
-                if problem is None and index >= MAX_MODEL_TOKENS:
-                    problem = f"the model yielded more than {MAX_MODEL_TOKENS} tokens, the most a stream keeps"
-                if problem is not None:
-                    yield from self.failing(stream, index, problem, log)
-                    break
                 try:
-                    yield from log.append(stream, index, str(token))
-                except StreamStopped:              # stopped on another process: the log refused the token
-                    self.stop_reason = STOPPED
-                    yield from log.end(stream, index, STOPPED)
+                    entries = self.parts.close(index) if token is _END else self.parts.entries(token, index)
+                except PartError as exc:
+                    yield from self.failing(stream, index, str(exc), log)
                     break
-                self.position = index + 1
-                yield from stream.pass_on(TokenItem(index, str(token)))
-                index += 1
+                if index + len(entries) > MAX_MODEL_TOKENS:
+                    yield from self.failing(stream, index, f"the model yielded more than {MAX_MODEL_TOKENS} "
+                                                           f"tokens, the most a stream keeps", log)
+                    break
+                for entry in entries:
+                    try:
+                        yield from log.append(stream, index, entry)
+                    except StreamStopped:          # stopped on another process: the log refused the part
+                        self.stop_reason = STOPPED
+                        yield from log.end(stream, index, STOPPED)
+                        break
+                    self.position = index + 1
+                    yield from stream.pass_on(TokenItem(index, entry))
+                    index += 1
+                else:
+                    if token is not _END:
+                        continue
+                    yield from log.end(stream, index, None)
+                break
         except StreamLost:                   # the log lost what readers hold: never continued, said so
             self.pending = None
             yield from log.end(stream, index, LOST)

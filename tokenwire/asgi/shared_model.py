@@ -70,10 +70,11 @@ from ..endpoints.access import PRINCIPAL_KEY
 from ..endpoints.chat import parse_chat
 from ..endpoints.openai import parse_openai
 from ..endpoints.params import RequestError
+from ..models import MAX_MODEL_TOKENS, ModelFactory, StreamRequest
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of, followed, passed_on
 from .model_start import open_iterator
-from .model_stream import MAX_MODEL_TOKENS, ModelFactory, ModelRun, StreamRequest, logger
+from .model_stream import ModelRun, logger
 
 if TYPE_CHECKING:
     from ..redislog.aio import AsyncRedisLog

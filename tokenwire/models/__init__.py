@@ -5,3 +5,10 @@ Both the ASGI app (``tokenwire.asgi``) and the proxy (``tokenwire.upstream``) bu
 none of those clients: an adapter is chosen by the yielded object's module name, so a package is imported only
 when its objects are yielded.
 """
+
+from __future__ import annotations
+
+from .request import MAX_MODEL_TOKENS, ModelFactory, StreamRequest, Tokens
+from .yields import ModelParts, token_problem
+
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelParts", "StreamRequest", "Tokens", "token_problem"]

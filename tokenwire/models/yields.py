@@ -1,0 +1,197 @@
+"""What a model may yield, made log entries: ``str``, tokenwire's parts, and the objects of the clients people use.
+
+How this works: ``ModelParts.entries`` takes what the model yielded next
+and returns the log entries it makes (``parts.encode``), each part checked
+where it stands (``parts.PartChecker``):
+
+- a ``str`` is text, as a token always was: the fast path, one UTF-8 check
+  and no other cost;
+- one of ``tokenwire.core.parts``' classes is itself;
+- an object of a client is read by that client's adapter, chosen by the
+  object's module name, so none of those packages is imported here: the
+  openai SDK's ``ChatCompletionChunk`` (``openai_chat.ChunkParts``) and
+  Responses stream events (``openai_responses.ResponseParts``), anthropic's
+  raw message stream events (``anthropic_events.AnthropicParts``), and
+  LangChain's ``AIMessageChunk`` and ``ToolMessage``
+  (``langchain_chunks.LangChainParts``).  A dict that says it is a chat
+  completion chunk (``"object": "chat.completion.chunk"``) or a Responses
+  event (``"type": "response...."``) is read as one too.
+
+An adapter is a small stateful converter (a tool call's id by its index,
+say), one per client per answer.  A finish or usage an adapter reads is held
+until the answer ends: a model that runs a tool itself (an agent loop in the
+factory) yields its first call's chunks, finish_reason ``tool_calls``
+included, then the ``ToolResult`` and a ``Step``, then the next call's
+chunks; what ends the answer is the last call's finish, and its usage is the
+calls' usage summed.  A ``Step`` the model yields starts fresh adapters (the
+next call's chunks number their tool calls from 0 again).
+
+Anything else, or a part that may not stand where it does, is a
+``PartError`` naming the part and its index: the stream ends ``failed``
+with that message, every part before it kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ..core.parts import PART_MARK, Finish, Part, PartChecker, PartError, Step, Usage, encode, is_part
+from .anthropic_events import AnthropicParts
+from .langchain_chunks import LangChainParts
+from .openai_chat import ChunkParts
+from .openai_responses import ResponseParts
+
+__all__ = ["ModelParts", "token_problem"]
+
+# A bad yield is quoted in the error up to this many characters.
+_QUOTE_CHARS = 80
+
+
+class Adapter(Protocol):
+    """One client's stream objects in, parts out: ``feed`` one object, ``close`` at the answer's end."""
+
+    def feed(self, item: Any) -> list[str | Part]: ...
+    def close(self) -> Sequence[str | Part]: ...
+
+
+# Which adapter reads an object, by the start of its class's module name (the packages are never imported here).
+_BY_MODULE: tuple[tuple[str, type[Adapter]], ...] = (
+    ("openai.types.chat.", ChunkParts), ("openai.types.responses.", ResponseParts),
+    ("anthropic.", AnthropicParts), ("langchain_core.messages.", LangChainParts))
+
+
+def token_problem(token: str, index: int) -> str | None:
+    """What is wrong with the text ``token``, the model's part ``index``; None if nothing.
+
+    Text must encode to UTF-8 (the wire's encoding; a lone surrogate such as
+    ``"\\ud800"`` has no encoding).
+    """
+    if token.isascii():
+        return None
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"the model yielded a str that is not valid UTF-8 (a lone surrogate at position {exc.start}) "
+                f"as token {index}")
+    return None
+
+
+def _quote(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "..."
+
+
+def _adapter_of(item: object) -> type[Adapter] | None:
+    if isinstance(item, Mapping):
+        if item.get("object") == "chat.completion.chunk":
+            return ChunkParts
+        kind = item.get("type")
+        return ResponseParts if isinstance(kind, str) and kind.startswith("response.") else None
+    module = type(item).__module__ + "."
+    for prefix, adapter in _BY_MODULE:
+        if module.startswith(prefix):
+            return adapter
+    return None
+
+
+class ModelParts:
+    """One model's yields made log entries, each part checked where it stands; see the module.
+
+    ``prefix``: the parts a continuation starts after (they were checked as
+    they were logged; the checker learns its calls from them).
+    """
+
+    __slots__ = ("_adapters", "_checker", "_finish", "_usage", "finished")
+
+    def __init__(self, prefix: Iterable[str | Part] = ()) -> None:
+        self._checker = PartChecker()
+        self._adapters: dict[type[Adapter], Adapter] = {}
+        self._finish: Finish | None = None        # an adapter's finish, held until the answer ends
+        self._usage: Usage | None = None          # the adapters' usage summed, held likewise
+        self.finished = False                     # a Finish was logged: only usage may follow
+        for index, part in enumerate(prefix):
+            try:
+                self._check(index, part)
+            except PartError:
+                pass                              # logged already: the continuation goes on from it
+
+    def entries(self, item: object, index: int) -> list[str]:
+        """The log entries ``item`` makes, the first at ``index``; ``PartError`` naming what is wrong."""
+        if item.__class__ is str and not self.finished:           # the fast path: text, as a token always was
+            problem = token_problem(item, index)
+            if problem is not None:
+                raise PartError(problem)
+            return [item if item[:1] != PART_MARK else encode(item)]
+        if isinstance(item, str) or is_part(item):
+            if isinstance(item, Step):
+                self._adapters.clear()            # the next model call's objects are read afresh
+            return self._logged(index, [item])                      # type: ignore[list-item]
+        adapter = _adapter_of(item)
+        if adapter is None:
+            raise PartError(f"part {index}: the model yielded {_quote(item)} ({type(item).__name__}); a model "
+                            f"yields a str, a part of tokenwire.core.parts, or a stream object of the openai, "
+                            f"anthropic or LangChain clients")
+        reader = self._adapters.get(adapter)
+        if reader is None:
+            reader = self._adapters[adapter] = adapter()
+        try:
+            parts = reader.feed(item)
+        except PartError as exc:
+            raise PartError(f"part {index}: {exc}") from None
+        return self._logged(index, parts, held=True)
+
+    def close(self, index: int) -> list[str]:
+        """The entries the answer's end completes, the first at ``index``: the adapters' last, the held finish."""
+        parts: list[str | Part] = []
+        try:
+            for reader in self._adapters.values():
+                parts.extend(reader.close())
+        except PartError as exc:
+            raise PartError(f"part {index}: {exc}") from None
+        entries = self._logged(index, parts, held=True)
+        held = [part for part in (self._finish, self._usage) if part is not None]
+        self._finish = self._usage = None
+        return entries + self._logged(index + len(entries), held)
+
+    def _logged(self, index: int, parts: Sequence[str | Part], *, held: bool = False) -> list[str]:
+        entries: list[str] = []
+        for part in parts:
+            if held and isinstance(part, Finish):
+                self._finish = part
+                continue
+            if held and isinstance(part, Usage):
+                self._usage = part if self._usage is None else _summed(self._usage, part)
+                continue
+            self._check(index + len(entries), part)
+            entries.append(_entry(index + len(entries), part))
+        return entries
+
+    def _check(self, index: int, part: str | Part) -> None:
+        if not isinstance(part, Finish | Usage):
+            self._finish = None                   # the model goes on: a finish held was its step's, not the answer's
+        self._checker.check(index, part)
+        if isinstance(part, Finish):
+            self.finished = True
+
+
+def _entry(index: int, part: str | Part) -> str:
+    """``part``'s log entry; ``PartError`` if its text cannot be sent (a lone surrogate)."""
+    if isinstance(part, str):
+        problem = token_problem(part, index)
+        if problem is not None:
+            raise PartError(problem)
+        return encode(str(part))              # a str subclass is logged as the plain str it holds
+    entry = encode(part)
+    if not entry.isascii():
+        try:
+            entry.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PartError(f"part {index} ({_quote(part)}): its text is not valid UTF-8 (a lone surrogate)") from None
+    return entry
+
+
+def _summed(one: Usage, other: Usage) -> Usage:
+    return Usage(one.input_tokens + other.input_tokens, one.output_tokens + other.output_tokens,
+                 one.reasoning_tokens + other.reasoning_tokens, one.cached_input_tokens + other.cached_input_tokens)
+
