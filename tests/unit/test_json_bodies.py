@@ -176,8 +176,9 @@ def test_the_proxy_reads_a_chat_completions_messages_item_by_item(items: list[An
 
 @pytest.mark.parametrize(("items", "message"), [
     ([1], "input[0] must be a message, an object with a \"role\", got '1'"),
-    ([{"role": "user", "content": "hi"}, {"type": "function_call_output"}],
+    ([{"role": "user", "content": "hi"}, {"content": "x"}],
      "input[1] must be a message with a \"role\", a string, got 'null'"),
+    ([{"type": "function_call_output", "output": "x"}], "input[0].call_id must be a string, got 'null'"),
     ([{"role": "user", "content": 5}], "input[0].content must be a string or a list of parts, got '5'"),
 ])
 def test_the_proxy_reads_a_responses_input_item_by_item(items: list[Any], message: str) -> None:

@@ -145,6 +145,11 @@ class ChunkParts:
                 parts.append(usage_of(usage))
         return parts
 
+    @property
+    def finished(self) -> bool:
+        """True once a ``finish_reason`` was read: only the usage chunk may follow."""
+        return self._finished
+
     def close(self) -> list[Part]:
         """The parts the stream's end completes: the open call's end, a usage not yet sent."""
         parts: list[Part] = []

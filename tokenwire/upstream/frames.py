@@ -1,15 +1,19 @@
-"""An upstream's chat completion stream read: bytes in, the answer's text pieces out, no I/O.
+"""An upstream's chat completion stream read: bytes in, the answer's parts out, no I/O.
 
 How this works: ``UpstreamFrames.feed`` hands the bytes to tokenwire's SSE
-``Decoder`` and reads each event's data as a ``chat.completion.chunk``: the
-text of ``choices[0].delta.content`` is a token (an empty one, or a chunk
-without it, such as the role chunk or a usage chunk, yields nothing);
-``data: [DONE]`` ends the stream, and so does a chunk with a
-``finish_reason`` (the ``[DONE]`` that follows is then taken and ignored).
-Anything else fails clearly with one of ``UpstreamError``'s kinds, whose
-name a reader sees in the stream's ``failed`` event: an ``{"error": ...}``
-frame (what OpenAI-compatible servers send when they fail mid-stream) is
-``UpstreamFailed``, a frame that is not such a chunk ``UpstreamMalformed``.
+``Decoder`` and reads each event's data as a ``chat.completion.chunk``, whose
+parts ``models.openai_chat.ChunkParts`` reads: text, reasoning (vLLM's
+``delta.reasoning``, SGLang's ``reasoning_content``), a refusal, tool calls
+by index, the finish reason, and the usage chunk (an empty chunk, such as
+the role chunk, yields nothing).  ``data: [DONE]`` ends the stream, and so
+does the usage chunk after the ``finish_reason`` (what follows is taken and
+ignored); an upstream that closes its stream after the ``finish_reason``
+has ended its answer too (``finished``).  Anything else fails clearly with
+one of ``UpstreamError``'s kinds, whose name a reader sees in the stream's
+``failed`` event: an ``{"error": ...}`` frame (what OpenAI-compatible
+servers send when they fail mid-stream) is ``UpstreamFailed``, a frame that
+is not such a chunk, or a part that cannot be one (a choice other than the
+first, a tool call's arguments that are not JSON), ``UpstreamMalformed``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.parts import Part, PartError
 from ..core.sse import Decoder, SSEError
+from ..models.openai_chat import ChunkParts
 
 __all__ = ["UpstreamBroken", "UpstreamError", "UpstreamFailed", "UpstreamFrames", "UpstreamMalformed",
            "UpstreamRefused", "UpstreamStalled", "UpstreamStatus"]
@@ -60,7 +66,7 @@ def quote(text: str) -> str:
 
 
 class UpstreamFrames:
-    """One upstream response's frames; ``done`` once its answer has ended.
+    """One upstream response's frames; ``done`` once its answer has ended, ``finished`` once its finish came.
 
     ``events``: how many events (frames with data) it has read; a comment
     (``: ping``) is none, so the relay's stall timer counts from the last one.
@@ -68,29 +74,34 @@ class UpstreamFrames:
 
     def __init__(self) -> None:
         self._decoder = Decoder()
+        self._parts = ChunkParts()
         self.done = False
         self.events = 0
 
-    def feed(self, chunk: bytes) -> list[str]:
-        """The text pieces ``chunk`` completes; raises ``UpstreamMalformed``, ``UpstreamFailed``."""
+    def feed(self, chunk: bytes) -> list[str | Part]:
+        """The parts ``chunk`` completes; raises ``UpstreamMalformed``, ``UpstreamFailed``."""
         try:
             events = self._decoder.feed(chunk)
         except SSEError as exc:
             raise UpstreamMalformed(f"the upstream's event stream cannot be read: {exc}") from None
         self.events += len(events)
-        pieces = []
+        parts: list[str | Part] = []
         for event in events:
-            if self.done:
-                continue                      # after a finish_reason: [DONE], or a usage chunk
-            piece = self._piece(event.data)
-            if piece:
-                pieces.append(piece)
-        return pieces
+            if not self.done:                 # after the answer's end: nothing more is read
+                parts += self._read(event.data)
+        return parts
 
-    def _piece(self, data: str) -> str | None:
+    def close(self) -> list[Part]:
+        """The parts the stream's end completes (a call still open, a usage sent before the finish)."""
+        try:
+            return self._parts.close()
+        except PartError as exc:
+            raise UpstreamMalformed(f"the upstream sent a malformed part: {exc}") from None
+
+    def _read(self, data: str) -> list[str | Part]:
         if data.strip() == "[DONE]":
             self.done = True
-            return None
+            return list(self.close())
         try:
             chunk: Any = json.loads(data)
         except ValueError:
@@ -99,16 +110,18 @@ class UpstreamFrames:
             error = chunk["error"]
             message = error.get("message") if isinstance(error, dict) else error
             raise UpstreamFailed(f"the upstream failed mid-answer: {quote(str(message))}")
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        if not isinstance(choices, list):
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
             raise UpstreamMalformed(f"the upstream sent a frame that is not a chat completion chunk: {quote(data)}")
-        if not choices:
-            return None                       # a usage chunk
-        choice = choices[0]
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        content = delta.get("content") if isinstance(delta, dict) else None
-        if content is not None and not isinstance(content, str):
-            raise UpstreamMalformed(f"the upstream sent delta.content that is not a string: {quote(data)}")
-        if isinstance(choice, dict) and choice.get("finish_reason"):
-            self.done = True
-        return content
+        try:
+            parts = self._parts.feed(chunk)
+        except PartError as exc:
+            raise UpstreamMalformed(f"the upstream sent a malformed part: {exc}") from None
+        if not chunk["choices"] and chunk.get("usage") is not None and self._parts.finished:
+            self.done = True                  # the usage chunk after the finish: the answer is whole
+            parts += self.close()
+        return parts
+
+    @property
+    def finished(self) -> bool:
+        """True once the answer's ``finish_reason`` came: a stream that ends after it has ended its answer."""
+        return self._parts.finished

@@ -1,10 +1,13 @@
-"""``Upstream``: a model factory that relays any OpenAI-compatible server's chat completions, token by token.
+"""``Upstream``: a model factory that relays any OpenAI-compatible server's chat completions, part by part.
 
 How this works: called with a ``StreamRequest`` (``TokenStreams(Upstream(...))``
 calls it once per stream), it returns an async iterator that posts the
-request's messages (``messages``) to the upstream's ``/chat/completions``
-with ``"stream": true`` and yields each text piece as the frames come
-(``frames``).  One pooled ``httpx.AsyncClient`` per event loop serves every
+request's messages (``messages``) and every field it does not own
+(``fields``: tools, tool_choice, response_format, ...) to the upstream's
+``/chat/completions`` with ``"stream": true`` and
+``stream_options.include_usage``, and yields each part of the answer as the
+frames come (``frames``): text, reasoning, refusal, tool calls, the finish
+reason and the usage.  One pooled ``httpx.AsyncClient`` per event loop serves every
 stream, with a connect timeout.  Each answer has three bounds (``Deadlines``,
 ``max_answer_tokens``), so none is a hang: no data (an event; a comment such
 as ``: ping`` is none) for ``read_timeout_s`` is ``UpstreamStalled``; more
@@ -41,8 +44,10 @@ from typing import Any
 
 import httpx
 
-from ..asgi.model_stream import MAX_MODEL_TOKENS, StreamRequest
+from ..core.parts import Part
+from ..models import MAX_MODEL_TOKENS, StreamRequest
 from ..redislog.redact import redact_url, scrub
+from .fields import fields_of
 from .frames import (
     QUOTE_CHARS,
     UpstreamBroken,
@@ -54,7 +59,7 @@ from .frames import (
     UpstreamStatus,
     quote,
 )
-from .messages import continued, messages_of, sampling_of
+from .messages import continued, messages_of
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_MAX_ANSWER_S", "DEFAULT_MAX_ANSWER_TOKENS", "DEFAULT_READ_TIMEOUT_S",
            "Upstream", "UpstreamCannotContinue", "UpstreamConfig", "UpstreamOvertime", "UpstreamTooLong"]
@@ -162,26 +167,27 @@ class Upstream:
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False)
 
-    def __call__(self, request: StreamRequest) -> AsyncIterator[str]:
+    def __call__(self, request: StreamRequest) -> AsyncIterator[str | Part]:
         body = self.body(request)
         if request.prefix and not self.config.continue_final_message:
             return self._cannot_continue()
         return self._relay(body, len(request.prefix))
 
-    async def _cannot_continue(self) -> AsyncIterator[str]:
+    async def _cannot_continue(self) -> AsyncIterator[str | Part]:
         raise UpstreamCannotContinue(f"the upstream at {self.config.where} is not configured to continue a "
                                      f"partial answer (continue_final_message)")
         yield ""            # unreachable: it makes this an async generator
 
     def body(self, request: StreamRequest) -> dict[str, Any]:
-        """The chat completion ``request`` asks the upstream for; raises ``ValueError`` (a 400) without a model."""
-        model = self.config.model or (request.openai.model if request.openai is not None else None)
+        """The chat completion ``request`` asks the upstream for; raises ``ValueError`` (a 400) without a model, or
+        for a field that cannot be sent (``n`` other than 1, a tool that is no function)."""
+        model = self.config.model or _model_of(request)
         if model is None:
             raise ValueError("this request names no model and the proxy has none of its own (--model)")
         messages = messages_of(request)
-        body: dict[str, Any] = {**sampling_of(request), "model": model, "stream": True}
+        body: dict[str, Any] = {**fields_of(request), "model": model, "stream": True}
         if request.prefix:
-            messages = continued(messages, "".join(request.prefix))
+            messages = continued(messages, request.prefix_text)
             body.update(continue_final_message=True, add_generation_prompt=False)
         body["messages"] = messages
         return body
@@ -200,8 +206,8 @@ class Upstream:
             client = self._clients[loop] = httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers)
         return client
 
-    async def _relay(self, body: dict[str, Any], tokens: int) -> AsyncIterator[str]:
-        """The upstream's answer to ``body``, its pieces one by one; ``tokens``: how many the answer has already."""
+    async def _relay(self, body: dict[str, Any], tokens: int) -> AsyncIterator[str | Part]:
+        """The upstream's answer to ``body``, its parts one by one; ``tokens``: how many the answer has already."""
         frames, deadlines = UpstreamFrames(), Deadlines(self.config)
         url = self.config.endpoint
         shown = redact_url(url)
@@ -210,14 +216,18 @@ class Upstream:
                 await _check_head(response, shown, deadlines)
                 chunks = response.aiter_bytes()
                 while (chunk := await deadlines.next(chunks, frames.events)) is not None:
-                    for piece in frames.feed(chunk):
+                    for part in frames.feed(chunk):
                         tokens += 1
                         if tokens > self.config.max_answer_tokens:
                             raise UpstreamTooLong(f"the upstream at {shown} went on past max_answer_tokens "
                                                   f"({self.config.max_answer_tokens} tokens) without ending")
-                        yield piece
+                        yield part
                     if frames.done:
                         return
+                if frames.finished:           # closed after its finish_reason, with no [DONE]: whole all the same
+                    for part in frames.close():
+                        yield part
+                    return
         except httpx.ConnectError as exc:
             raise UpstreamRefused(f"cannot reach the upstream at {shown}: {scrub(str(exc), url)}") from None
         except httpx.ConnectTimeout:
@@ -293,6 +303,16 @@ class Deadlines:
             return UpstreamOvertime(f"the upstream at {shown} went on past max_answer_s ({self.config.max_answer_s:g} "
                                     f"s) without ending")
         return UpstreamStalled(f"the upstream at {shown} sent no data for {self.config.read_timeout_s:g} s")
+
+
+def _model_of(request: StreamRequest) -> str | None:
+    """The model a request names: an OpenAI body's, or the one the AI SDK's ``body`` option adds to a chat's."""
+    if request.openai is not None:
+        return request.openai.model
+    named = request.chat.body.get("model") if request.chat is not None else None
+    if named is not None and (not isinstance(named, str) or not named):
+        raise ValueError(f"a chat body's model must be a non-empty string, got {named!r}")
+    return named
 
 
 async def _check_head(response: httpx.Response, shown: str, deadlines: Deadlines) -> None:
