@@ -37,11 +37,17 @@ creation on, so a lease nobody holds while the stream is still generating
 means its owner is gone.  A follower that sees that takes the lease
 (``take_over``: only a generating stream, atomically, so one process wins),
 reads the logged prefix, passes on what its reader has not had, and calls
-the factory again with the same request plus ``prefix`` and ``start``; from
+the factory again with the same request plus ``prefix`` (the logged parts:
+text as ``str``, the others as ``tokenwire.core.parts`` objects) and
+``start``; from
 then on it is the owner: the new iterator's tokens are logged from
 ``start`` on, fenced by the lease as the first owner's were, so each index
 is logged once.  A token the dead owner generated but never logged is
-generated again; nothing logged is.  A shutdown hands such a stream off
+generated again; nothing logged is.  A prefix that ends inside a tool
+call, or after one that awaits its result (``parts.continuable``), or after
+the answer's finish is never continued by guess (a partial tool call cannot
+be continued through chat completions): the stream ends ``owner lost``,
+every logged part kept for its readers.  A shutdown hands such a stream off
 (``shut_down``): the lease is released without marking the stream stopped and
 the readers' connections end without ``done``, so they reconnect elsewhere
 and a follower there continues at once.  Every log call is awaited
@@ -63,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.channel import Policy
 from ..core.effects import Await, Effect, Process, TokenItem
 from ..core.endings import CANCELLED, LOST, OWNER_LOST, PREFIX_TRIMMED, STOPPED, EarlyEnd, ending_state, failed
+from ..core.parts import continuable, decode, kind_of
 from ..core.sources import Fed, OnDisconnect, Source
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
@@ -70,7 +77,7 @@ from ..endpoints.access import PRINCIPAL_KEY
 from ..endpoints.chat import parse_chat
 from ..endpoints.openai import parse_openai
 from ..endpoints.params import RequestError
-from ..models import MAX_MODEL_TOKENS, ModelFactory, StreamRequest
+from ..models import MAX_MODEL_TOKENS, ModelFactory, ModelParts, StreamRequest
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of, followed, passed_on
 from .model_start import open_iterator
@@ -346,10 +353,16 @@ class SharedModel(Source):
                 return
             for index in range(cursor + 1, start):
                 yield from stream.pass_on(TokenItem(index, prefix[index]))
-            self.run.position, self.run.headers = start, request.headers
+            if not _continuable(prefix):           # inside a tool call, or after one awaiting its result
+                logger.warning("tokenwire stream %s: not continued: its logged answer ends inside a tool call, "
+                               "or after one that awaits its result, or after its finish", sid)
+                yield from self.end(stream, start, OWNER_LOST)
+                return
+            parts = tuple(decode(entry) for entry in prefix)
+            self.run.position, self.run.headers, self.run.parts = start, request.headers, ModelParts(parts)
             self.aio.watch_stop(sid, lambda: self._stop(stream, STOPPED))
             try:
-                self.run.iterator = yield Await(open_iterator(factory, dataclasses.replace(request, prefix=prefix,
+                self.run.iterator = yield Await(open_iterator(factory, dataclasses.replace(request, prefix=parts,
                                                                                          start=start)))
             except Exception as exc:  # noqa: BLE001 - the factory's own error, named to the reader
                 yield from self.run.failing(stream, start, f"the model factory raised {type(exc).__name__}", self,
@@ -372,6 +385,12 @@ class SharedModel(Source):
         except LogGap:
             pass                                 # this reader's next token is trimmed too: it ends where it is
         yield from self.end(stream, cursor + 1, PREFIX_TRIMMED)
+
+
+def _continuable(entries: tuple[str, ...]) -> bool:
+    """A model may write on after ``entries``: no tool call open or awaiting its result (``parts.continuable``),
+    and no finish logged (the answer was whole; only its ending was lost)."""
+    return continuable(list(entries)) and not any(kind_of(entry) == "finish" for entry in entries)
 
 
 def shared_model_stream(stream_id: str, iterator: AsyncIterator[str] | None, log: TokenLog, *, policy: Policy,
