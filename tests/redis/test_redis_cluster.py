@@ -11,12 +11,14 @@ a slot migrated (``ASK``, then ``MOVED``) under a live stream, and each process'
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -24,7 +26,7 @@ from redis.crc import key_slot
 from support.docs import marked_block
 from support.instances import Reply, log_at, request
 from support.live import wait_until
-from support.redis import RedisClusterNodes, stream_keys
+from support.redis import RedisClusterNodes, client_list, stream_keys
 from support.tokenwire_process import Tokenwire, running_tokenwire
 
 from tokenwire.core.model import ANSWER
@@ -37,6 +39,24 @@ TIMEOUT_S = 30.0
 READERS = 24
 # What a process may hold to each node: the log writer's connection and the followers' reader's.
 MAX_CONNECTIONS_PER_NODE = 2
+
+
+# The test's own log on the cluster (what it reads back), one a test: each log holds connections of its own.
+_LOGS: dict[str, Any] = {}
+
+
+def _log(cluster: RedisClusterNodes) -> Any:
+    if cluster.url not in _LOGS:
+        _LOGS[cluster.url] = log_at(cluster.url)
+    return _LOGS[cluster.url]
+
+
+@pytest.fixture(autouse=True)
+def _close_logs() -> Iterator[None]:
+    yield
+    for log in _LOGS.values():
+        log.close()
+    _LOGS.clear()
 
 
 @pytest.fixture
@@ -55,7 +75,7 @@ def _create(server: Tokenwire, query: str) -> str:
 
 def _makers(cluster: RedisClusterNodes, stream_id: str, *servers: Tokenwire) -> list[int]:
     """Which server (its place in ``servers``) generated each index, from the log; every index once."""
-    entries = log_at(cluster.url).entries(stream_id)
+    entries = _log(cluster).entries(stream_id)
     assert [i for i, _, _ in entries] == list(range(len(entries))), stream_id
     pids = [str(server.proc.pid) for server in servers]
     return [pids.index(by.split("/")[0].rpartition(":")[2]) for _, _, by in entries]
@@ -67,8 +87,8 @@ def _spread(cluster: RedisClusterNodes, stream_ids: list[str]) -> dict[int, int]
     return {port: ports.count(port) for port in set(ports)}
 
 
-def _connections(pid: int, port: int) -> int:
-    """The TCP connections process ``pid`` holds to 127.0.0.1:``port`` now (its sockets in /proc/net/tcp)."""
+def _local_ports(pid: int) -> set[int]:
+    """The local ports of process ``pid``'s established TCP sockets (its fds' inodes in /proc/net/tcp)."""
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -77,17 +97,19 @@ def _connections(pid: int, port: int) -> int:
             continue                        # closed meanwhile
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
-    count = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        remote_port, state, inode = int(fields[2].rpartition(":")[2], 16), fields[3], fields[9]
-        count += remote_port == port and state == "01" and inode in inodes      # 01: ESTABLISHED
-    return count
+    lines = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return {int(f[1].rpartition(":")[2], 16) for f in lines if f[3] == "01" and f[9] in inodes}   # 01: ESTABLISHED
+
+
+def _connections(pid: int, port: int) -> int:
+    """The connections the node on ``port`` lists (``CLIENT LIST``) from process ``pid``."""
+    ports = _local_ports(pid)
+    return sum(int(client["addr"].rpartition(":")[2]) in ports for client in client_list(port))
 
 
 def _most_connections(cluster: RedisClusterNodes, servers: tuple[Tokenwire, ...], until: Callable[[], bool]
                       ) -> int:
-    """The most connections any of ``servers`` held to any one node, sampled until ``until()``."""
+    """The most connections any one node listed from any one of ``servers``, sampled until ``until()``."""
     most = 0
     while not until():
         most = max([most, *(_connections(s.proc.pid, node.port) for s in servers for node in cluster.nodes)])
@@ -153,7 +175,7 @@ def test_a_follower_of_streams_on_several_nodes_and_slots_gets_every_done(pair) 
               for sid in ids]
     for thread in owners:
         thread.start()                  # A's reader arrives first: A generates
-    wait_until(lambda: all(len(log_at(cluster.url).entries(sid)) >= 3 for sid in ids), "A generating every stream")
+    wait_until(lambda: all(len(_log(cluster).entries(sid)) >= 3 for sid in ids), "A generating every stream")
     with ThreadPoolExecutor(len(ids)) as pool:
         followed = pool.map(lambda sid: request(b.port, "GET", f"/streams/{sid}/events"), ids)
         most = _most_connections(cluster, (a, b), lambda: all(not t.is_alive() for t in owners))
@@ -172,7 +194,7 @@ def test_an_owner_of_streams_in_several_slots_keeps_every_lease(pair) -> None:
     assert len({key_slot(stream_keys(cluster.url, sid)[0].encode()) for sid in ids}) == 3
     with ThreadPoolExecutor(6) as pool:
         mine = [pool.submit(request, a.port, "GET", f"/streams/{sid}/events") for sid in ids]
-        wait_until(lambda: all(log_at(cluster.url).length(sid) >= 2 for sid in ids), "A generating all three")
+        wait_until(lambda: all(_log(cluster).length(sid) >= 2 for sid in ids), "A generating all three")
         theirs = [pool.submit(request, b.port, "GET", f"/streams/{sid}/events") for sid in ids]
         replies = [f.result(TIMEOUT_S) for f in mine + theirs]
     assert all(reply.done and reply.ids == list(range(n)) for reply in replies)
@@ -193,7 +215,7 @@ def test_a_slot_migrated_under_a_live_stream_is_followed_with_no_503(pair) -> No
     target = next(node for node in cluster.nodes if node is not source)
     with ThreadPoolExecutor(4) as pool:
         owner = pool.submit(request, a.port, "GET", f"/streams/{sid}/events")
-        wait_until(lambda: log_at(cluster.url).length(sid) >= 10, "A generating")
+        wait_until(lambda: _log(cluster).length(sid) >= 10, "A generating")
         follower = pool.submit(request, b.port, "GET", f"/streams/{sid}/events")
         moved = cluster.begin_migration(slot, source, target)
         assert tokens in moved
@@ -236,7 +258,7 @@ def test_a_user_with_the_docs_rule_on_every_node_serves_the_cluster(redis_cluste
             target = next(node for node in cluster.nodes if node is not source)
             with ThreadPoolExecutor(1) as pool:
                 reading = pool.submit(request, b.port, "GET", f"/streams/{live}/events")
-                wait_until(lambda: log_at(cluster.url).length(live) >= 10, "the live stream generating")
+                wait_until(lambda: _log(cluster).length(live) >= 10, "the live stream generating")
                 cluster.begin_migration(key_slot(meta.encode()), source, target)
                 tokens = stream_keys(cluster.url, live)[1]
                 at_migration = int(cluster.ask_importing(target.port, "XLEN", tokens))
@@ -253,3 +275,31 @@ def test_a_user_with_the_docs_rule_on_every_node_serves_the_cluster(redis_cluste
         assert first.ids + rest.ids == list(range(12)) and rest.done, (first.ids, rest.ids, rest.body)
     assert migrated.done and migrated.ids == list(range(100)), (migrated.ids[-3:], migrated.body)
     assert "may not use" not in said and "unavailable" not in said, said
+
+
+def test_a_round_over_streams_on_every_node_is_one_round_trip_per_node(redis_cluster: RedisClusterNodes) -> None:
+    """30 owned streams each append a token in one loop turn: one round, one exchange with each node (the
+    group commit per node, not a round trip per stream), every token logged where its stream lives."""
+    log = log_at(redis_cluster.url, "G")
+    ids = [f"g{i}" for i in range(30)]
+
+    async def scene() -> tuple[int, dict[str, int]]:
+        for sid in ids:
+            await log.aio.create(sid, {}, 5)
+            assert (await log.aio.claim(sid)).owned
+        writer = log.aio.writer
+        rounds, before = writer.rounds, {node: link.exchanges for node, link in writer.links.items()}
+        await asyncio.gather(*(log.aio.append_future(sid, 0, f"t-{sid}") for sid in ids))
+        after = {node: link.exchanges - before.get(node, 0) for node, link in writer.links.items()}
+        for sid in ids:
+            log.aio.disown(sid)
+        await log.aio.close()
+        return writer.rounds - rounds, after
+    try:
+        rounds, exchanges = log._run(scene())
+        assert all(log.read_after(sid, -1) == [f"t-{sid}"] for sid in ids)
+    finally:
+        log.close()
+    assert len(_spread(redis_cluster, ids)) == len(redis_cluster.nodes)
+    assert rounds == 1 and sorted(exchanges) == sorted(f"127.0.0.1:{n.port}" for n in redis_cluster.nodes)
+    assert set(exchanges.values()) == {1}, exchanges

@@ -32,11 +32,13 @@ class Link:
         self.loaded = False                   # the scripts were sent (a Redis that lost them says NOSCRIPT)
         self._conn: Any = None                # the one connection, taken from the pool once
         self._replies: Replies | None = None  # what reads the replies on it
+        self.exchanges = 0                    # round trips made (for tests and the bench)
 
     async def exchange(self, payload: bytes, asking: list[bool], expect: bytes, count: int
                        ) -> tuple[list[Any] | None, list[Any]]:
         """Send ``payload``; read one XADD reply per ``asking`` flag (an ``ASKING`` reply before each flagged
         one, dropped) and None for all if they are ``expect``, then ``count`` more replies."""
+        self.exchanges += 1
         conn = self._conn
         if conn is None:
             conn = self._conn = await self.redis.connection_pool.get_connection()

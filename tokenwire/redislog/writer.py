@@ -209,6 +209,11 @@ class LogWriter:
             for node in [node for node in self._links if node not in nodes]:
                 await self._links.pop(node).close()
 
+    @property
+    def links(self) -> dict[str, Link]:
+        """The writer's connections by node (for tests and the bench: each one's ``exchanges``)."""
+        return dict(self._links)
+
     def _link(self, node: str) -> Link:
         link = self._links.get(node)
         if link is None:
