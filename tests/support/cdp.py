@@ -60,19 +60,25 @@ class Browser:
 
     def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
              timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
-        """Send one command and return its result; raises ``RuntimeError`` with the protocol's error."""
+        """Send one command and return its result within ``timeout_s``, whatever events come meanwhile; raises
+        ``RuntimeError`` with the protocol's error."""
         self._next += 1
         message: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
         if session is not None:
             message["sessionId"] = session
         os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
-        while True:
-            reply = self._read(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                reply = self._read(remaining)
+            except TimeoutError:
+                break
             if reply.get("id") == self._next:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply.get("result", {})
             self.events.append(reply)
+        raise TimeoutError(f"{method}: no answer from Chromium within {timeout_s:.1f} s")
 
     def wait_for(self, method: str, timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
         """Return the first event named ``method`` (seen already or still to come)."""
