@@ -150,8 +150,9 @@ class ResponseEvents:
     answered: Answered
     background: bool
     starting_after: int = -1
-    _number: int = field(init=False, default=OPENING)
-    _next: int = field(init=False, default=0)                      # the entry index expected next
+    _number: int = field(init=False, default=OPENING)              # the next event's, inside an entry's events
+    _offset: int = field(init=False, default=OPENING)              # the next entry's first event - its index
+    _texts: list[str] | None = field(init=False, default=None)     # the open output_text part's pieces
     _output: list[dict[str, Any]] = field(init=False, default_factory=list)
     _block: _Block | None = field(init=False, default=None)
     _calls: dict[str, _Call] = field(init=False, default_factory=dict)
@@ -174,22 +175,24 @@ class ResponseEvents:
                         for n, (kind, status) in enumerate(events) if n > self.starting_after) + self._pending
 
     def token(self, item: TokenItem) -> bytes:
-        entry, block = item.text, self._block
-        if item.index != self._next:
-            self._number += max(0, item.index - self._next)        # skipped by a drop policy: one event each
-        self._next = item.index + 1
-        if entry[:1] != PART_MARK and block is not None and block.part == "output_text":
-            block.pieces.append(entry)
-            number = self._number
-            self._number = number + 1
+        """An entry's events.  The fast path, a text in an open text part, is one delta numbered
+        ``_offset + index``: one event for one entry leaves ``_offset`` as it is (and an entry a drop
+        policy skipped counts one event)."""
+        entry, texts = item.text, self._texts
+        if entry[:1] != PART_MARK and texts is not None:
+            texts.append(entry)
+            number = self._offset + item.index
             if number <= self.starting_after:
                 return b""
             return b"%s%d,\"delta\":%s}\n\n" % (self._delta_head, number, json.dumps(entry).encode())
-        return self._entry(decode(entry) if entry[:1] == PART_MARK else entry)
+        self._number = self._offset + item.index
+        out = self._entry(decode(entry) if entry[:1] == PART_MARK else entry)
+        self._offset = self._number - item.index - 1
+        return out
 
     def closing(self, stream: Rendered, delivered_from: int, dropped: int) -> bytes:
         ending = stream.ending
-        out = self.close_items()
+        out = self.close_items(stream.total)
         response = self.response(response_status(ending, True), stream.total, ending.error if ending else None)
         last = {"completed": "response.completed", "failed": "response.failed"}.get(response["status"],
                                                                                     "response.incomplete")
@@ -217,16 +220,17 @@ class ResponseEvents:
         after ``starting_after`` (the last one's, in part) are sent at the opening."""
         fed, pending = 0, []
         for entry in entries:
-            if self._number > self.starting_after:
+            if self._offset + fed > self.starting_after:
                 break
             pending.append(self.token(TokenItem(fed, entry)))
             fed += 1
         self._pending = b"".join(pending)
+        self._number = self._offset + fed
         return fed
 
     def count(self, ended: bool) -> int:
-        """How many events there are after the entries fed: with the end's (``close_items``' and the last), once
-        ``ended``."""
+        """How many events there are after the entries ``skip_to`` fed: with the end's (``close_items``' and the
+        last), once ``ended``."""
         if not ended:
             return self._number
         block = self._block
@@ -297,6 +301,7 @@ class ResponseEvents:
     def _open_part(self, block: _Block, kind: str) -> bytes:
         content = block.item["content"]
         block.part, block.pieces = kind, []
+        self._texts = block.pieces if kind == "output_text" else None
         block.where = {"item_id": block.item["id"], "output_index": block.index, "content_index": len(content)}
         content.append(_part_body(kind, ""))
         prefix = _PARTS[kind][0]
@@ -313,7 +318,7 @@ class ResponseEvents:
         text = "".join(block.pieces)
         done: dict[str, Any] = {**block.where, name: text, **({"logprobs": []} if kind == "output_text" else {})}
         block.item["content"][-1] = _part_body(kind, text)
-        block.part, block.pieces = None, []
+        block.part, block.pieces, self._texts = None, [], None
         return (self._emit(f"{prefix}.done", done)
                 + self._emit("response.content_part.done", {**block.where, "part": block.item["content"][-1]}))
 
@@ -326,8 +331,10 @@ class ResponseEvents:
         self._block = None
         return out + self._emit("response.output_item.done", {"output_index": block.index, "item": block.item})
 
-    def close_items(self) -> bytes:
-        """Close every open item (an answer with none gets an empty message, as a text-only stream always had)."""
+    def close_items(self, total: int) -> bytes:
+        """Close every open item after ``total`` entries (an answer with none gets an empty message, as a text-only
+        stream always had)."""
+        self._number = self._offset + total
         out = b""
         if not self._output:
             out += self._open_block("message")
@@ -402,5 +409,5 @@ def whole_response(answered: Answered, entries: list[str], status: str, backgrou
     for index, entry in enumerate(entries):
         events.token(TokenItem(index, entry))
     if status != "in_progress":
-        events.close_items()
+        events.close_items(len(entries))
     return events.response(status, len(entries), error)
