@@ -215,3 +215,13 @@ def test_the_object_of_a_response_still_generating_holds_what_came_so_far() -> N
                                                                                        "in_progress"]
     assert whole["output"][2]["arguments"] == '{"city": '
     assert whole_response(ANSWERED, [], "in_progress", True)["output"] == []
+
+
+def test_an_entry_a_drop_policy_skipped_counts_one_event() -> None:
+    rendering = ResponseEvents(ANSWERED, False)
+    rendering.opening(_Stream(0), -1)   # type: ignore[arg-type]
+    rendering.token(TokenItem(0, "a"))
+    got = events(rendering.token(TokenItem(3, "d")) + rendering.closing(_Stream(4), 0, 2))   # type: ignore[arg-type]
+    assert [(e["sequence_number"], e["type"]) for e in got] == [
+        (7, "response.output_text.delta"), (8, "response.output_text.done"), (9, "response.content_part.done"),
+        (10, "response.output_item.done"), (11, "response.completed")]
