@@ -81,7 +81,7 @@ def last_body(calls: Path) -> dict[str, Any]:
 def accumulated(base: str, style: str) -> ChatCompletion:
     """The SDK's own accumulation of a streamed answer (what ``chat.completions.stream`` builds)."""
     state = ChatCompletionStreamState()
-    for chunk in client(base).chat.completions.create(model=f"style={style}", messages=ASK, tools=TOOLS,  # type: ignore[arg-type]
+    for chunk in client(base).chat.completions.create(model=f"style={style}", messages=ASK, tools=TOOLS,
                                                       stream=True, stream_options={"include_usage": True}):
         state.handle_chunk(chunk)
     return state.get_final_completion()
@@ -92,7 +92,7 @@ def seen(completion: ChatCompletion, reasoning: str) -> dict[str, Any]:
     choice, usage = completion.choices[0], completion.usage
     assert usage is not None and usage.completion_tokens_details is not None
     return {"content": choice.message.content, "reasoning": (choice.message.model_extra or {}).get(reasoning),
-            "tool_calls": [(call.id, call.function.name, call.function.arguments)   # type: ignore[union-attr]
+            "tool_calls": [(call.id, call.function.name, call.function.arguments)
                            for call in choice.message.tool_calls or []],
             "finish_reason": choice.finish_reason,
             "usage": (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
@@ -117,7 +117,7 @@ def test_a_chat_completions_fields_and_earlier_content_reach_the_upstream(standi
               "response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"}}}}
     list(client(proxy + "/v1").chat.completions.create(
         model="n=2", messages=[*EARLIER, *ASK], stream=True, stream_options={"include_obfuscation": False},
-        extra_body={"top_k": 20}, **fields))   # type: ignore[call-overload]
+        extra_body={"top_k": 20}, **fields))
     body = last_body(standin[1])
     assert {name: body.get(name) for name in fields} == fields
     assert body["top_k"] == 20 and body["stream"] is True and "n" not in body
@@ -133,7 +133,7 @@ def test_a_responses_items_and_fields_reach_the_upstream_as_a_chat_completions(s
              {"type": "function_call", "call_id": "call_9", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
              {"type": "function_call_output", "call_id": "call_9", "output": "-3 C"}]
     client(proxy + "/v1").responses.create(
-        model="n=2", input=given, instructions="be brief", max_output_tokens=50,  # type: ignore[arg-type]
+        model="n=2", input=given, instructions="be brief", max_output_tokens=50,
         tools=[{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}],
         tool_choice={"type": "function", "name": "get_weather"}, reasoning={"effort": "high"},
         text={"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}}}, temperature=0.5)

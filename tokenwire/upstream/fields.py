@@ -50,6 +50,11 @@ def _shown(value: Any) -> str:
     return echo(json.dumps(value))
 
 
+def _kind(kind: Any) -> str:
+    """A ``type`` as an error names it: a string quoted once, anything else as its JSON."""
+    return echo(kind) if isinstance(kind, str) else _shown(kind)
+
+
 def _checked_n(body: Mapping[str, Any]) -> None:
     n = body.get("n", 1)
     if n is None or (n == 1 and isinstance(n, int) and not isinstance(n, bool)):
@@ -111,7 +116,7 @@ def _tools(given: Any) -> list[dict[str, Any]]:
     for index, tool in enumerate(given):
         if not isinstance(tool, Mapping) or tool.get("type") != "function":
             kind = tool.get("type") if isinstance(tool, Mapping) else tool
-            raise ValueError(f"tools[{index}] is a {_shown(kind)} tool: the upstream's chat completions run "
+            raise ValueError(f"tools[{index}] is a {_kind(kind)} tool: the upstream's chat completions run "
                              f"function tools only")
         function = {name: value for name, value in tool.items() if name != "type"}
         tools.append({"type": "function", "function": function})

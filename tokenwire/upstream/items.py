@@ -130,6 +130,7 @@ def input_messages(items: list[Any], message: Callable[[Any, str], Message]) -> 
             read = message(item, where)
             messages.append({"role": read["role"], "content": content_of(read.get("content"), f"{where}.content")})
         else:
-            raise ValueError(f"{where} has the type {_shown(kind)}; the upstream's chat completions take messages, "
+            shown = echo(kind) if isinstance(kind, str) else _shown(kind)
+            raise ValueError(f"{where} has the type {shown}; the upstream's chat completions take messages, "
                              f"function_call and function_call_output items")
     return messages
