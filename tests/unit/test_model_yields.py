@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.client_streams import WEATHER, anthropic_events, chat_chunks, langchain_chunks
 
 from tokenwire.core.parts import (
     PART_MARK,
     Finish,
     Part,
     PartError,
-    Reasoning,
     Step,
     ToolCallDelta,
     ToolCallEnd,
@@ -29,12 +29,6 @@ from tokenwire.core.parts import (
 from tokenwire.models import ModelParts
 
 ROOT = Path(__file__).resolve().parents[2]
-# The parts every adapter below reads from its client's objects: reasoning, text, get_weather's call in pieces.
-WEATHER: list[str | Part] = [Reasoning("The user wants "), Reasoning("the weather."), "Let me check ", "the weather. ",
-                             ToolCallStart("call_1", "get_weather"), ToolCallDelta("call_1", '{"city'),
-                             ToolCallDelta("call_1", '": "Paris"}'), ToolCallEnd("call_1", {"city": "Paris"})]
-
-
 def parts_of(items: list[Any]) -> list[str | Part]:
     """What the log holds after a model yielded ``items`` and ended, decoded."""
     reader = ModelParts()
@@ -87,24 +81,6 @@ def test_a_continuation_knows_the_calls_of_its_prefix() -> None:
     with pytest.raises(PartError, match="the tool call 'c' was started already"):
         reader.entries(ToolCallStart("c", "f"), 2)
     assert [decode(entry) for entry in reader.entries(ToolResult("c", 1), 2)] == [ToolResult("c", 1)]
-
-
-def chat_chunks() -> list[Any]:
-    from openai.types.chat import ChatCompletionChunk
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None) -> Any:
-        choices = [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]
-        return ChatCompletionChunk.model_validate({"id": "c1", "object": "chat.completion.chunk", "created": 0,
-                                                   "model": "m", "choices": choices, "usage": usage})
-
-    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
-    return [chunk({"role": "assistant", "content": ""}), chunk({"reasoning_content": "The user wants "}),
-            chunk({"reasoning_content": "the weather."}), chunk({"content": "Let me check "}),
-            chunk({"content": "the weather. "}), chunk({"tool_calls": [call]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city'}}]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '": "Paris"}'}}]}),
-            chunk({}, "tool_calls"),
-            chunk({}, usage={"prompt_tokens": 20, "completion_tokens": 14, "total_tokens": 34})]
 
 
 def test_the_openai_sdks_chat_completion_chunks() -> None:
@@ -166,46 +142,6 @@ def test_the_openai_sdks_responses_events() -> None:
     assert parts_of(events) == [*WEATHER, Finish("tool_calls"), Usage(20, 14, 5, 2)]
 
 
-def anthropic_events() -> list[Any]:
-    from anthropic.types import (
-        RawContentBlockDeltaEvent,
-        RawContentBlockStartEvent,
-        RawContentBlockStopEvent,
-        RawMessageDeltaEvent,
-        RawMessageStartEvent,
-        RawMessageStopEvent,
-    )
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 20, "output_tokens": 1}}
-
-    def delta(index: int, body: dict[str, Any]) -> Any:
-        return RawContentBlockDeltaEvent.model_validate({"type": "content_block_delta", "index": index, "delta": body})
-
-    return [
-        RawMessageStartEvent.model_validate({"type": "message_start", "message": message}),
-        RawContentBlockStartEvent.model_validate({"type": "content_block_start", "index": 0, "content_block": {
-            "type": "thinking", "thinking": "", "signature": ""}}),
-        delta(0, {"type": "thinking_delta", "thinking": "The user wants "}),
-        delta(0, {"type": "thinking_delta", "thinking": "the weather."}),
-        delta(0, {"type": "signature_delta", "signature": "sig"}),
-        RawContentBlockStopEvent.model_validate({"type": "content_block_stop", "index": 0}),
-        RawContentBlockStartEvent.model_validate({"type": "content_block_start", "index": 1, "content_block": {
-            "type": "text", "text": ""}}),
-        delta(1, {"type": "text_delta", "text": "Let me check "}), delta(1, {"type": "text_delta",
-                                                                            "text": "the weather. "}),
-        RawContentBlockStopEvent.model_validate({"type": "content_block_stop", "index": 1}),
-        RawContentBlockStartEvent.model_validate({"type": "content_block_start", "index": 2, "content_block": {
-            "type": "tool_use", "id": "call_1", "name": "get_weather", "input": {}}}),
-        delta(2, {"type": "input_json_delta", "partial_json": '{"city'}),
-        delta(2, {"type": "input_json_delta", "partial_json": '": "Paris"}'}),
-        RawContentBlockStopEvent.model_validate({"type": "content_block_stop", "index": 2}),
-        RawMessageDeltaEvent.model_validate({"type": "message_delta", "delta": {"stop_reason": "tool_use",
-                                                                                "stop_sequence": None},
-                                             "usage": {"output_tokens": 14}}),
-        RawMessageStopEvent.model_validate({"type": "message_stop"}),
-    ]
-
-
 def test_anthropics_raw_message_stream_events() -> None:
     assert parts_of(anthropic_events()) == [*WEATHER, Finish("tool_calls"), Usage(20, 14)]
 
@@ -217,20 +153,6 @@ def test_anthropics_input_json_for_a_block_never_started_is_named() -> None:
     with pytest.raises(PartError, match=r"^part 0: input_json_delta for the content block 7, which is no tool_use "
                                         r"started"):
         parts_of([bad])
-
-
-def langchain_chunks() -> list[Any]:
-    from langchain_core.messages import AIMessageChunk
-    return [
-        AIMessageChunk(content="", additional_kwargs={"reasoning_content": "The user wants "}),
-        AIMessageChunk(content="", additional_kwargs={"reasoning_content": "the weather."}),
-        AIMessageChunk(content="Let me check "), AIMessageChunk(content="the weather. "),
-        AIMessageChunk(content="", tool_call_chunks=[{"name": "get_weather", "args": '{"city', "id": "call_1",
-                                                      "index": 0}]),
-        AIMessageChunk(content="", tool_call_chunks=[{"name": None, "args": '": "Paris"}', "id": None, "index": 0}]),
-        AIMessageChunk(content="", response_metadata={"finish_reason": "tool_calls"},
-                       usage_metadata={"input_tokens": 20, "output_tokens": 14, "total_tokens": 34}),
-    ]
 
 
 def test_langchains_ai_message_chunks() -> None:
