@@ -118,11 +118,8 @@ class ModelParts:
 
     def entries(self, item: object, index: int) -> list[str]:
         """The log entries ``item`` makes, the first at ``index``; ``PartError`` naming what is wrong."""
-        if item.__class__ is str and not self.finished:           # the fast path: text, as a token always was
-            problem = token_problem(item, index)
-            if problem is not None:
-                raise PartError(problem)
-            return [item if item[:1] != PART_MARK else encode(item)]
+        if item.__class__ is str and item.isascii() and item[:1] != PART_MARK and not self.finished:
+            return [item]                         # the fast path: text, as a token always was
         if isinstance(item, str) or is_part(item):
             if isinstance(item, Step):
                 self._adapters.clear()            # the next model call's objects are read afresh
