@@ -125,6 +125,10 @@ class ChunkParts:
 
     def feed(self, chunk: object) -> list[str | Part]:
         """The parts ``chunk`` completes (often one text); ``PartError`` naming a chunk that is none."""
+        if chunk.__class__ is dict:             # the fast path: a text delta alone, as most chunks are
+            text = _text_only(chunk)
+            if text is not None:
+                return [text] if text else []
         if not isinstance(chunk, Mapping):
             dump = getattr(chunk, "model_dump", None)
             chunk = dump() if dump is not None else None
@@ -237,6 +241,24 @@ class ChunkParts:
         assert call is not None
         self._ended.add(call.call_id)
         return call.end()
+
+
+def _text_only(chunk: dict[str, Any]) -> str | None:
+    """The text of a chunk that is one choice 0 with a text delta and nothing else (None: any other chunk)."""
+    choices = chunk.get("choices")
+    if choices.__class__ is not list or len(choices) != 1 or chunk.get("usage") is not None:
+        return None
+    choice = choices[0]
+    if choice.__class__ is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if delta.__class__ is not dict:
+        return None
+    content = delta.get("content")
+    if content.__class__ is not str or delta.get("reasoning") or delta.get("reasoning_content") \
+            or delta.get("refusal") or delta.get("tool_calls"):
+        return None
+    return content
 
 
 def _string(value: object, name: str) -> str:
