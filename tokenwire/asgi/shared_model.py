@@ -57,7 +57,6 @@ and a follower there continues at once.  Every log call is awaited
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import functools
@@ -73,11 +72,8 @@ from ..core.parts import continuable, decode, kind_of
 from ..core.sources import Fed, OnDisconnect, Source
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, StreamLost, StreamState, TokenLog, UnknownStream
-from ..endpoints.access import PRINCIPAL_KEY
-from ..endpoints.chat import parse_chat
-from ..endpoints.openai import parse_openai
-from ..endpoints.params import RequestError
 from ..models import MAX_MODEL_TOKENS, ModelFactory, ModelParts, StreamRequest
+from ..models.kept import REQUEST_KEY, request_from_meta, request_to_meta
 from ..redislog.presence import ignored
 from ..redislog.streams import AwaitedReads, aio_of, followed, passed_on
 from .model_start import open_iterator
@@ -86,13 +82,11 @@ from .model_stream import ModelRun, logger
 if TYPE_CHECKING:
     from ..redislog.aio import AsyncRedisLog
 
-__all__ = ["META", "NAME_KEY", "Continuation", "SharedModel", "attach_model_stream", "is_model_meta",
+__all__ = ["META", "NAME_KEY", "REQUEST_KEY", "Continuation", "SharedModel", "attach_model_stream", "is_model_meta",
            "request_from_meta", "request_to_meta", "shared_model_stream"]
 
 # What a model stream's meta says in the log (a canned stream's carries its spec instead).
 META = {"model": "asgi"}
-# The meta key a continuable stream's request is kept under.
-REQUEST_KEY = "request"
 # The meta key of the name of the model that made the stream: only a process with that model continues it.
 NAME_KEY = "name"
 
@@ -103,38 +97,6 @@ Continuation = tuple[ModelFactory, StreamRequest]
 def is_model_meta(meta: Any) -> bool:
     """True if a log's meta is a model stream's (made by ``tokenwire.asgi`` with your own model)."""
     return isinstance(meta, dict) and meta.get("model") == META["model"]
-
-
-def request_to_meta(request: StreamRequest) -> dict[str, Any]:
-    """The JSON-able record of ``request`` a continuable stream keeps in its meta (the body as base64).
-
-    A chat's request keeps only that it was one: its ``chat`` is read again
-    from the body.  Its headers are kept as given: the caller has taken out
-    those kept out of the log (``ModelMaker.logged``); the principal is the
-    meta's own.
-    """
-    return {"params": dict(request.params), "body": base64.b64encode(request.body).decode("ascii"),
-            "client": request.client, "chat": request.chat is not None, "headers": dict(request.headers),
-            "openai": None if request.openai is None else request.openai.api}
-
-
-def request_from_meta(stream_id: str, meta: Mapping[str, Any]) -> StreamRequest | None:
-    """The request kept by ``request_to_meta`` in a stream's meta; None if it keeps none (or a bad one)."""
-    kept = meta.get(REQUEST_KEY)
-    if not isinstance(kept, dict):
-        return None
-    try:
-        params = {str(k): str(v) for k, v in dict(kept["params"]).items()}
-        body = base64.b64decode(kept["body"])
-        chat = parse_chat(body) if kept.get("chat") else None
-        api = kept.get("openai")
-        openai = parse_openai(body, str(api)) if api else None
-        headers = {str(k): str(v) for k, v in dict(kept.get("headers", {})).items()}
-        principal = meta.get(PRINCIPAL_KEY)
-        return StreamRequest(stream_id, params, body, str(kept["client"]), chat=chat, headers=headers,
-                             principal=None if principal is None else str(principal), openai=openai)
-    except (KeyError, TypeError, ValueError, RequestError):
-        return None
 
 
 class Elsewhere(Enum):

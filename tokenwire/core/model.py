@@ -3,7 +3,12 @@
 How this works: the answer is stored as text and cut into tokens by a small
 regex that keeps each token's leading space, as a BPE tokenizer's output does
 (``"A"``, ``" streaming"``, ``" inference"``, ...), with ``"\\n\\n"`` as its own
-paragraph token.  The timing of every step is drawn once per run from
+paragraph token.  ``canned_entries(tokens, "tools")`` is the same answer with every kind of
+part around it: it reasons, says it will check the weather, calls
+``get_weather({"city": "Paris"})`` with its arguments in pieces, gets the
+result, and in a second step writes the answer's ``tokens`` tokens; then
+its usage and finish.  (``"text"``, the default, is the text alone, what the
+report shows.)  The timing of every step is drawn once per run from
 ``random.Random(seed)``, so a step's cost depends only on ``(seed, index)``:
 a resumed stream that generates index 40 pays exactly what an uninterrupted
 one would have.  ``Model`` counts its steps per index, which is how the tests
@@ -18,7 +23,10 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ANSWER", "ANSWER_TEXT", "QUESTION", "Model", "Steps", "TimingModel", "answer", "tokenize"]
+from .parts import Finish, Reasoning, Step, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolResult, Usage, encode
+
+__all__ = ["ANSWER", "ANSWER_TEXT", "PARTS_ANSWERS", "QUESTION", "Model", "Steps", "TimingModel", "answer",
+           "canned_entries", "tokenize"]
 
 QUESTION = "what should happen when the consumer is slower than the producer"
 
@@ -61,6 +69,32 @@ ANSWER: tuple[str, ...] = tokenize(ANSWER_TEXT)
 def answer(tokens: int) -> tuple[str, ...]:
     """The first ``tokens`` tokens of the answer, one tuple shared by every stream of that length."""
     return ANSWER[:tokens]
+
+# What the canned answer may be made of: its text alone (what the report shows), or every kind of part around it.
+PARTS_ANSWERS = ("text", "tools")
+# The "tools" answer's parts before the text and after it (``canned_entries``).
+_REASONING = ("The question is about a slow reader. ", "Before answering, ", "a tool call shows how one streams: ",
+              "the weather in Paris.")
+_CALL_ID = "call_weather_1"
+_ARGUMENTS = ('{"ci', 'ty": ', '"Par', 'is"}')
+_RESULT = {"city": "Paris", "temperature_c": 18, "sky": "sunny"}
+_BEFORE = (*(encode(Reasoning(text)) for text in _REASONING), *tokenize("Let me check the weather first."),
+           encode(ToolCallStart(_CALL_ID, "get_weather")), *(encode(ToolCallDelta(_CALL_ID, a)) for a in _ARGUMENTS),
+           encode(ToolCallEnd(_CALL_ID, {"city": "Paris"})), encode(ToolResult(_CALL_ID, _RESULT)), encode(Step()),
+           *tokenize(" It is 18 degrees and sunny in Paris. Now, the answer.\n\n"))
+
+
+@functools.lru_cache(maxsize=2 * (len(ANSWER) + 1))
+def canned_entries(tokens: int, parts: str = "text") -> tuple[str, ...]:
+    """The log entries of the canned answer of ``tokens`` tokens made of ``parts`` (one of ``PARTS_ANSWERS``)."""
+    if parts == "text":
+        return answer(tokens)
+    if parts != "tools":
+        raise ValueError(f"parts must be one of {', '.join(PARTS_ANSWERS)}; got {parts!r}")
+    usage = Usage(input_tokens=len(QUESTION.split()), output_tokens=len(_BEFORE) + tokens,
+                  reasoning_tokens=len(_REASONING))
+    return (*_BEFORE, *answer(tokens), encode(usage), encode(Finish("stop")))
+
 
 _MS = 1_000_000
 # Timing models whose step costs are kept (one tuple each, shared by every

@@ -22,7 +22,7 @@ from .channel import ChannelStats, Policy, check_capacity, parse_policy
 from .clock import VirtualClock, ms_to_ns
 from .effects import Process, Sleep
 from .frames import DEFAULT_RETRY_MS
-from .model import ANSWER, Model, TimingModel, answer
+from .model import ANSWER, PARTS_ANSWERS, Model, TimingModel, canned_entries
 from .reader import MemoryReader, Wire
 from .simulate import Simulation
 from .sources import Canned, Source
@@ -74,6 +74,7 @@ class RunSpec:
     retry_ms: int = DEFAULT_RETRY_MS
     stream_id: str = "run"
     clock: ClockKind = ClockKind.VIRTUAL
+    parts: str = "text"                   # the canned answer's text alone, or "tools": every kind of part around it
 
     def __post_init__(self) -> None:
         if isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or not 1 <= self.tokens <= len(ANSWER):
@@ -85,6 +86,8 @@ class RunSpec:
         if self.hang_up_after is not None and not 0 <= self.hang_up_after < self.tokens:
             raise ValueError(f"hang_up_after must be from 0 to tokens-1 ({self.tokens - 1}), "
                              f"got {self.hang_up_after!r}")
+        if self.parts not in PARTS_ANSWERS:
+            raise ValueError(f"parts must be one of {', '.join(PARTS_ANSWERS)}; got {self.parts!r}")
         object.__setattr__(self, "policy", parse_policy(self.policy))
         object.__setattr__(self, "on_disconnect", OnDisconnect(self.on_disconnect))
         object.__setattr__(self, "clock", ClockKind(self.clock))
@@ -96,9 +99,14 @@ class RunSpec:
         return TimingModel(step_ns=ms_to_ns(self.producer_ms), ttft_ns=ms_to_ns(ttft),
                            jitter=self.jitter, seed=self.seed)
 
+    @property
+    def length(self) -> int:
+        """How many entries the answer's log holds: ``tokens``, and with ``parts="tools"`` its other parts too."""
+        return len(canned_entries(self.tokens, self.parts))
+
     def model(self) -> Model:
         """The canned answer this spec shapes, with its seeded timing."""
-        return Model(answer(self.tokens), self.timing())
+        return Model(canned_entries(self.tokens, self.parts), self.timing())
 
     def stream(self, stream_id: str, log: TokenLog, source: Source | None = None, **options: Any) -> Stream:
         """A stream in ``log`` with this spec's settings; its source the canned answer (``Canned``) unless given.

@@ -54,7 +54,7 @@ _CHAT_ID = re.compile(ID_SEGMENT)
 # The body fields the SDK's transports send about the chat itself (the rest is the app's own).
 CHAT_FIELDS = ("id", "messages", "trigger", "messageId")
 # The body fields the canned answer reads: the report's parameters and the live cut.
-_CANNED_FIELDS = frozenset((*NAMES, "cut_after"))
+_CANNED_FIELDS = frozenset((*NAMES, "cut_after", "parts"))
 _RUN_ID, _TAIL = "x-workflow-run-id", "x-workflow-stream-tail-index"
 
 

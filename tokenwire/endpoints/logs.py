@@ -61,7 +61,7 @@ async def new_stream_async(stream_id: str, spec: RunSpec, log: TokenLog, *, keep
     if not is_shared(log):
         return live_stream.new_stream(stream_id, spec, log, keep_trace=keep_trace, meta=meta)
     kept = {**live_stream.spec_to_meta(spec), **(meta or {}), "policy": spec.policy.value, "capacity": spec.capacity}
-    await aio_of(log).create(stream_id, kept, spec.tokens)
+    await aio_of(log).create(stream_id, kept, spec.length)
     return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=keep_trace)
 
 
@@ -71,7 +71,7 @@ async def attach_stream_async(stream_id: str, log: TokenLog) -> Stream:
         return live_stream.attach_stream(stream_id, log)
     meta, total, _, _ = await aio_of(log).info(stream_id)
     spec = stream_spec(stream_id, meta)
-    if total != spec.tokens:
+    if total != spec.length:
         raise UnknownStream(stream_id)          # not a stream a live server made
     return _shared_canned(spec, stream_id, log, attach="checked", keep_trace=False)
 

@@ -20,11 +20,13 @@ stream is read as an index of this one and never reaches the other stream.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from urllib.parse import parse_qsl, urlencode
 
 from ..core.channel import Policy
+from ..core.model import PARTS_ANSWERS
 from ..core.pipeline import RunSpec
 from ..report.params import NAMES, ParamError, ReportParams, cut_after_message, parse_query
 
@@ -59,8 +61,9 @@ MAX_QUERY_FIELDS = 64
 
 # Create queries whose parsed spec is remembered (a load test repeats one).
 SPEC_CACHE = 256
-# Query parameters the live endpoints take that the report does not.
-LIVE_PARAMS = ("cut_after", "last_event_id")
+# Query parameters the live endpoints take that the report does not (``parts``: what the canned answer is made
+# of, ``core.model.PARTS_ANSWERS``).
+LIVE_PARAMS = ("cut_after", "last_event_id", "parts")
 # The report's parameters a live stream has no use for: its reader is the client, on the real clock, and
 # what it reads is an event stream, not a report in a format.  A create refuses them, as any unknown one.
 REPORT_ONLY_PARAMS = ("format", "clock", "reader_ms")
@@ -151,9 +154,13 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
         spec = spec_from_params(parse_query(rest))
     except (ParamError, ValueError) as exc:
         raise RequestError(400, str(exc)) from None
+    if "parts" in live:
+        if live["parts"] not in PARTS_ANSWERS:
+            raise RequestError(400, f"parts must be one of {', '.join(PARTS_ANSWERS)}; got {echo(live['parts'])}")
+        spec = dataclasses.replace(spec, parts=live["parts"])
     cut = parse_count("cut_after", live["cut_after"]) if "cut_after" in live else None
-    if cut is not None and not 0 <= cut < spec.tokens:
-        raise RequestError(400, cut_range_message(spec.tokens, live["cut_after"]))
+    if cut is not None and not 0 <= cut < spec.length:
+        raise RequestError(400, cut_range_message(spec.length, live["cut_after"]))
     return spec, cut
 
 

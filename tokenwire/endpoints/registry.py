@@ -71,8 +71,8 @@ STREAM_ID_BYTES = 16
 
 
 def _check_cut(spec: RunSpec, cut_after: int | None) -> None:
-    if cut_after is not None and not 0 <= cut_after < spec.tokens:
-        raise ValueError(f"cut_after must be from 0 to {spec.tokens - 1} (tokens-1), got {cut_after!r}")
+    if cut_after is not None and not 0 <= cut_after < spec.length:
+        raise ValueError(f"cut_after must be from 0 to {spec.length - 1} (the answer's length - 1), got {cut_after!r}")
 
 
 def _idle(stream: Stream) -> bool:
