@@ -5,7 +5,12 @@ How this works: ``RedisServer`` starts ``redis-server`` on 127.0.0.1 with
 said was free, waits until it answers ``PING``, and stops it with SIGTERM.
 ``stop()`` then ``start()`` brings it back on the same port, empty, which is
 what a crashed and restarted Redis without persistence looks like.  Every
-wait is bounded.  Without ``redis-server`` (or the ``redis`` package) the
+wait is bounded.  ``RedisClusterNodes`` is a Redis Cluster of three such
+servers (``--cluster-enabled yes``, each on a port whose bus port, +10,000, is
+free too) made one with ``redis-cli --cluster create``, waited until every
+node says ``cluster_state:ok``; ``redis_cluster`` is the module's, emptied
+for each test, and ``begin_migration``/``end_migration`` move one slot as
+``redis-cli --cluster reshard`` does.  Without ``redis-server`` (or the ``redis`` package) the
 tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
 
 What a test waits for in Redis is a condition asked of Redis, never a sleep
