@@ -37,10 +37,14 @@
   const MAX_TRIES = 5;        // refused requests in a row before the page gives up
   const MAX_WAIT_S = 60;      // a longer (or unreadable) Retry-After waits the server's own figure
   const TICK_MS = 100;        // how often the outage countdown is redrawn
+  // The events of the parts that are not text (tokenwire.core.parts: each is named after its kind).
+  const PART_KINDS = ["reasoning", "refusal", "tool-call-start", "tool-call-delta", "tool-call-end", "tool-result",
+    "source", "file", "data", "step", "usage", "finish"];
   const body = document.body.dataset;
   const started = performance.now();
   const seen = {
-    stream_id: null, ids: [], text: "", connections: [], gaps_ms: [], ttft_ms: null,
+    stream_id: null, ids: [], text: "", parts: {}, usage: null, finish: null, connections: [], gaps_ms: [],
+    ttft_ms: null,
     reconnect_gap_ms: null, done: null, errors: [], retries: [], outages_ms: [],
   };
   const points = [];          // [ms since start, tokens received], for the chart
@@ -241,7 +245,8 @@
     setState("streaming", words + " Streaming.");
   }
 
-  function onToken(event) {
+  // Every numbered event (a token, or any other part) is timed, counted and listed the same way.
+  function arrived(event, shown) {
     const at = now();
     const id = Number(event.lastEventId);
     if (seen.ttft_ms === null) {
@@ -264,17 +269,12 @@
     lastArrival = at;
     lastId = event.lastEventId;
     seen.ids.push(id);
-    seen.text += event.data;
     points.push([at, seen.ids.length]);
-    const span = document.createElement("span");
-    span.className = "tok";
-    span.textContent = event.data;
-    $("answer").appendChild(span);
     const row = document.createElement("tr");
     if (id === resumedAt) {
       row.className = "resumed";
     }
-    for (const cell of [String(id), JSON.stringify(event.data), gap === null ? "-" : gap.toFixed(2)]) {
+    for (const cell of [String(id), shown, gap === null ? "-" : gap.toFixed(2)]) {
       const td = document.createElement("td");
       td.textContent = cell;
       row.appendChild(td);
@@ -283,6 +283,50 @@
     $("count").textContent = String(seen.ids.length);
     $("last-id").textContent = lastId;
     draw();
+  }
+
+  function piece(className, text) {
+    const span = document.createElement("span");
+    span.className = className;
+    span.textContent = text;
+    $("answer").appendChild(span);
+    return span;
+  }
+
+  function onToken(event) {
+    arrived(event, JSON.stringify(event.data));
+    seen.text += event.data;
+    piece("tok", event.data);
+  }
+
+  // A part that is not text (reasoning, a tool call and its result, a step, usage, the finish...): its event is
+  // named after its kind and its data is the part's JSON.  Reasoning is shown in its own style, a tool call as
+  // name(arguments) as they arrive, its result after it; usage and the finish are kept for the result.
+  let toolArgs = null;      // the span the open tool call's arguments are written into
+  function onPart(event) {
+    const part = JSON.parse(event.data);
+    arrived(event, event.type + " " + event.data);
+    seen.parts[part.type] = (seen.parts[part.type] || 0) + 1;
+    if (part.type === "reasoning") {
+      piece("reasoning", part.text);
+    } else if (part.type === "refusal") {
+      piece("refusal", part.text);
+    } else if (part.type === "tool-call-start") {
+      const call = piece("tool-call", part.name + "(");
+      toolArgs = document.createElement("code");
+      call.appendChild(toolArgs);
+      call.appendChild(document.createTextNode(")"));
+    } else if (part.type === "tool-call-delta" && toolArgs !== null) {
+      toolArgs.textContent += part.arguments;
+    } else if (part.type === "tool-call-end") {
+      toolArgs = null;
+    } else if (part.type === "tool-result") {
+      piece("tool-result", part.error === undefined ? "\u2192 " + JSON.stringify(part.output) : "\u2717 " + part.error);
+    } else if (part.type === "step") {
+      piece("step", "next step");
+    } else if (part.type === "usage" || part.type === "finish") {
+      seen[part.type] = part;
+    }
   }
 
   function summary() {
@@ -310,11 +354,13 @@
   function onDone(event) {
     source.close();           // an EventSource left open would reconnect after the stream ends
     seen.done = JSON.parse(event.data);
-    shown(seen.done.tokens);
+    const typed = Object.keys(seen.parts).length > 0;      // an answer with parts: its tokens are fewer than ids
+    shown(typed ? asked() : seen.done.tokens);
     summary();
     draw();
     const reconnects = seen.connections.length - 1;
-    setState("done", "Done: " + seen.ids.length + " tokens, " + reconnects + (reconnects === 1 ? " reconnect." : " reconnects."));
+    setState("done", "Done: " + seen.ids.length + (typed ? " parts, " : " tokens, ") + reconnects
+      + (reconnects === 1 ? " reconnect." : " reconnects."));
     publish();
   }
 
@@ -342,6 +388,9 @@
     source = new EventSource(url);
     source.addEventListener("open", onOpenFrame);
     source.addEventListener("token", onToken);
+    for (const kind of PART_KINDS) {
+      source.addEventListener(kind, onPart);
+    }
     source.addEventListener("done", onDone);
     source.addEventListener("failed", onFailed);
     source.addEventListener("error", onError);
@@ -368,6 +417,7 @@
   function links() {
     const query = new URLSearchParams(location.search);
     query.delete("last_event_id");
+    query.delete("parts");              // the live stream's, not the report's
     query.set("format", "html");
     $("report-link").href = "/?" + query.toString();
     $("again").href = location.pathname + location.search;
