@@ -303,3 +303,43 @@ def test_a_round_over_streams_on_every_node_is_one_round_trip_per_node(redis_clu
     assert len(_spread(redis_cluster, ids)) == len(redis_cluster.nodes)
     assert rounds == 1 and sorted(exchanges) == sorted(f"127.0.0.1:{n.port}" for n in redis_cluster.nodes)
     assert set(exchanges.values()) == {1}, exchanges
+
+
+def test_a_stale_owners_round_is_refused_per_stream_on_every_node(redis_cluster: RedisClusterNodes) -> None:
+    """A owns three streams on three nodes and stalls (nothing renews its leases); B takes two over.  A's next
+    round of plain XADDs is refused on those two (their epoch is over) and looked at by ``REFUSED`` on each
+    node, one call per slot: ``LeaseLost`` for those two, the third logged."""
+    from tokenwire.core.tokenlog import LeaseLost
+    cluster = redis_cluster
+    by_node: dict[int, str] = {}
+    for sid in (f"r{i}" for i in range(100)):
+        by_node.setdefault(cluster.node_of(stream_keys(cluster.url, sid)[0]).port, sid)
+    ids = list(by_node.values())
+    a, b = log_at(cluster.url, "A", lease_ms=300), log_at(cluster.url, "B", lease_ms=300)
+
+    async def scene() -> list[object]:
+        for sid in ids:
+            await a.aio.create(sid, {}, 5)
+            assert (await a.aio.claim(sid)).owned
+            await a.aio.append(sid, 0, "a0")
+        a.aio.writer.renewal.stop()               # A stalls: it still takes itself for the owner
+        await asyncio.to_thread(wait_until, lambda: all(b.owner(sid) is None for sid in ids), "A's leases lapsed")
+        for sid in ids[:2]:
+            assert (await b.aio.claim(sid)).owned
+            await b.aio.append(sid, 1, "b1")
+            b.aio.disown(sid)
+        got = await asyncio.gather(*(a.aio.append_future(sid, 1, "a1") for sid in ids), return_exceptions=True)
+        for sid in ids:
+            a.aio.disown(sid)
+        await a.aio.close()
+        await b.aio.close()
+        return got
+    try:
+        got = a._run(scene())
+        logged = [[(i, t) for i, t, _ in a.entries(sid)] for sid in ids]
+    finally:
+        a.close()
+        b.close()
+    assert len(ids) == len(cluster.nodes)
+    assert [type(r) for r in got] == [LeaseLost, LeaseLost, type(None)], got
+    assert logged == [[(0, "a0"), (1, "b1")], [(0, "a0"), (1, "b1")], [(0, "a0"), (1, "a1")]]
