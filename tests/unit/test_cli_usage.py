@@ -61,7 +61,8 @@ CASES = [
     # An unknown flag is named before a missing required argument (argparse's own order says the latter).
     (["proxy", "--bogus=1"], "tokenwire proxy: unknown flag '--bogus'; allowed: --upstream, --model, --api-key-env, "
                              "--takeover, --continue-final-message, --connect-timeout-s, --upstream-timeout-s, "
-                             "--max-answer-tokens, --max-answer-s, --host, --port, --heartbeat-s, --write-timeout-s, --max-live, --max-connections, "
+                             "--max-answer-tokens, --max-answer-s, "
+                             "--host, --port, --heartbeat-s, --write-timeout-s, --max-live, --max-connections, "
                              "--max-streams, --create-burst, --create-rate, --grace-s, --max-duration-s, "
                              "--max-body-bytes, --max-chat-body-bytes, --quiet, --log"),
     (["read", "--bogus"], "tokenwire read: unknown flag '--bogus'; allowed: --header, --last-event-id, "
