@@ -259,6 +259,12 @@ class LogWriter:
             noscript = self._checked(out.slow, replies[:len(out.slow)], moved)
             replies = replies[len(out.slow):]
         self._appends[:0] = moved                # sent again where the cluster said, first, in their order
+        if self._commands_answered(commands, replies) or noscript:
+            await link.load_scripts()
+
+    def _commands_answered(self, commands: list[Command], replies: list[Any]) -> bool:
+        """Tell each command's asker its reply, or queue it again (redirected, or NOSCRIPT: then True, the
+        scripts must be loaded again first)."""
         redone: list[Command] = []               # sent again after the scripts are loaded, in their order
         sent_on: list[Command] = []
         missing: NoScriptError | None = None
@@ -273,8 +279,7 @@ class LogWriter:
         self._commands[:0] = sent_on
         if missing is not None:
             self._again(redone, self._commands, missing)
-        if noscript or redone:
-            await link.load_scripts()
+        return bool(redone)
 
     async def _send(self, link: Link, out: Appends, commands: list[Command]) -> tuple[list[Any] | None, list[Any]]:
         """One round trip to ``link``'s node: every command packed into one write, the replies read in order.
