@@ -57,15 +57,23 @@ def _yielding(items: list[Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    """One server with a mount per model: ``/openai``, ``/anthropic``, ``/langchain``, ``/agent``, ``/malformed``."""
-    with in_thread(upstream_standin.app) as standin:
+    """One server with a mount per model: ``/openai``, ``/responses``, ``/anthropic``, ``/langchain``, ``/agent``,
+    ``/malformed``; ``/responses`` streams Responses events from another tokenwire's canned answer with parts."""
+    with in_thread(upstream_standin.app) as standin, in_thread(TokenStreams()) as canned:
+        async def responses_model(request: StreamRequest) -> AsyncIterator[Any]:
+            client = openai.AsyncOpenAI(base_url=canned + "/v1", api_key="unused", max_retries=0)
+            stream = await client.responses.create(model="tokenwire-canned", input="slow readers?", stream=True,
+                                                   extra_body={"parts": "tools", "tokens": 5, "producer_ms": 1})
+            return stream.__aiter__()
+
         async def openai_model(request: StreamRequest) -> AsyncIterator[Any]:
             client = openai.AsyncOpenAI(base_url=standin + "/v1", api_key="unused", max_retries=0)
             stream = await client.chat.completions.create(model="style=vllm", messages=ASK,  # type: ignore[arg-type]
                                                           stream=True, stream_options={"include_usage": True})
             return stream.__aiter__()
 
-        mounts = {"/openai": TokenStreams(openai_model), "/anthropic": TokenStreams(_yielding(anthropic_events())),
+        mounts = {"/openai": TokenStreams(openai_model), "/responses": TokenStreams(responses_model),
+                  "/anthropic": TokenStreams(_yielding(anthropic_events())),
                   "/langchain": TokenStreams(_yielding(langchain_chunks())), "/agent": TokenStreams(_yielding(AGENT)),
                   "/malformed": TokenStreams(_yielding(MALFORMED))}
         with in_thread(prefix_app(mounts)) as url:
@@ -150,6 +158,24 @@ def test_a_clients_objects_are_read_by_the_openai_sdk_as_responses_events(base: 
     assert final.output_text == text
     assert [(c.call_id, c.name, c.arguments) for c in calls] == [(call_id, "get_weather", arguments)]
     assert final.usage is not None and final.usage.total_tokens == total
+
+
+def test_the_openai_sdks_responses_events_are_every_dialects_parts(base: str) -> None:
+    """A model yielding ``AsyncOpenAI().responses.create(stream=True)``'s events (from tokenwire's own canned answer
+    with parts: reasoning, a message, a function_call, a second message, usage)."""
+    events = frames(f"{base}/responses")
+    names = [name for name, _ in events if name not in ("open", "done")]
+    assert names[:4] == ["reasoning"] * 4 and names[-2:] == ["finish", "usage"]      # as the adapters end
+    assert "".join(d for n, d in events if n == "token").startswith("Let me check the weather first. It is 18")
+    start = next(json.loads(d) for n, d in events if n == "tool-call-start")
+    assert start == {"type": "tool-call-start", "call_id": "call_weather_1", "name": "get_weather"}
+    assert next(json.loads(d) for n, d in events if n == "tool-call-end")["input"] == {"city": "Paris"}
+    assert json.loads(events[-3][1]) == {"type": "finish", "reason": "tool_calls"}     # the response made a call
+    with sdk(f"{base}/responses").chat.completions.stream(model="any", messages=ASK,  # type: ignore[arg-type]
+                                                          stream_options={"include_usage": True}) as stream:
+        final = stream.get_final_completion()
+    assert [c.function.arguments for c in final.choices[0].message.tool_calls or []] == ['{"city": "Paris"}']
+    assert final.usage is not None and final.usage.total_tokens == 50
 
 
 def test_a_model_that_runs_its_tool_itself_has_the_call_the_result_and_the_next_step_in_the_frames(
