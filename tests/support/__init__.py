@@ -18,7 +18,8 @@ never imports another (what two share lives here).
   ``wait_until``, the bounded wait on a condition.
 - ``redis``: a private ``redis-server`` per test or session (the fixtures ``conftest.py`` registers as a
   plugin), the conditions a test waits for in Redis (``lease_expired``, ``until_logged``...) and ``run_scene``;
-  ``redis_tls``: a redis-server that wants a client certificate.
+  ``redis_tls``: a redis-server that wants a client certificate; ``sentinel``: a primary, two replicas and
+  three ``redis-sentinel``s watching them (``running_sentinels``), for failovers.
 - ``cdp``: a headless Chromium driven over the DevTools pipe (``browser_page``) and axe-core (``axe``).
 - ``docs``: the README's and ``docs/``' text, found by heading or marker wherever a section lives.
 - ``sse_vectors``: the SSE encoder and decoder vectors (plain data; ``bench/codec.py`` loads it by path);

@@ -45,8 +45,8 @@ def test_a_bad_log_url_is_refused_with_the_password_hidden(capsys: pytest.Captur
     from tokenwire.cli import main
     assert main(["serve", "--log", "http://default:S3cr3t-pw@127.0.0.1:1/0"]) == 2
     err = capsys.readouterr().err
-    assert err == ("tokenwire serve: --log must be 'memory' or a redis://, rediss:// or unix:// URL; got "
-                   "'http://default:***@127.0.0.1:1/0'\n")
+    assert err == ("tokenwire serve: --log must be 'memory' or a redis://, rediss://, unix:// or redis+sentinel:// "
+                   "URL; got 'http://default:***@127.0.0.1:1/0'\n")
 
 
 @pytest.mark.parametrize(("url", "said"), [

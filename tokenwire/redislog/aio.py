@@ -29,7 +29,7 @@ from redis.exceptions import NoPermissionError
 
 from ..core.buckets import Buckets
 from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
-from . import acl, policy
+from . import acl, policy, replicas
 from .clients import OP_TIMEOUT_S, Settings, client, unavailable
 from .presence import readers_key
 from .reader import LogReader
@@ -71,6 +71,7 @@ class AsyncRedisLog:
                     self._gone = self._tally([old.writer])
             engine = self._engines[id(loop)] = _Engine(self.log, loop)
             policy.ask(engine.writer, self.log.where)      # Redis's eviction policy, said once (policy)
+            replicas.ask(engine.writer, self.log)          # replicas with min_replicas 0, said once (replicas)
         return engine
 
     @property

@@ -63,6 +63,7 @@ from ..core.tokenlog import (
     LogUnavailable,
     StreamState,
 )
+from . import replicas, sentinel
 from .aio import AsyncRedisLog
 from .clients import STALL_TIMEOUT_S
 from .redact import redact_url, scrub
@@ -94,9 +95,12 @@ DEFAULT_MAXLEN = DEFAULT_MAX_TOKENS
 # A follower's heartbeat: it is told "nothing new" at least this often, and
 # then checks whether the owner's lease is gone; well under a lease.
 DEFAULT_BLOCK_MS = 250
+# Replicas that must acknowledge a round before its tokens reach readers (``replicas``): none by default,
+# as Redis itself replicates asynchronously; see docs/redis.md, "Failover".
+DEFAULT_MIN_REPLICAS = 0
 # Tokenwire's own query parameters in a log URL; the rest go to redis-py.
 _OWN_PARAMS = {"lease_ms": DEFAULT_LEASE_MS, "ttl_ms": DEFAULT_TTL_MS, "maxlen": DEFAULT_MAXLEN,
-               "block_ms": DEFAULT_BLOCK_MS}
+               "block_ms": DEFAULT_BLOCK_MS, "min_replicas": DEFAULT_MIN_REPLICAS}
 
 
 def _checked_url(url: str) -> SplitResult:
@@ -109,8 +113,11 @@ def _checked_url(url: str) -> SplitResult:
         parts = urlsplit(url)
     except ValueError as exc:             # an unclosed [ of an IPv6 host
         raise ValueError(f"log URL {shown!r} is malformed: {scrub(str(exc), url)}") from None
+    if sentinel.is_sentinel(url):
+        sentinel.parse(url)               # the sentinels, the service, the primary's settings
+        return parts
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"log URL must start with redis://, rediss:// or unix://, got {shown!r}")
+        raise ValueError(f"log URL must start with redis://, rediss://, unix:// or {sentinel.SCHEME}, got {shown!r}")
     try:
         redis.ConnectionPool.from_url(url)   # parses, connects to nothing
     except ValueError as exc:             # a port, a db or a redis-py setting that is not a number
@@ -156,9 +163,10 @@ class _Runner:
 class RedisTokenLog:
     """A ``TokenLog`` on Redis Streams, with a per-stream generation lease (the blocking face of ``aio``).
 
-    ``url`` is a ``redis://`` (or ``rediss://``, ``unix://``) URL; the query
-    may set ``lease_ms``, ``ttl_ms``, ``maxlen`` and ``block_ms`` (the rest
-    goes to redis-py).  ``name`` labels this instance in owner ids (default
+    ``url`` is a ``redis://`` (or ``rediss://``, ``unix://``, ``redis+sentinel://``:
+    ``sentinel``) URL; the query may set ``lease_ms``, ``ttl_ms``, ``maxlen``,
+    ``block_ms`` and ``min_replicas`` (``replicas``; the rest goes to
+    redis-py).  ``name`` labels this instance in owner ids (default
     host:pid).  Raises ``ValueError`` for a bad URL or setting; connecting is
     lazy, so a Redis that is down shows up as ``LogUnavailable`` on first use.
     """
@@ -174,6 +182,7 @@ class RedisTokenLog:
         merged = {**_OWN_PARAMS, **own, **settings}
         self.lease_ms, self.ttl_ms, self.maxlen, self.block_ms = (
             _positive(key, merged[key]) for key in ("lease_ms", "ttl_ms", "maxlen", "block_ms"))
+        self.min_replicas = replicas.count_of(merged["min_replicas"])
         self.url = urlunsplit(parts._replace(query=urlencode(query, safe="/:,")))   # paths shown as written
         self.where = redact_url(self.url)       # what any output shows: the password is ***
         self.prefix = prefix
@@ -183,7 +192,9 @@ class RedisTokenLog:
 
     def describe(self) -> str:
         """One line for the server's banner."""
-        return f"{self.where}, shared by every instance pointing there (owner {self.owner_id})"
+        said = replicas.warning(self)       # known once the log's first round has asked Redis (``check``)
+        return (f"{self.where}, shared by every instance pointing there (owner {self.owner_id})"
+                + (f"; warning: {said}" if said else ""))
 
     def check(self) -> str | None:
         """None if Redis answers now and lets the log's user run every command it needs (``acl``), else a line

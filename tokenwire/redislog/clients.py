@@ -3,7 +3,8 @@
 How this works: the writer (``writer``) and the followers' shared read
 (``reader``) each talk to Redis on one connection of their own (one per
 node of a cluster: ``topology``), made by ``client`` with the socket
-timeout each can bear.  Anything Redis does
+timeout each can bear (for a ``redis+sentinel://`` URL, to the primary
+its sentinels name: ``sentinel``).  Anything Redis does
 wrong on either (down, stalled past the timeout, an error reply) becomes
 ``unavailable``'s ``LogUnavailable``, which names the host (redacted) and
 never the password.
@@ -18,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..core.tokenlog import LogUnavailable
+from . import sentinel
 from .redact import scrub
 
 __all__ = ["OP_TIMEOUT_S", "STALL_TIMEOUT_S", "Settings", "client", "home_of", "unavailable"]
@@ -42,6 +44,7 @@ class Settings(Protocol):
     ttl_ms: int
     maxlen: int
     block_ms: int
+    min_replicas: int       # replicas that must have a round before its askers are told (``replicas``)
 
     def keys(self, stream_id: str) -> tuple[str, str, str]: ...
     def kept_key(self, kind: str, key: str) -> str: ...
@@ -53,9 +56,11 @@ def client(settings: Settings, socket_timeout_s: float, node: str | None = None)
 
     Any: redis-py types every reply as a union of bytes/str/None whatever decode_responses says.
     """
-    made = redis.asyncio.Redis.from_url(settings.url, decode_responses=True, max_connections=1,
-                                        socket_timeout=socket_timeout_s, socket_connect_timeout=OP_TIMEOUT_S,
-                                        retry=Retry(NoBackoff(), 1))   # one immediate retry: a reconnect
+    options: dict[str, Any] = {"decode_responses": True, "max_connections": 1, "socket_timeout": socket_timeout_s,
+               "socket_connect_timeout": OP_TIMEOUT_S, "retry": Retry(NoBackoff(), 1)}   # one retry: a reconnect
+    if sentinel.is_sentinel(settings.url):
+        return sentinel.client(settings.url, **options)     # to the primary the sentinels name, asked at connect
+    made = redis.asyncio.Redis.from_url(settings.url, **options)
     if node is not None:
         host, _, port = node.rpartition(":")
         made.connection_pool.connection_kwargs.update(host=host, port=int(port))   # before any connection
@@ -64,6 +69,9 @@ def client(settings: Settings, socket_timeout_s: float, node: str | None = None)
 
 def home_of(redis_client: Any) -> str:
     """The ``host:port`` a client made by ``client`` connects to (``unix`` for a local socket)."""
+    named = sentinel.home(redis_client)
+    if named is not None:
+        return named
     kwargs = redis_client.connection_pool.connection_kwargs
     return f"{kwargs['host']}:{kwargs['port']}" if "host" in kwargs else "unix"
 

@@ -8,7 +8,10 @@ reads its replies within ``STALL_TIMEOUT_S``; the XADDs of a round's owned
 appends are compared as bytes first (``Replies.skip``).  Any failure drops
 the connection (whatever was half read goes with it); the next exchange
 reconnects.  ``loaded`` says whether this connection's Redis was sent the
-scripts (each node keeps its own script cache).
+scripts (each node keeps its own script cache).  A ``READONLY`` reply (the
+node was demoted to a replica) drops the connection as a failure does, and
+on a sentinel URL a connection the sentinels no longer name the primary of
+is dropped before it is written to (``sentinel.stale``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ReadOnlyError
+
+from . import sentinel
 from .clients import STALL_TIMEOUT_S, Settings, client
 from .resp import Replies, pack
 from .scripts import SCRIPTS
@@ -43,6 +50,8 @@ class Link:
         if conn is None:
             conn = self._conn = await self.redis.connection_pool.get_connection()
         try:
+            if sentinel.stale(self.redis, conn):
+                await conn.disconnect()     # the sentinels name another primary now: ask them again, connecting
             async with asyncio.timeout(STALL_TIMEOUT_S):
                 await conn.send_packed_command(payload, check_health=False)
                 replies = self._replies
@@ -55,7 +64,9 @@ class Link:
                         if ask:
                             await replies.read()                     # ASKING's +OK (or why not: ASK again)
                         added.append(await replies.read())
-                return added, [await replies.read() for _ in range(count)]
+                rest = [await replies.read() for _ in range(count)]
+            _writable(added, rest)
+            return added, rest
         except BaseException:
             self._replies = None
             await conn.disconnect()         # whatever was half read is gone with it; the next round reconnects
@@ -75,3 +86,13 @@ class Link:
             await self.redis.connection_pool.release(self._conn)
             self._conn = None
         await self.redis.aclose()
+
+
+def _writable(*replies: list[Any] | None) -> None:
+    """Raise ``ConnectionError`` if any reply is ``READONLY``: the node is a replica now (demoted by a failover),
+    so the connection is dropped and the next one asks where the primary is (``sentinel``); nothing was
+    written there, so the round may go again."""
+    for some in replies:
+        for reply in some or ():
+            if isinstance(reply, ReadOnlyError):
+                raise RedisConnectionError(f"the node answered {reply}: it is a replica now")

@@ -24,6 +24,7 @@ from typing import Any
 from redis.exceptions import MovedError
 
 from ..core.tokenlog import LogError
+from . import replicas
 from .clients import STALL_TIMEOUT_S, Settings, client, unavailable
 from .replies import entry_index
 from .topology import REDIRECTS
@@ -172,6 +173,8 @@ class LogReader:
         finally:
             here.blocked = False
         self.reads += 1
+        if reply:
+            await replicas.barrier(self.writer)     # min_replicas: handed out once the replicas have it
         self._hand_out(streams, reply)
         return bool(reply)
 
@@ -187,6 +190,8 @@ class LogReader:
         self.reads += len(replies)
         got = False
         redirected = [reply for reply in replies if isinstance(reply, REDIRECTS)]
+        if any(reply and not isinstance(reply, Exception) for reply in replies):
+            await replicas.barrier(self.writer)
         for streams, reply in zip(asked, replies, strict=True):
             if isinstance(reply, Exception) and not isinstance(reply, REDIRECTS):
                 raise reply

@@ -13,7 +13,8 @@ of them) before any parsing; only a round with a refusal is parsed reply by
 reply.  Replies come as redis-py gives them with ``decode_responses``
 (RESP2, or RESP3 on a connection that asked for it): an error reply is an
 exception object in its place (``NoScriptError`` for ``NOSCRIPT``,
-``MovedError``/``AskError`` for a cluster's redirection), never
+``MovedError``/``AskError`` for a cluster's redirection, ``ReadOnlyError``
+for a replica's ``READONLY``), never
 raised, wherever it is; bytes that are not RESP raise ``InvalidResponse``.
 """
 
@@ -24,7 +25,15 @@ from collections.abc import Iterable
 from typing import Any
 
 import hiredis
-from redis.exceptions import AskError, InvalidResponse, MovedError, NoScriptError, ResponseError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    InvalidResponse,
+    MovedError,
+    NoScriptError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 __all__ = ["Replies", "pack", "pack_xadd", "xadd_reply"]
@@ -65,6 +74,8 @@ def _error(text: str) -> ResponseError:
     redirection = _CLUSTER_ERRORS.get(code)
     if redirection is not None:
         return redirection(rest)            # as redis-py's parser makes them: the text after the code
+    if code == "READONLY":
+        return ReadOnlyError(text)          # a replica's refusal: the node was demoted (links drops it)
     return NoScriptError(text) if text.startswith("NOSCRIPT") else ResponseError(text)
 
 

@@ -70,8 +70,8 @@ __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", 
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
-# The URL schemes of a Redis log (redis-py's from_url): TCP, TLS, a local socket.
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+# The URL schemes of a Redis log: TCP, TLS, a local socket (redis-py's from_url), a primary its sentinels name.
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+sentinel://")
 
 
 def is_shared(log: TokenLog) -> bool:
@@ -247,7 +247,7 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     if not url or url == "memory":
         return MemoryTokenLog(now)
     if not url.startswith(REDIS_SCHEMES):
-        raise ValueError(f"{setting} must be 'memory' or a redis://, rediss:// or unix:// URL, "
+        raise ValueError(f"{setting} must be 'memory' or a redis://, rediss://, unix:// or redis+sentinel:// URL, "
                          f"got {redact_url(url)!r}")
     try:
         from .blocking import RedisTokenLog

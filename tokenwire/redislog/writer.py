@@ -32,6 +32,7 @@ again), after an ``ASK`` once to the target after ``ASKING``, after a
 ``TRYAGAIN`` a moment later; past ``MAX_REDIRECTS`` it fails as Redis
 failing does.
 
+With ``min_replicas=N`` every round ends with ``WAIT`` (``replicas``).
 The owner's leases and the readers' presence are renewed through these
 rounds too, on the timer of ``renewal`` (the writer's ``renewal``), one
 call per slot (``Topology.by_slot``).
@@ -48,6 +49,7 @@ import redis
 from redis.exceptions import MovedError, NoScriptError, ResponseError
 
 from ..core.tokenlog import LogError
+from . import replicas
 from .clients import Settings, home_of, unavailable
 from .links import Link
 from .renewal import Renewal
@@ -298,14 +300,16 @@ class LogWriter:
                 kept.append(False)
             parts.append(pack(args))
             kept.append(True)
-        payload = out.xadds + b"".join(parts)
+        wait = replicas.wait_command(self.settings, self.topology.cluster)   # min_replicas: after every call
+        payload = out.xadds + b"".join(parts) + wait
         sent: list[Append | Command] = [*out.fast, *out.slow, *commands]
         for item in sent:
             item.asking = None                          # an ASK is followed once; another ASK says it again
         for attempt in (1, 2):
             try:
-                added, replies = await link.exchange(payload, out.asking, out.expect, len(parts))
+                added, replies = await link.exchange(payload, out.asking, out.expect, len(parts) + bool(wait))
                 link.loaded = True
+                replicas.acknowledged(self.settings, replies, wait)    # else the round fails: none is told
                 return added, [reply for reply, keep in zip(replies, kept, strict=True) if keep]
             except redis.ConnectionError:
                 if attempt == 2:

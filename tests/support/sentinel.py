@@ -1,0 +1,186 @@
+"""A Redis primary with two replicas and three ``redis-sentinel``s watching it, for failover tests.
+
+How this works: ``SentinelSet`` starts a primary (``support.redis.RedisServer``), two replicas of it
+(``--replicaof``) and three sentinels, each from a config file of its own in the test's folder (a
+sentinel rewrites its file), with ``sentinel monitor mymaster 127.0.0.1 <port> 2``, ``down-after-
+milliseconds 1000`` and ``failover-timeout 3000``: a primary killed is replaced within a few seconds.
+``start`` returns once every replica is in sync and every sentinel knows both replicas and the two other
+sentinels (they learn that from each other's hello messages, within a few seconds), so a failover can
+happen at once.  ``url`` is the ``redis+sentinel://`` URL naming the three sentinels.  ``kill`` is SIGKILL
+(a crash: nothing is handed over); ``primary`` asks the sentinels who the primary is now, and
+``until_switched`` waits until every sentinel names another one.  Every wait is bounded, a condition
+asked of the servers, never a sleep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from support.live import wait_until
+from support.processes import stop, wait_ready
+from support.redis import START_TIMEOUT_S, STOP_TIMEOUT_S, RedisServer, require_redis
+from support.requirements import free_port, require_binary
+
+SERVICE = "mymaster"
+# How long sentinels and replicas may take to find each other (hello messages every 2 s) and sync.
+SETTLE_TIMEOUT_S = 20.0
+# How long a failover may take: down-after (1 s) + an election + the promotion, a few seconds; failover-timeout
+# (3 s) again if the first try fails.
+FAILOVER_TIMEOUT_S = 20.0
+# What the sentinels are told (the issue's numbers): a primary is down after 1 s without an answer, and a
+# failover that has not finished in 3 s is tried again.
+_SENTINEL_CONF = """port {port}
+bind 127.0.0.1
+daemonize no
+dir {folder}
+logfile ""
+sentinel monitor {service} 127.0.0.1 {primary} 2
+sentinel down-after-milliseconds {service} 1000
+sentinel failover-timeout {service} 3000
+sentinel parallel-syncs {service} 2
+"""
+
+
+def ask(port: int, *args: object) -> Any:
+    """One command to the server (or sentinel) on ``port``; replies decoded."""
+    import redis
+    with redis.Redis(port=port, decode_responses=True, socket_timeout=2) as plain:
+        return plain.execute_command(*args)
+
+
+def answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class Sentinel:
+    """One ``redis-sentinel`` on ``127.0.0.1:port``, its config in ``folder``."""
+
+    def __init__(self, binary: str, folder: Path, primary: int) -> None:
+        self.binary, self.port = binary, free_port()
+        self.conf = folder / f"sentinel-{self.port}.conf"
+        self.conf.write_text(_SENTINEL_CONF.format(port=self.port, folder=folder, service=SERVICE, primary=primary))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([self.binary, str(self.conf)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        wait_ready(self.proc, lambda: answers(self.port), f"redis-sentinel on port {self.port}", START_TIMEOUT_S,
+                   lambda: "")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            stop(proc, signal.SIGTERM, STOP_TIMEOUT_S)
+
+    def master(self) -> dict[str, str]:
+        """What this sentinel says of the primary (``SENTINEL MASTER``), as a dict."""
+        reply = ask(self.port, "SENTINEL", "MASTER", SERVICE)
+        return dict(reply) if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
+
+
+def _own_dir(folder: Path) -> tuple[str, ...]:
+    """A server's ``--dir`` of its own: a replica's full sync writes dump.rdb there, which a server started in
+    the same folder would load (a killed primary must come back empty)."""
+    made = folder / f"server-{free_port()}"
+    made.mkdir()
+    return ("--dir", str(made))
+
+
+class SentinelSet:
+    """A primary, ``replicas`` replicas of it and three sentinels (quorum 2) monitoring it as ``mymaster``."""
+
+    def __init__(self, folder: Path, replicas: int = 2) -> None:
+        binary = require_redis()
+        sentinel = require_binary("redis-sentinel")
+        self.primary = RedisServer(binary, args=_own_dir(folder))
+        self.replicas = [RedisServer(binary, args=(*_own_dir(folder), "--replicaof", "127.0.0.1",
+                                                   str(self.primary.port))) for _ in range(replicas)]
+        self.sentinels = [Sentinel(sentinel, folder, self.primary.port) for _ in range(3)]
+
+    @property
+    def servers(self) -> list[RedisServer]:
+        return [self.primary, *self.replicas]
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in self.sentinels)
+        return f"redis+sentinel://{hosts}/{SERVICE}/0"
+
+    def start(self) -> None:
+        for server in self.servers:
+            server.start()
+        for sentinel in self.sentinels:
+            sentinel.start()
+        self.until_settled()
+
+    def until_settled(self) -> None:
+        """Return once the primary the sentinels name has every other server in sync as its replica, and every
+        sentinel knows them and the other sentinels."""
+        def settled() -> bool:
+            port = self.primary_port()
+            if port is None:
+                return False
+            replication = ask(port, "INFO", "replication")
+            if int(replication.get("connected_slaves", 0)) != len(self.servers) - 1:
+                return False
+            for server in self.servers:
+                if server.port != port and ask(server.port, "INFO", "replication").get("master_link_status") != "up":
+                    return False
+            return all(int(sentinel.master()["num-slaves"]) == len(self.servers) - 1
+                       and int(sentinel.master()["num-other-sentinels"]) == len(self.sentinels) - 1
+                       for sentinel in self.sentinels)
+        wait_until(settled, "every replica in sync and known to every sentinel", SETTLE_TIMEOUT_S)
+
+    def primary_port(self) -> int | None:
+        """The primary's port if every sentinel names the same one, else None."""
+        named = {int(ask(sentinel.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1])
+                 for sentinel in self.sentinels}
+        return named.pop() if len(named) == 1 else None
+
+    def server(self, port: int) -> RedisServer:
+        return next(server for server in self.servers if server.port == port)
+
+    def until_switched(self, old: int) -> int:
+        """Return the new primary's port once every sentinel names one other than ``old``."""
+        def switched() -> int | None:
+            port = self.primary_port()
+            return port if port not in (None, old) else None
+        return wait_until(switched, f"the sentinels to name a primary other than port {old}", FAILOVER_TIMEOUT_S)
+
+    def stop(self) -> None:
+        for sentinel in self.sentinels:
+            sentinel.stop()
+        for server in self.servers:
+            server.stop()
+
+
+def kill(server: RedisServer) -> None:
+    """SIGKILL ``server`` (a crash) and wait for it to be gone; ``server.start()`` brings it back, empty."""
+    proc, server.proc = server.proc, None
+    if proc is not None:
+        proc.kill()
+        proc.wait(STOP_TIMEOUT_S)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+@contextlib.contextmanager
+def running_sentinels(folder: Path, replicas: int = 2) -> Iterator[SentinelSet]:
+    """A started ``SentinelSet`` in ``folder``, stopped on exit."""
+    made = SentinelSet(folder, replicas)
+    try:
+        made.start()
+        yield made
+    finally:
+        made.stop()
