@@ -59,7 +59,8 @@ class TokenStreams:
     """An ASGI 3 app serving the live routes (``routes``: ``POST /streams``, ``GET /streams/<id>/events``, ...).
 
     ``model``: a factory called once per stream with a ``StreamRequest``,
-    returning an async iterator of ``str`` (or an awaitable of one); None
+    returning an async iterator of ``str``, parts or a client's stream objects (``tokenwire.models``; or an
+    awaitable of one); None
     serves the canned answer with the report's parameters.  For a model,
     ``policy`` and ``buffer`` are its channel's and ``on_disconnect`` what a
     reader leaving does (``detach``: the model keeps logging; ``cancel``: it

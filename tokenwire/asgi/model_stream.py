@@ -255,7 +255,7 @@ class ModelRun:
 
 
 class ModelTokens(Source):
-    """Your model as a stream's source on a log in memory: ``iterator``, an async iterator of ``str``.
+    """Your model as a stream's source on a log in memory: ``iterator``, an async iterator of its yields.
 
     ``headers``: the request's (see ``ModelRun``).  ``run`` is the iterator
     being pulled.  Appends and the ending are plain log calls.
