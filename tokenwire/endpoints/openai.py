@@ -39,7 +39,8 @@ from .bodies import MAX_MODEL_CHARS, field_of, json_object, text_field
 from .decisions import CHAT_COMPLETIONS, RESPONSES, Answer, Asked, LiveRequest, OpenAIRequest, OpenStream, StreamMaker
 from .kept import Kept
 from .openai_chat import ChatChunks, chat_completion
-from .openai_responses import ResponseEvents, response_object, response_status, resume, whole_response
+from .openai_response import response_object, response_status
+from .openai_responses import ResponseEvents, resume, whole_response
 from .openai_wire import Answered, Gathered
 from .params import RequestError, echo, parse_count
 from .registry import LiveStream, Registry

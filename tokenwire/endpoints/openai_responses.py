@@ -46,7 +46,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.endings import STOPPED_REASON, EarlyEnd
 from ..core.frames import TokenItem
 from ..core.parts import (
     PART_MARK,
@@ -62,10 +61,11 @@ from ..core.parts import (
     decode,
 )
 from ..core.rendering import Rendered
+from .openai_response import response_object, response_status, usage_of
 from .openai_wire import Answered, compact_json
 from .params import RequestError
 
-__all__ = ["OPENING", "ResponseEvents", "Resumed", "response_object", "response_status", "resume", "whole_response"]
+__all__ = ["OPENING", "ResponseEvents", "Resumed", "resume", "whole_response"]
 
 # Events before the first entry's: response.created and response.in_progress.
 OPENING = 2
@@ -76,41 +76,6 @@ _PARTS = {"output_text": ("response.output_text", "text"), "refusal": ("response
           "reasoning_text": ("response.reasoning_text", "text")}
 # Event numbers no reader has asked after: the machine feeds entries silently (``whole_response``).
 _SILENT = sys.maxsize
-
-
-def response_status(ending: EarlyEnd | None, ended: bool) -> str:
-    """A response's ``status``: in_progress, completed, failed, cancelled (stopped) or incomplete."""
-    if not ended:
-        return "in_progress"
-    if ending is None:
-        return "completed"
-    if ending.error is not None:
-        return "failed"
-    return "cancelled" if ending.reason == STOPPED_REASON else "incomplete"
-
-
-def _usage(total: int, part: Usage | None) -> dict[str, Any]:
-    """A response's ``usage``: the ``Usage`` part's figures, or ``total`` entries as output tokens."""
-    figures = Usage(output_tokens=total) if part is None else part
-    return {"input_tokens": figures.input_tokens,
-            "input_tokens_details": {"cached_tokens": figures.cached_input_tokens, "cache_write_tokens": 0},
-            "output_tokens": figures.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": figures.reasoning_tokens},
-            "total_tokens": figures.total_tokens}
-
-
-def response_object(answered: Answered, status: str, *, background: bool, output: list[dict[str, Any]] | None = None,
-                    usage: dict[str, Any] | None = None, error: str | None = None,
-                    incomplete: str | None = None) -> dict[str, Any]:
-    """The ``response`` object: its ``status``, its output items (none yet by default) and ``usage``."""
-    return {"id": answered.id, "object": "response", "created_at": answered.created, "status": status,
-            "background": background, "error": None if error is None else {"code": "server_error",
-                                                                            "message": error},
-            "incomplete_details": None if incomplete is None else {"reason": incomplete}, "instructions": None,
-            "max_output_tokens": None, "metadata": {}, "model": answered.model, "output": output or [],
-            "parallel_tool_calls": True, "previous_response_id": None, "reasoning": None, "store": True,
-            "temperature": 1.0, "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
-            "top_p": 1.0, "truncation": "disabled", "usage": usage}
 
 
 def _part_body(kind: str, text: str) -> dict[str, Any]:
@@ -204,7 +169,7 @@ class ResponseEvents:
         usage; a ``completed`` one is ``incomplete`` after a ``Finish`` of length or content filter."""
         self._materialize()
         incomplete = _INCOMPLETE.get(self._finish or "") if status == "completed" else None
-        usage = None if status == "in_progress" else _usage(total, self._usage)
+        usage = None if status == "in_progress" else usage_of(total, self._usage)
         return response_object(self.answered, "incomplete" if incomplete else status, background=self.background,
                                output=self._output, usage=usage, error=error, incomplete=incomplete)
 
