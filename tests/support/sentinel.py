@@ -8,7 +8,8 @@ milliseconds 1000`` and ``failover-timeout 3000``: a primary killed is replaced 
 sentinels (they learn that from each other's hello messages, within a few seconds), so a failover can
 happen at once.  ``url`` is the ``redis+sentinel://`` URL naming the three sentinels.  ``kill`` is SIGKILL
 (a crash: nothing is handed over); ``primary`` asks the sentinels who the primary is now, and
-``until_switched`` waits until every sentinel names another one.  Every wait is bounded, a condition
+``until_switched`` waits until every sentinel names another one; ``cut_replication`` makes the replicas
+lag for real (the primary refuses their links).  Every wait is bounded, a condition
 asked of the servers, never a sleep.
 """
 
@@ -66,8 +67,8 @@ def answers(port: int) -> bool:
 class Sentinel:
     """One ``redis-sentinel`` on ``127.0.0.1:port``, its config in ``folder``."""
 
-    def __init__(self, binary: str, folder: Path, primary: int) -> None:
-        self.binary, self.port = binary, free_port()
+    def __init__(self, binary: str, folder: Path, primary: int, port: int) -> None:
+        self.binary, self.port = binary, port
         self.conf = folder / f"sentinel-{self.port}.conf"
         self.conf.write_text(_SENTINEL_CONF.format(port=self.port, folder=folder, service=SERVICE, primary=primary))
         self.proc: subprocess.Popen[bytes] | None = None
@@ -83,16 +84,37 @@ class Sentinel:
         if proc is not None:
             stop(proc, signal.SIGTERM, STOP_TIMEOUT_S)
 
+    def named(self) -> int:
+        """The port of the primary this sentinel names."""
+        return int(ask(self.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1])
+
     def master(self) -> dict[str, str]:
         """What this sentinel says of the primary (``SENTINEL MASTER``), as a dict."""
         reply = ask(self.port, "SENTINEL", "MASTER", SERVICE)
         return dict(reply) if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
 
 
-def _own_dir(folder: Path) -> tuple[str, ...]:
+# Every server replicates as a user of its own, so a test can cut replication off at the primary (the
+# replicas then cannot sync: they lag for real, where a stopped replica would find the bytes in its socket).
+_REPLICATOR, _REPLICATOR_PASSWORD = "replicator", "replicator-pw"
+_REPLICATION = ("--user", _REPLICATOR, "on", f">{_REPLICATOR_PASSWORD}", "~*", "&*", "+@all",
+                "--masteruser", _REPLICATOR, "--masterauth", _REPLICATOR_PASSWORD)
+
+
+def _distinct_ports(count: int) -> list[int]:
+    """``count`` free loopback ports, no two the same (the kernel may hand out a port it just gave)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def _own_dir(folder: Path, port: int) -> tuple[str, ...]:
     """A server's ``--dir`` of its own: a replica's full sync writes dump.rdb there, which a server started in
     the same folder would load (a killed primary must come back empty)."""
-    made = folder / f"server-{free_port()}"
+    made = folder / f"server-{port}"
     made.mkdir()
     return ("--dir", str(made))
 
@@ -103,10 +125,12 @@ class SentinelSet:
     def __init__(self, folder: Path, replicas: int = 2) -> None:
         binary = require_redis()
         sentinel = require_binary("redis-sentinel")
-        self.primary = RedisServer(binary, args=_own_dir(folder))
-        self.replicas = [RedisServer(binary, args=(*_own_dir(folder), "--replicaof", "127.0.0.1",
-                                                   str(self.primary.port))) for _ in range(replicas)]
-        self.sentinels = [Sentinel(sentinel, folder, self.primary.port) for _ in range(3)]
+        ports = _distinct_ports(1 + replicas + 3)
+        self.primary = RedisServer(binary, ports[0], (*_own_dir(folder, ports[0]), *_REPLICATION))
+        self.replicas = [RedisServer(binary, port, (*_own_dir(folder, port), *_REPLICATION, "--replicaof",
+                                                    "127.0.0.1", str(self.primary.port)))
+                         for port in ports[1:1 + replicas]]
+        self.sentinels = [Sentinel(sentinel, folder, self.primary.port, port) for port in ports[1 + replicas:]]
 
     @property
     def servers(self) -> list[RedisServer]:
@@ -142,21 +166,28 @@ class SentinelSet:
                        for sentinel in self.sentinels)
         wait_until(settled, "every replica in sync and known to every sentinel", SETTLE_TIMEOUT_S)
 
-    def primary_port(self) -> int | None:
-        """The primary's port if every sentinel names the same one, else None."""
-        named = {int(ask(sentinel.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1])
-                 for sentinel in self.sentinels}
+    def primary_port(self, among: list[Sentinel] | None = None) -> int | None:
+        """The primary's port if every sentinel (of ``among``) names the same one, else None."""
+        named = {sentinel.named() for sentinel in among or self.sentinels}
         return named.pop() if len(named) == 1 else None
 
     def server(self, port: int) -> RedisServer:
         return next(server for server in self.servers if server.port == port)
 
-    def until_switched(self, old: int) -> int:
-        """Return the new primary's port once every sentinel names one other than ``old``."""
+    def until_switched(self, old: int, among: list[Sentinel] | None = None) -> int:
+        """Return the new primary's port once every sentinel (of ``among``) names one other than ``old``."""
         def switched() -> int | None:
-            port = self.primary_port()
+            port = self.primary_port(among)
             return port if port not in (None, old) else None
         return wait_until(switched, f"the sentinels to name a primary other than port {old}", FAILOVER_TIMEOUT_S)
+
+    def cut_replication(self) -> None:
+        """Stop the primary replicating to anyone: its replicas' links are dropped and refused from now on (their
+        user turned off), so whatever it takes next is on no replica."""
+        ask(self.primary.port, "ACL", "SETUSER", _REPLICATOR, "off")
+        ask(self.primary.port, "CLIENT", "KILL", "USER", _REPLICATOR)
+        wait_until(lambda: int(ask(self.primary.port, "INFO", "replication")["connected_slaves"]) == 0,
+                   "the primary to have no replica left", SETTLE_TIMEOUT_S)
 
     def stop(self) -> None:
         for sentinel in self.sentinels:

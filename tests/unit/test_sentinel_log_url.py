@@ -118,7 +118,7 @@ class _Settings:
 
 def test_a_rounds_wait_must_count_min_replicas() -> None:
     settings: Any = _Settings(2)
-    assert replicas.wait_command(settings, cluster=False) == b"*3\r\n$4\r\nWAIT\r\n$1\r\n2\r\n$4\r\n1000\r\n"
+    assert replicas.wait_command(settings, cluster=False) == b"*3\r\n$4\r\nWAIT\r\n$1\r\n2\r\n$3\r\n500\r\n"
     assert replicas.wait_command(_Settings(0), cluster=False) == b""  # type: ignore[arg-type]
     wait = replicas.wait_command(settings, cluster=False)
     replies = ["OK", 2]
@@ -128,7 +128,7 @@ def test_a_rounds_wait_must_count_min_replicas() -> None:
     assert replies == ["OK"]
     with pytest.raises(replicas.TooFewReplicas) as few:
         replicas.acknowledged(settings, ["OK", 1], wait)
-    assert str(few.value) == "min_replicas=2: 1 of them acknowledged within 1000 ms"
+    assert str(few.value) == "min_replicas=2: 1 of them acknowledged within 500 ms"
     with pytest.raises(replicas.TooFewReplicas) as cluster:
         replicas.wait_command(settings, cluster=True)
     assert str(cluster.value) == ("min_replicas=2 is not supported on a Redis Cluster (a WAIT speaks for one "

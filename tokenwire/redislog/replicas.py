@@ -45,9 +45,9 @@ __all__ = ["REPLICA_ACK_TIMEOUT_MS", "TooFewReplicas", "Writer", "acknowledged",
 
 # How long a round waits for its replicas' acknowledgements before it fails (the round's streams end without
 # `done`, requests get 503): a replica in reach acknowledges within a round trip (the primary asks it at
-# once, REPLCONF GETACK), and a request gives up on Redis after 1 s anyway (clients.OP_TIMEOUT_S), so a
-# longer wait would hold every stream of the process for nothing a reader could use.
-REPLICA_ACK_TIMEOUT_MS = 1000
+# once, REPLCONF GETACK), so half a second is a replica gone or wedged; it is half of a request's wait for
+# Redis (clients.OP_TIMEOUT_S, 1 s), so the request's 503 (and the server's log) says why: too few replicas.
+REPLICA_ACK_TIMEOUT_MS = 500
 
 logger = logging.getLogger("tokenwire")
 
