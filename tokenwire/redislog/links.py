@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError
 
 from . import sentinel
@@ -89,10 +88,11 @@ class Link:
 
 
 def _writable(*replies: list[Any] | None) -> None:
-    """Raise ``ConnectionError`` if any reply is ``READONLY``: the node is a replica now (demoted by a failover),
-    so the connection is dropped and the next one asks where the primary is (``sentinel``); nothing was
-    written there, so the round may go again."""
+    """Raise ``ReadOnlyError`` if any reply is ``READONLY``: the node is a replica now (demoted by a failover),
+    so the round fails and the connection is dropped; the next one asks where the primary is (``sentinel``).
+    The round is not sent again to the new primary: its log may end before the round's appends (what the
+    demoted node took and did not replicate), and an append there would leave a gap."""
     for some in replies:
         for reply in some or ():
             if isinstance(reply, ReadOnlyError):
-                raise RedisConnectionError(f"the node answered {reply}: it is a replica now")
+                raise ReadOnlyError(f"the node answered {reply}: it is a replica now")
