@@ -20,13 +20,15 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from httpx_sse import connect_sse
 from support.asgi_thread import in_thread
 from support.live import wait_until
 from support.misbehaving_upstream import CAP, MisbehavingUpstream, Served
-from support.redis import RedisServer
+from support.redis import RedisServer, stream_keys
 
 from tokenwire.asgi import TokenStreams
+from tokenwire.redislog.presence import readers_key
 from tokenwire.upstream import Upstream, UpstreamConfig
 
 # What a reader reads before it leaves.
@@ -116,6 +118,11 @@ def test_a_chat_completion_read_on_another_instance_stops_when_its_last_reader_l
             with connect_sse(client, "GET", f"{other}/streams/{stream_id}/events") as second:
                 tokens = (event for event in second.iter_sse() if event.event == "token")
                 next(tokens)
+                # Both processes' presence is in the log before the first reader leaves (the follower's is a
+                # call of its writer's next round, which a token read on its reader's connection can outrun).
+                readers = readers_key(stream_keys(redis_server.url, stream_id)[0])
+                with redis.Redis.from_url(redis_server.url) as plain:
+                    wait_until(lambda: plain.zcard(readers) == 2, "a presence entry for each instance")
                 first.response.close()                      # the reader on `one` leaves
                 left_at = served.sent
                 for _ in range(AFTER_LEFT + READ):          # the model goes on for the reader on `other`
