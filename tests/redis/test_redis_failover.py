@@ -12,7 +12,8 @@ warned that the primary had replicas and ``min_replicas`` was 0.  With replicati
 primary (the replicas' user turned off there), it takes tokens no replica has: under ``min_replicas=1`` no
 reader is sent them; the primary is killed and a lagging replica promoted, and every reader of every stream, on either
 process, gets one version of each index and the whole answer (without ``min_replicas`` the readers held
-tokens the promoted log lacks: lost, 410).
+tokens the promoted log lacks: lost, 410).  A failover asked of the sentinels (``SENTINEL FAILOVER``, the old
+primary demoted under the log's connections) is followed too, and the stream made before it reads whole.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from support.instances import request
 from support.live import wait_until
-from support.sentinel import FAILOVER_TIMEOUT_S, SentinelSet, ask, kill, running_sentinels
+from support.sentinel import FAILOVER_TIMEOUT_S, SERVICE, SentinelSet, ask, kill, running_sentinels
 from support.tokenwire_process import Tokenwire, running_tokenwire
 
 # How long a reader goes on reconnecting before the test fails: a failover takes a few seconds, a takeover
@@ -210,3 +211,16 @@ def test_a_lagging_replica_promoted_gives_no_two_readers_different_versions(tmp_
             kill(redis.primary)
             redis.until_switched(old)
         _assert_exact(readers, two.port)        # both readers of each stream have the log's one version
+
+
+def test_a_failover_asked_of_the_sentinels_moves_the_log_to_the_new_primary(tmp_path: Path) -> None:
+    with running_sentinels(tmp_path) as redis, ExitStack() as stack:
+        one = _serve(stack, redis.url, LOG_QUERY)
+        made = _create(one.port)                    # the writer's connection is up, to the primary
+        old = redis.primary.port
+        assert ask(redis.sentinels[0].port, "SENTINEL", "FAILOVER", SERVICE)     # a switch nobody crashed for
+        redis.until_switched(old)
+        wait_until(lambda: ask(old, "ROLE")[0] == "slave", "the old primary demoted", FAILOVER_TIMEOUT_S)
+        _created_within([one.port], CREATE_AGAIN_S)
+        reply = request(one.port, "GET", made)
+        assert reply.status == 200 and reply.done and reply.ids == list(range(150)), reply.status
