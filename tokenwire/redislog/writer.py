@@ -29,7 +29,7 @@ writer's connection there (``links``), so a round costs one round trip per
 node, not one per stream.  A call a node redirects is sent again in the
 next round: after a ``MOVED`` to the slot's new node (and the map is asked
 again), after an ``ASK`` once to the target after ``ASKING``, after a
-``TRYAGAIN`` a moment later; past ``MAX_REDIRECTS`` it fails as Redis
+``TRYAGAIN`` a moment later (``redirects``); past ``MAX_REDIRECTS`` it fails as Redis
 failing does.
 
 With ``min_replicas=N`` every round ends with ``WAIT`` (``replicas``).
@@ -46,12 +46,13 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
-from redis.exceptions import MovedError, NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 from ..core.tokenlog import LogError
 from . import replicas
 from .clients import Settings, home_of, unavailable
 from .links import Link
+from .redirects import MAX_REDIRECTS, TRYAGAIN_S, Redirects
 from .renewal import Renewal
 from .replies import appended
 from .resp import pack
@@ -85,12 +86,6 @@ GATHER_SIBLINGS = 4         # fewer appenders fill a round too slowly to be wort
 _REFUSED_ID = "equal or smaller than the target stream top item"
 # A command refused with NOSCRIPT is sent again this many times (the scripts are loaded in between).
 _NOSCRIPT_RETRIES = 2
-# A call a cluster redirects (MOVED, ASK, TRYAGAIN) is sent again this many times: a resharding moves a slot
-# once (MOVED), an ASK is followed by one call on the target, so a few cover a slot moved twice meanwhile.
-MAX_REDIRECTS = 5
-# How long the round after a TRYAGAIN waits (a script's keys are half migrated: the rest follows within
-# milliseconds); the calls go again in their order, so a stream's appends never overtake one another.
-TRYAGAIN_S = 0.02
 
 
 class LogWriter:
@@ -109,10 +104,8 @@ class LogWriter:
         self._last_appends = 0                # appends the last round carried
         self._gathering: asyncio.Future[None] | None = None   # set while a round is held for more appends
         self.gathered_s = 0.0                 # time rounds were held for more appends (for tests and the bench)
-        self._pause = False                   # a TRYAGAIN came back: the next round waits TRYAGAIN_S
-        self._mapping = False                 # a CLUSTER SLOTS is queued (after a MOVED)
         self._pruned = 0                      # the map's version the links were last pruned at
-        self.redirected = 0                   # calls a cluster redirected (for tests)
+        self.redirects = Redirects(settings, self.topology, self.command)   # a cluster's MOVED, ASK, TRYAGAIN
         self.rounds = 0                       # rounds sent (for tests and the bench)
         self.figures = RoundFigures()         # each round's time, the appends Redis took (``/metrics``)
         self.renewal = Renewal(settings, loop, self.script, self.topology.by_slot)   # leases, presence, on a timer
@@ -196,8 +189,8 @@ class LogWriter:
     async def _between_rounds(self) -> None:
         """Before a round: wait out a TRYAGAIN, ask the URL's node whether it is a cluster (the first round,
         until it answers), and close the connections of nodes the map no longer names."""
-        if self._pause:
-            self._pause = False
+        if self.redirects.pause:
+            self.redirects.pause = False
             await asyncio.sleep(TRYAGAIN_S)
         if not self.topology.known:
             try:
@@ -274,7 +267,7 @@ class LogWriter:
             if isinstance(reply, NoScriptError):
                 redone.append(command)
                 missing = reply
-            elif self._redirected(command, reply):
+            elif self.redirects.follow(command, reply):
                 sent_on.append(command)
             else:
                 self._answered(command, reply)
@@ -316,43 +309,12 @@ class LogWriter:
                     raise
         raise AssertionError("unreachable")
 
-    def _redirected(self, item: Append | Command, reply: Any) -> bool:
-        """True if ``reply`` sends ``item`` again (``MOVED``, ``ASK``, ``TRYAGAIN``; the caller queues it), or
-        fails it, past ``MAX_REDIRECTS``; False for any other reply."""
-        if not redirect(reply):
-            return False
-        self.redirected += 1
-        item.redirects += 1
-        if item.redirects > MAX_REDIRECTS:
-            settle(item.future, error=unavailable(self.settings, reply))
-            return False
-        if isinstance(reply, MovedError):
-            self.topology.moved(reply)
-            self._ask_map()
-        elif hasattr(reply, "host"):                   # ASK: this call once on the target
-            item.asking = f"{reply.host}:{reply.port}"
-        else:
-            self._pause = True                          # TRYAGAIN: a moment later
-        return True
-
-    def _ask_map(self) -> None:
-        """Queue one ``CLUSTER SLOTS`` (a slot moved: others may have too), unless one is queued."""
-        if self._mapping:
-            return
-        self._mapping = True
-
-        def mapped(done: asyncio.Future[Any]) -> None:
-            self._mapping = False
-            if not done.cancelled() and done.exception() is None:
-                self.topology.learn(done.result())
-        self.command("CLUSTER", "SLOTS").add_done_callback(mapped)
-
     async def _refused(self, link: Link, appends: list[Append], added: list[Any]) -> list[Append]:
         """Settle the appends whose ``XADD`` was refused, with what ``REFUSED`` finds (one more round trip, one
         call per slot); returns the appends the cluster redirected, to be sent again."""
         refused, moved = [], []
         for a, reply in zip(appends, added, strict=True):
-            if self._redirected(a, reply):
+            if self.redirects.follow(a, reply):
                 moved.append(a)
             elif reply is None or isinstance(reply, ResponseError) and _REFUSED_ID in str(reply):
                 refused.append(a)           # the stream is gone, or the id is not past its last: why, below
@@ -377,7 +339,7 @@ class LogWriter:
         """Settle ``refused`` by ``REFUSED``'s ``reply`` (only the really refused ones are in it); returns them
         all if the cluster redirected the call (their XADDs go again, and are looked at where they land)."""
         if redirect(reply):
-            return [a for a in refused if self._redirected(a, reply)]
+            return [a for a in refused if self.redirects.follow(a, reply)]
         if isinstance(reply, Exception):
             for a in refused:
                 settle(a.future, error=unavailable(self.settings, reply))
@@ -399,7 +361,7 @@ class LogWriter:
         for a, reply in zip(appends, replies, strict=True):
             if isinstance(reply, NoScriptError):
                 continue
-            if self._redirected(a, reply):
+            if self.redirects.follow(a, reply):
                 moved.append(a)
                 continue
             if isinstance(reply, Exception):
