@@ -4,8 +4,9 @@ A test's markers come from the folder it sits in (``FOLDER_MARKERS``), so a new 
 ``python -m pytest -m "not slow"`` runs ``unit/`` and ``servers/`` (the fast loop), ``-m "not load and not
 bench"`` everything but the load tests and the benchmarks.  Wherever a test sits, what it touches adds markers: a
 test file importing what starts a process (``subprocess``, ``support.asgi``'s uvicorn, ``support.redis``...,
-``SPAWNING``) is ``slow``, and one that can start a redis-server (``support.redis``, a Redis fixture) is ``redis``
-too.  A test file outside these folders is a usage error naming them.
+``SPAWNING``) is ``slow``, one that can start a redis-server (``support.redis``, a Redis fixture) is ``redis`` too,
+one that drives Chromium (``support.cdp``) ``browser``, one that asks for node or an npm package ``node``.  A test
+file outside these folders is a usage error naming them.
 
 The Redis fixtures of ``support.redis`` (``redis_session``, ``redis_server``, ``own_redis``) are registered
 here as a plugin: a test names one as a parameter, without importing it.
@@ -39,8 +40,11 @@ REDIS_FIXTURES = {"redis_session", "redis_server", "own_redis"}
 # The modules that start a process (a server, a browser, redis-server, node): a test file importing one is slow.
 SPAWNING = {"subprocess", "support.asgi", "support.cdp", "support.instances", "support.processes", "support.redis",
             "support.redis_tls", "support.served", "support.serverless_sim", "support.tokenwire_process"}
-# Those of them that start a redis-server.
+# Those of them that start a redis-server, or Chromium; and what a test asks for to run node or an npm package.
 REDIS_MODULES = {"support.redis", "support.redis_tls", "support.instances", "support.serverless_sim"}
+BROWSER_MODULES = {"support.cdp"}
+NODE_NEEDS = {f"support.requirements.{name}" for name in ("require_eventsource", "require_node_package",
+                                                          "require_ai_sdk")}
 
 # The Redis fixtures (redis_session, redis_server, own_redis), for every test module that names one.
 pytest_plugins = ["support.redis"]
@@ -48,13 +52,15 @@ pytest_plugins = ["support.redis"]
 
 @functools.cache
 def imported(path: Path) -> frozenset[str]:
-    """Every module the file at ``path`` imports, wherever the import statement stands."""
+    """Every module the file at ``path`` imports, and each name it imports from one (``module.name``), wherever
+    the import statement stands."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return frozenset(found)
 
 
@@ -68,6 +74,10 @@ def markers(path: Path, fixtures: set[str], modules: frozenset[str]) -> tuple[st
     marks = list(FOLDER_MARKERS[parts[0]])
     if fixtures & REDIS_FIXTURES or modules & REDIS_MODULES:
         marks += ["redis", "slow"]
+    if modules & BROWSER_MODULES:
+        marks += ["browser", "slow"]
+    if modules & NODE_NEEDS:
+        marks += ["node", "slow"]
     if modules & SPAWNING:
         marks.append("slow")
     return tuple(dict.fromkeys(marks))

@@ -27,6 +27,10 @@ def test_what_a_test_touches_adds_slow_and_redis_wherever_it_sits() -> None:
     assert markers(TESTS / "servers" / "test_x.py", set(), frozenset({"support.redis"})) == ("redis", "slow")
     assert markers(TESTS / "redis" / "test_x.py", {"own_redis"}, frozenset({"subprocess"})) == ("redis", "slow")
     assert markers(TESTS / "servers" / "test_x.py", set(), frozenset({"support.live", "socket"})) == ()
+    assert markers(TESTS / "redis" / "test_x.py", set(), frozenset({"support.requirements",
+                                                                    "support.requirements.require_eventsource"})
+                   ) == ("redis", "slow", "node")
+    assert markers(TESTS / "processes" / "test_x.py", set(), frozenset({"support.cdp"})) == ("slow", "browser")
 
 
 @pytest.mark.parametrize("where", [TESTS / "test_x.py", TESTS / "misc" / "test_x.py"])
@@ -41,7 +45,7 @@ def test_a_file_outside_the_folders_is_refused_naming_them(where: Path) -> None:
 def test_imports_are_found_wherever_they_stand(tmp_path: Path) -> None:
     source = tmp_path / "test_x.py"
     source.write_text("import json\n\ndef test() -> None:\n    import subprocess\n    from support.redis import x\n")
-    assert imported(source) == {"json", "subprocess", "support.redis"}
+    assert imported(source) == {"json", "subprocess", "support.redis", "support.redis.x"}
 
 
 def test_every_folder_of_tests_has_its_markers_and_each_is_registered() -> None:
