@@ -250,6 +250,9 @@ def test_a_user_with_the_docs_rule_on_every_node_serves_the_cluster(redis_cluste
         with (running_tokenwire(["serve", "--port", "0", "--log", url]) as a,
               running_tokenwire(["serve", "--port", "0", "--log", url]) as b):
             ids = [_create(a, "tokens=12&producer_ms=1&scenario=block&cut_after=5") for _ in range(12)]
+            while len(_spread(cluster, ids)) < len(cluster.nodes):       # ids are random: until every node has one
+                assert len(ids) < 60, _spread(cluster, ids)
+                ids.append(_create(a, "tokens=12&producer_ms=1&scenario=block&cut_after=5"))
             firsts = [request(a.port, "GET", f"/streams/{sid}/events") for sid in ids]
             rests = [request(b.port, "GET", f"/streams/{sid}/events", last_event_id=4) for sid in ids]
             live = _create(a, "tokens=100&producer_ms=20")
