@@ -14,7 +14,9 @@ either made 200 in-process streams 3-8% slower per token.
 - ``Put``/``Get``: ``tokenwire.core.exchange``, the same as the simulation's.
   One that must wait parks the process in the ``parking`` lot, which retries
   it when the stream changes (or times a heartbeat ``Get`` out) and wakes it
-  here; time spent parked is not a debt to repay either.
+  here; time spent parked is not a debt to repay either.  A change made
+  during a step is retried when that step ends, in the same loop turn: the
+  producer's step that offers a token also writes it to a caught-up reader.
 - ``Send``: a ``LoopWire`` (``wires``) answers at once or calls back when
   its transport has drained; an in-memory ``Wire`` is waited for until it is
   ready, then delivered to.
@@ -149,6 +151,17 @@ class LoopDriver:
         p.resume = None
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
+        """Advance ``p``; then, in the same turn, the processes its step woke (the parking lot's ``flush``)."""
+        lot = self._lot
+        lot.holding += 1
+        try:
+            self._advance(p, value, error)
+        finally:
+            lot.holding -= 1
+        if not lot.holding and lot.due:
+            lot.flush()
+
+    def _advance(self, p: Proc, value: object, error: BaseException | None) -> None:
         gen, now = p.gen, self._now
         for _ in range(STEPS_PER_TURN):
             try:

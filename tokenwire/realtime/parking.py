@@ -5,11 +5,16 @@ empty one parks its process here, under the stream.  The stream's change
 counter (``Changes``) gets the lot's ``ring`` for that stream as its hook (a
 ``partial``, which adds no Python frame to every change of every stream),
 so every change to the stream rings the lot; the lot retries that stream's
-parked processes once, on the next loop turn, however often it rang in
-between.  A retry is ``tokenwire.core.exchange`` again, as the first attempt
-was: one that still must wait parks again (its wait still counted from when
-it first parked), one that completes is handed back to the driver (``wake``)
-with its value.
+parked processes once however often it rang in between.  A ring during a
+driver's step (the producer offering a token to a writer parked on an
+empty channel, the usual case) is retried as soon as that step ends, in
+the same loop turn (``holding``/``flush``): a caught-up reader's token
+crosses no extra loop turn.  A ring from outside a step (a request
+handler stopping the stream) is retried on the next loop turn.  A retry is
+``tokenwire.core.exchange`` again, as the first attempt was: one that still
+must wait parks again (its wait still counted from when it first parked),
+one that completes is handed back to the driver (``wake``) with its value,
+which steps it at once.
 
 A ``Get`` with a timeout (the heartbeat) has a deadline from when it first
 parked, and one loop timer per process kept across Gets: deadlines only
@@ -21,6 +26,7 @@ deadline passes with the process still parked, it is woken with ``TIMEOUT``.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 
@@ -36,13 +42,15 @@ __all__ = ["ParkingLot"]
 class ParkingLot:
     """Processes parked on streams; ``wake(proc, value)`` resumes one whose Put/Get completed or timed out."""
 
-    __slots__ = ("_loop", "_now", "_parked", "_ring", "_ringing", "_wake")
+    __slots__ = ("_due", "_loop", "_now", "_parked", "_ring", "_ringing", "_wake", "holding")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], int],
                  wake: Callable[[Proc, object], None]) -> None:
         self._loop, self._now, self._wake = loop, now, wake
         self._parked: dict[int, list[Proc]] = {}
         self._ringing: set[int] = set()
+        self._due: deque[int] = deque()         # streams rung during a step, retried when the step ends
+        self.holding = 0                        # steps under way (the driver's); rings meanwhile wait for flush
         self._ring = self.ring                  # made once: a hook is ours if its func is this very object
 
     def park(self, p: Proc, effect: Put | Get, now: int) -> None:
@@ -66,10 +74,30 @@ class ParkingLot:
         self._parked.setdefault(key, []).append(p)
 
     def ring(self, key: int) -> None:
-        """The stream ``key`` changed: retry its parked processes on the next loop turn."""
+        """The stream ``key`` changed: retry its parked processes when the step under way ends (``flush``), or
+        on the next loop turn if none is."""
         if key in self._parked and key not in self._ringing:
             self._ringing.add(key)
-            self._loop.call_soon(self._retry, key)
+            if self.holding:
+                self._due.append(key)
+            else:
+                self._loop.call_soon(self._retry, key)
+
+    def flush(self) -> None:
+        """Retry the streams rung during the step that just ended (the driver calls it when ``_due`` is not empty
+        and no step is under way); what the retried processes ring in turn is retried here too."""
+        due = self._due
+        self.holding += 1
+        try:
+            while due:
+                self._retry(due.popleft())
+        finally:
+            self.holding -= 1
+
+    @property
+    def due(self) -> bool:
+        """True if a stream rang during a step and waits for ``flush``."""
+        return bool(self._due)
 
     def _retry(self, key: int) -> None:
         self._ringing.discard(key)
