@@ -281,3 +281,35 @@ def test_a_stream_opened_after_the_shutdown_closed_the_others_ends_too() -> None
 def test_a_bad_send_buffer_size_is_refused_where_it_is_set(sndbuf: object) -> None:
     with pytest.raises(ValueError, match=r"sndbuf must be None or a positive int"):
         LiveConfig(sndbuf=sndbuf)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("target", "body", "delta"), [
+    ("/chat", {"id": "chat-1", "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+               "tokens": 4, "producer_ms": 1}, b'"type":"text-delta"'),
+    ("/v1/chat/completions", {"model": "tokenwire-canned", "stream": True,
+                              "messages": [{"role": "user", "content": "hi"}]}, b'"delta":{"content":'),
+    ("/v1/responses", {"model": "tokenwire-canned", "stream": True, "input": "hi"},
+     b"event: response.output_text.delta\n"),
+])
+def test_the_connection_log_counts_the_entries_written_in_every_dialect(target: str, body: dict[str, Any],
+                                                                         delta: bytes) -> None:
+    """A connection's log counts the entries its writer wrote whole, whatever frames the dialect makes of each
+    (none of these has tokenwire's ``event: token`` line)."""
+    async def main() -> tuple[_Wire, Endpoints]:
+        registry = Registry()
+        endpoints = Endpoints(registry, LiveConfig())
+        registry.driver = LoopDriver(asyncio.get_running_loop(), registry.clock, spawn_hook=registry.spawn)
+
+        async def read(limit: int) -> bytes:
+            return json.dumps(body).encode()
+        opened = await endpoints.decide(_request("POST", target, {"content-type": "application/json"}), read)
+        assert isinstance(opened, OpenStream), opened
+        wire = _Wire()
+        endpoints.write(opened, wire)
+        await asyncio.wait_for(wire.ended.wait(), 10)
+        return wire, endpoints
+    wire, endpoints = asyncio.run(main())
+    assert not any(b"event: token" in f for f in wire.frames)
+    (entry,) = endpoints.journal
+    deltas = sum(f.count(delta) for f in wire.frames)
+    assert entry.ending.value == "done" and entry.tokens_sent == deltas > 0, (entry, deltas, wire.frames[:4])

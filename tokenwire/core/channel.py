@@ -132,6 +132,9 @@ class BoundedChannel(Generic[T]):
         self._delivered = self._dropped = self._gap_runs = self._high_water = 0
         self._pauses = self._waited_ns = self._cuts = 0
         self._last_dropped = -2
+        # Entries the connection's writer wrote whole (each a Send the wire took), replays included: what a
+        # connection log reports in every dialect, whatever frames its rendering makes of an entry.
+        self.sent = 0
 
     def __len__(self) -> int:
         return len(self._queue)

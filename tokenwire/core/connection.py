@@ -4,7 +4,8 @@ How this works: ``serve`` attaches the connection's channel to the stream
 (``attach``: the tokens to replay from the log, and a producer to start if
 none runs), then sends what its ``Rendering`` makes of the opening, of each
 token and of the end.  Replayed tokens come first, then what arrives in the
-channel; an index already sent is never sent again.  A follower (another
+channel; an index already sent is never sent again.  The channel counts the
+entries written (``sent``), whatever frames the rendering made of them.  A follower (another
 reader was attached first) takes its tokens from the log each time its
 doorbell rings (``catch_up``).  A heartbeat goes out between two frames when
 the channel stays empty for ``heartbeat_ns``.  A log that lost the stream
@@ -64,7 +65,7 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
         return _left(stream, channel, Ending.PEER_GONE)
     if cut_after == 0:                  # the connection dies before its first token
         return _left(stream, channel, Ending.CLOSED_BY_SERVER)
-    sent, last = 0, cursor
+    last = cursor
     got: object                         # a TokenItem, a Taken reason, or TIMEOUT
     pending: deque[TokenItem | Taken] = deque(replay)
     if lost:
@@ -84,8 +85,9 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
                 continue                # read from the log and then offered live too: sent once
             if not (yield Send(rendering.token(got))):
                 return _left(stream, channel, Ending.PEER_GONE)
-            sent, last = sent + 1, got.index
-            if cut_after is not None and sent >= cut_after:
+            channel.sent += 1
+            last = got.index
+            if cut_after is not None and channel.sent >= cut_after:
                 return _left(stream, channel, Ending.CLOSED_BY_SERVER)
         elif got is TIMEOUT:
             if not (yield Send(HEARTBEAT)):      # between two frames, never inside one

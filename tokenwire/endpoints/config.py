@@ -159,8 +159,9 @@ class ConnectionLog:
     """One finished event-stream connection, as the server saw it.
 
     last_event_id_header: the ``Last-Event-ID`` header sent (None if
-    absent); cursor: the exclusive resume cursor used; tokens_sent: token
-    frames handed to the kernel; generated: tokens in the log when the
+    absent); cursor: the exclusive resume cursor used; tokens_sent: the
+    log entries (tokens and parts) whose frames the wire took, in any
+    dialect; generated: tokens in the log when the
     connection ended (-1: the log no longer held the stream, it was
     evicted under the connection); failure: why the wire declared the peer
     gone; stats: the connection's channel statistics.

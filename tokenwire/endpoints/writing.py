@@ -110,7 +110,7 @@ def write_events(decision: OpenStream, wire: EventWire, registry: Registry, conf
             if writing.closing and ending is not Ending.DONE:
                 ending = Ending.CLOSED_BY_SERVER
             record(ConnectionLog(stream.stream_id, decision.header, decision.query_id, decision.cursor, cut,
-                                 ending, wire.snapshot()[1], wire.bytes_sent, _generated(registry, stream),
+                                 ending, channel.sent, wire.bytes_sent, _generated(registry, stream),
                                  wire.failure, channel.stats()))
         wire.end()
 
