@@ -319,3 +319,65 @@ def test_one_pipeline_delivers_the_same_tokens_on_both_drivers() -> None:
     assert (virtual.stats.delivered, virtual.stats.dropped, virtual.stats.high_water) == \
         (real.stats.delivered, real.stats.dropped, real.stats.high_water)
     assert virtual.stats.pauses > 0 and real.stats.pauses > 0
+
+
+# -- the caught-up reader: a token written inside the producer's step ------------------------------
+class _Recording:
+    """A LoopWire that takes every frame at once and notes it in ``order``."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
+        if b"event: token" in frame:
+            self.order.append("sent " + frame.split(b"\n")[0].decode())
+        return True
+
+
+def _producer(stream: Stream, order: list[str], tokens: int) -> Process:
+    """Offer ``tokens`` tokens, noting each Put's return, with a timer turn (``Sleep``) between them."""
+    for index in range(tokens):
+        yield Sleep(1_000_000)
+        stream.log.append(stream.stream_id, index, f"t{index}")
+        outcome = yield Put(stream, TokenItem(index, f"t{index}"))
+        order.append(f"put id: {index} {outcome.value}")
+    stream.ended(tokens)
+
+
+def _caught_up_run(keep_trace: bool, follower: bool = False) -> tuple[list[str], Stream]:
+    order: list[str] = []
+
+    async def main() -> Stream:
+        driver = LoopDriver()
+        stream = Stream("c", Model(ANSWER[:3], TimingModel()), MemoryTokenLog(lambda: 0), keep_trace=keep_trace)
+        channel = stream.new_channel()
+        _, producer = stream.connect(-1, channel)
+        assert producer is not None
+        producer.close()                               # ours below offers instead, noting each Put's return
+        done = [driver.spawn(stream.serve(-1, channel), _Recording(order))]
+        if follower:
+            done.append(driver.spawn(stream.serve(-1, stream.new_channel()), _Recording([])))
+        await asyncio.sleep(0.01)                      # the writers reach their first Get and wait
+        done.append(driver.spawn(_producer(stream, order, 3)))
+        await asyncio.wait_for(asyncio.gather(*done), 5)
+        return stream
+    stream = asyncio.run(main())
+    return order, stream
+
+
+def test_a_caught_up_readers_token_is_written_before_the_producers_put_returns() -> None:
+    """The writer waits on its empty channel: the producer's Put hands it the token, and the frame is written
+    inside the producer's step (before the Put returns), with the channel's figures what offer and take say."""
+    order, stream = _caught_up_run(keep_trace=False)
+    assert order == [item for i in range(3) for item in (f"sent id: {i}", f"put id: {i} accepted")], order
+    assert stream.channel is None or stream.channel.stats().delivered == 3
+
+
+@pytest.mark.parametrize("follower", [False, True])
+def test_a_kept_trace_or_a_follower_takes_the_offer_and_the_retry_still_in_the_same_turn(follower: bool) -> None:
+    """A stream that keeps its trace (the report's, which records offer before take) or has a follower goes
+    through offer and the parked writer's retry; the retry still runs when the producer's step ends."""
+    order, stream = _caught_up_run(keep_trace=not follower, follower=follower)
+    assert order == [item for i in range(3) for item in (f"put id: {i} accepted", f"sent id: {i}")], order
+    if not follower:
+        assert [(e.index, e.decision) for e in stream.trace][:2] == [(0, "accepted"), (0, "taken")]

@@ -153,6 +153,16 @@ class BoundedChannel(Generic[T]):
             return Outcome.ACCEPTED
         return self._overflow(item)
 
+    def pass_through(self) -> bool:
+        """Count an item offered and taken at once, by a reader waiting on this empty, open channel (True); False,
+        counting nothing, when the channel is not empty or not open: the item must be offered."""
+        if self._queue or self._ended is not None or self._closed:
+            return False
+        self._delivered += 1
+        if not self._high_water:
+            self._high_water = 1
+        return True
+
     def _overflow(self, item: T) -> Outcome:
         policy = self.policy
         if policy is Policy.BLOCK:

@@ -38,21 +38,19 @@ cursor from the log, so no reader kicks another off and each gets every
 index once.  A reader leaving cancels the producer (``cancel``) only when no
 other reader is attached.
 
-What fills the log is the stream's ``Source``, a strategy behind public
-hooks (``sources``): the canned answer here (``Canned``), the same on a
-shared log (``redislog.streams.SharedCanned``), your own model
-(``asgi.model_stream.ModelTokens``) and your model on a shared log, owned
-or followed from another instance (``asgi.shared_model.SharedModel``).  How
-the writer reads the log is its ``Reads``: plain calls for a log in memory
-(``LOCAL_READS``), awaited ones for Redis (``redislog.streams.AwaitedReads``).
-The stream itself is one class: the connections, the channel, the followers
-and how the answer ended.  What one connection sends (its writer,
-``serve``) is ``connection``'s; how an answer or a connection ends
-(``EarlyEnd``, ``Ending``) is ``endings``'.  Every driver runs a stream's
-processes on one thread, so nothing here locks: every change a parked
-process could be waiting for calls ``wake``, which its ``Changes`` counts
-(the simulation reads the count) and rings (the event-loop driver hooks it
-to retry the processes parked on the stream).
+What fills the log is the stream's ``Source`` (``sources``): the canned
+answer (``Canned``; ``redislog.streams.SharedCanned`` on a shared log) or
+your model (``asgi.model_stream.ModelTokens``; ``asgi.shared_model.SharedModel``
+on a shared log).  How the writer reads the log is its ``Reads``: plain
+calls in memory (``LOCAL_READS``), awaited ones for Redis
+(``redislog.streams.AwaitedReads``).  The stream itself is one class: the
+connections, the channel, the followers and how the answer ended; what one
+connection sends is ``connection``'s, how it ends ``endings``'.  Every
+driver runs a stream's processes on one thread, so nothing here locks:
+every change a parked process could wait for calls ``wake``, which its
+``Changes`` counts and rings (the event-loop driver retries the processes
+parked on the stream); a caught-up reader may be handed a token straight
+(``hand_over``).
 """
 
 from __future__ import annotations
@@ -89,11 +87,8 @@ class CursorOutOfRange(StreamError):
 
 
 class TraceEntry(NamedTuple):
-    """One channel decision: when, which index, what happened, queue depth after, wait before.
-
-    A named tuple rather than a frozen dataclass: one is made per channel
-    operation, and this is the cheaper immutable record.
-    """
+    """One channel decision: when, which index, what happened, queue depth after, wait before (a named tuple:
+    one is made per channel operation, and this is the cheaper immutable record)."""
 
     t_ns: int
     index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose: it is the token index
@@ -364,6 +359,13 @@ class Stream:
         if outcome is not Outcome.FULL:
             self.wake()
         return outcome
+
+    def hand_over(self, item: TokenItem) -> bool:
+        """``item`` straight to the reader of record, whose writer alone waits here on its empty channel (a driver
+        found it so): True if taken (counted as ``offer`` then ``take`` would), False if ``offer`` must run."""
+        channel = self.channel
+        return (channel is not None and not self.keep_trace and item.index >= self.live_from
+                and channel.pass_through())
 
     def take(self, channel: BoundedChannel[TokenItem]) -> TokenItem | Taken:
         """Take from ``channel`` without waiting."""

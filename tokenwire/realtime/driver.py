@@ -182,9 +182,16 @@ class LoopDriver:
                 self._timers.at(p.deadline, self._resumed, p)
                 return
             if type(effect) is Put:
+                stream, lot = effect.stream, self._lot
+                reader = lot.only_getter(stream)
+                if reader is not None and stream.hand_over(effect.item):    # caught up: it writes the token now
+                    lot.unpark(reader)
+                    self._wake(reader, effect.item)
+                    value = Outcome.ACCEPTED
+                    continue
                 value = put(effect, -1, now)
                 if value is Outcome.FULL:
-                    self._lot.park(p, effect, now())
+                    lot.park(p, effect, now())
                     return
             elif type(effect) is Get:
                 value = get(effect, now)
@@ -207,9 +214,13 @@ class LoopDriver:
         self.loop.call_soon(self._step, p, value)
 
     def _wake(self, p: Proc, value: object) -> None:
-        """The parking lot's call: ``p``'s Put/Get completed (or timed out) after a wait."""
+        """``p``'s Put/Get completed (or timed out) after a wait (the parking lot's call, or a hand-over): it is
+        advanced now, inside the step under way if there is one."""
         p.deadline = max(p.deadline, self._now())      # time blocked is not a debt to repay
-        self._step(p, value)
+        if self._lot.holding:
+            self._advance(p, value, None)
+        else:
+            self._step(p, value)
 
     def _awaited(self, p: Proc, task: asyncio.Future[object]) -> None:
         now = self._now()

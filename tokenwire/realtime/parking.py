@@ -32,7 +32,7 @@ from functools import partial
 
 from ..core.changes import Changes
 from ..core.channel import Outcome, Taken
-from ..core.effects import TIMEOUT, Get, Put
+from ..core.effects import TIMEOUT, Get, Mailbox, Put
 from ..core.exchange import get, put
 from .procs import Proc
 
@@ -114,6 +114,22 @@ class ParkingLot:
                 continue
             p.since, p.effect, p.until = -1, None, -1     # a pending timer finds nothing to time out
             self._wake(p, got)
+
+    def only_getter(self, stream: Mailbox) -> Proc | None:
+        """The process parked on ``stream`` if it is the only one and waits in a ``Get`` on the stream's attached
+        channel (the caught-up writer of its reader of record), else None."""
+        waiting = self._parked.get(id(stream))
+        if waiting is None or len(waiting) != 1:
+            return None
+        p = waiting[0]
+        effect = p.effect
+        return p if type(effect) is Get and effect.channel is stream.channel else None
+
+    def unpark(self, p: Proc) -> None:
+        """Take ``p`` (what ``only_getter`` gave) off the lot: it is handed its item now (a pending timer then
+        finds nothing to time out)."""
+        del self._parked[p.key]
+        p.since, p.effect, p.until = -1, None, -1
 
     def forget(self, p: Proc) -> None:
         """``p`` ended: cancel its timer and take it off the lot, so nothing here keeps it alive."""
