@@ -216,7 +216,9 @@ class LoopDriver:
     def _wake(self, p: Proc, value: object) -> None:
         """``p``'s Put/Get completed (or timed out) after a wait (the parking lot's call, or a hand-over): it is
         advanced now, inside the step under way if there is one."""
-        p.deadline = max(p.deadline, self._now())      # time blocked is not a debt to repay
+        now = self._now()
+        if now > p.deadline:
+            p.deadline = now                           # time blocked is not a debt to repay
         if self._lot.holding:
             self._advance(p, value, None)
         else:

@@ -71,7 +71,11 @@ class ParkingLot:
                 if p.timer is None:
                     p.timer = self._loop.call_later(max(0, timeout) / 1e9, self._timed_out, p)
         p.effect, p.key = effect, key
-        self._parked.setdefault(key, []).append(p)
+        waiting = self._parked.get(key)
+        if waiting is None:
+            self._parked[key] = [p]
+        else:
+            waiting.append(p)
 
     def ring(self, key: int) -> None:
         """The stream ``key`` changed: retry its parked processes when the step under way ends (``flush``), or
