@@ -42,6 +42,10 @@ def test_the_wire_counts_token_frames_and_reports_a_gone_peer() -> None:
         assert wire.snapshot() == (sum(map(len, frames)), 3)
         assert wire.tokens_beyond(len(frames[0])) == 2 and wire.tokens_beyond(wire.bytes_sent) == 0
         assert recv_queue_bytes(right) == wire.bytes_sent
+        start = wire.bytes_sent                  # three more written together, as a replay is: each counted
+        assert wire.send(b"".join(frames), lambda ok: None) is True
+        assert wire.snapshot() == (2 * sum(map(len, frames)), 6)
+        assert [wire.tokens_beyond(start + len(frames[0]) * k) for k in range(4)] == [3, 2, 1, 0]
         right.close()
         results: list[bool | None] = []
         for _ in range(50):                  # the reset arrives after a write or two; nothing but a failed

@@ -381,3 +381,44 @@ def test_a_kept_trace_or_a_follower_takes_the_offer_and_the_retry_still_in_the_s
     assert order == [item for i in range(3) for item in (f"put id: {i} accepted", f"sent id: {i}")], order
     if not follower:
         assert [(e.index, e.decision) for e in stream.trace][:2] == [(0, "accepted"), (0, "taken")]
+
+
+# -- entries ready together go out in one write --------------------------------------------------
+class _Writes:
+    """A LoopWire that takes every write at once and keeps them."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
+        self.writes.append(frame)
+        return True
+
+
+def _replayed(batch: int, cursor: int, cut_after: int | None = None) -> tuple[list[bytes], int]:
+    """Log the whole 40-token answer, then read it after ``cursor`` with ``batch``: the writes, entries sent."""
+    async def main() -> tuple[list[bytes], int]:
+        log = MemoryTokenLog(lambda: 0)
+        stream = Stream("r", Model(ANSWER[:40], TimingModel()), log)
+        for index, token in enumerate(ANSWER[:40]):
+            log.append("r", index, token)
+        stream.ended(40)
+        channel, wire = stream.new_channel(), _Writes()
+        await LoopDriver().spawn(stream.serve(cursor, channel, cut_after=cut_after, batch=batch), wire)
+        return wire.writes, channel.sent
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(("cursor", "cut_after"), [(-1, None), (6, None), (-1, 9), (3, 20)])
+def test_a_replay_goes_out_in_writes_of_up_to_batch_entries_as_the_same_bytes(cursor: int,
+                                                                              cut_after: int | None) -> None:
+    """A resume's replay is written ``batch`` entries a write: the reader gets the same bytes, the connection
+    counts the same entries, and a cut still falls after its count."""
+    one, sent_one = _replayed(1, cursor, cut_after)
+    many, sent_many = _replayed(16, cursor, cut_after)
+    assert b"".join(many) == b"".join(one) and sent_many == sent_one
+    tokens = [w.count(b"\nevent: token\n") for w in many]
+    expected = min(39 - cursor, cut_after if cut_after is not None else 99)
+    assert sum(tokens) == sent_one == expected
+    done = 1 if cut_after is None else 0                  # the open write, the token writes, done unless cut
+    assert max(tokens) == min(16, expected) and len(many) == 1 + -(-expected // 16) + done, tokens

@@ -144,7 +144,7 @@ class AsgiWire:
         self.bytes_sent += len(frame)
         self.frames_sent += 1
         if TOKEN_MARK in frame:
-            self.tokens_sent += 1
+            self.tokens_sent += frame.count(TOKEN_MARK)     # several when written together (a replay)
         return True
 
     def snapshot(self) -> tuple[int, int]:

@@ -44,12 +44,15 @@ class Connected(Rendered, Mailbox, Protocol):
 
 
 def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,
-          heartbeat_ns: int | None = None, rendering: Rendering = FRAMES) -> Process:
+          heartbeat_ns: int | None = None, rendering: Rendering = FRAMES, batch: int = 1) -> Process:
     """Write one connection's frames: open, replay, live tokens, done, each as ``rendering`` puts it.
 
     Returns (as the generator's value) the ``Ending``.  ``cut_after``
     closes the connection after that many token frames (0: right after
-    the open frame).
+    the open frame).  ``batch``: up to this many entries ready together (a
+    replay, what a follower read from the log) go out in one ``Send``, as
+    the same bytes; the simulation keeps 1, a frame a ``Send``, as its
+    reader is timed per frame.
     """
     lost = False
     try:
@@ -83,9 +86,13 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
         if isinstance(got, TokenItem):
             if got.index <= last:
                 continue                # read from the log and then offered live too: sent once
-            if not (yield Send(rendering.token(got))):
+            frame, count = rendering.token(got), 1
+            if batch > 1 and pending:
+                frame, count, got = _batched(frame, got, pending, rendering,
+                                             batch if cut_after is None else min(batch, cut_after - channel.sent))
+            if not (yield Send(frame)):
                 return _left(stream, channel, Ending.PEER_GONE)
-            channel.sent += 1
+            channel.sent += count
             last = got.index
             if cut_after is not None and channel.sent >= cut_after:
                 return _left(stream, channel, Ending.CLOSED_BY_SERVER)
@@ -98,6 +105,23 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
             return Ending.DONE
         else:
             return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+
+
+def _batched(frame: bytes, got: TokenItem, pending: deque[TokenItem | Taken], rendering: Rendering,
+             limit: int) -> tuple[bytes, int, TokenItem]:
+    """``frame`` (``got``'s) and the frames of the entries after it in ``pending``, up to ``limit`` entries in
+    all: the bytes, how many entries they hold, and the last of them."""
+    frames, count = [frame], 1
+    while pending and count < limit:
+        item = pending[0]
+        if not isinstance(item, TokenItem):
+            break
+        pending.popleft()
+        if item.index <= got.index:
+            continue                    # read from the log and then offered live too: sent once
+        frames.append(rendering.token(item))
+        count, got = count + 1, item
+    return b"".join(frames), count, got
 
 
 def _caught_up(stream: Connected, last: int) -> Generator[Effect, Any, list[TokenItem]]:

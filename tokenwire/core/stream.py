@@ -384,12 +384,11 @@ class Stream:
 
     # -- the writer --------------------------------------------------------
     def serve(self, cursor: int, channel: BoundedChannel[TokenItem], *, cut_after: int | None = None,
-              heartbeat_ns: int | None = None, rendering: Rendering = FRAMES) -> Process:
-        """Write one connection's frames (``connection.serve``); returns (as the generator's value) the ``Ending``.
-
-        A follower (see ``connect``) takes its tokens from the log each time its doorbell rings.
-        """
-        return serve(self, cursor, channel, cut_after=cut_after, heartbeat_ns=heartbeat_ns, rendering=rendering)
+              heartbeat_ns: int | None = None, rendering: Rendering = FRAMES, batch: int = 1) -> Process:
+        """Write one connection's frames (``connection.serve``: ``batch`` entries ready together in one ``Send``);
+        returns (as the generator's value) the ``Ending``.  A follower takes its tokens from the log."""
+        return serve(self, cursor, channel, cut_after=cut_after, heartbeat_ns=heartbeat_ns, rendering=rendering,
+                     batch=batch)
 
     def closing_frame(self, delivered_from: int, dropped: int) -> bytes:
         """The last frame of a connection that reached the end: ``failed`` for a failed answer, else ``done``

@@ -31,7 +31,11 @@ from .config import ConnectionLog, LiveConfig
 from .decisions import OpenStream
 from .registry import Registry
 
-__all__ = ["EventWire", "Writing", "write_events"]
+__all__ = ["WRITE_BATCH", "EventWire", "Writing", "write_events"]
+
+# Entries ready together (a resume's replay, a follower's read of the log) that go out in one write: 277
+# replayed tokens are 5 writes, not 277, and the reader gets the same bytes.
+WRITE_BATCH = 64
 
 
 class EventWire(Protocol):
@@ -88,7 +92,7 @@ def write_events(decision: OpenStream, wire: EventWire, registry: Registry, conf
     channel: BoundedChannel[TokenItem] = stream.new_channel()
     cut = live.take_cut(decision.cut)
     writer = stream.serve(decision.cursor, channel, cut_after=cut, heartbeat_ns=round(config.heartbeat_s * 1e9),
-                          rendering=decision.rendering)
+                          rendering=decision.rendering, batch=WRITE_BATCH)
     writing = Writing(stream, channel)
     done = registry.loop_driver().spawn(writer, wire)
     limit = None

@@ -112,6 +112,16 @@ def _nothing() -> None:
     pass
 
 
+def _token_ends(frames: bytes, start: int) -> list[int]:
+    """Where each token frame in ``frames`` (several, written at offset ``start``) ends in the stream."""
+    ends, at = [], frames.find(TOKEN_MARK)
+    while at >= 0:
+        end = frames.index(b"\n\n", at + len(TOKEN_MARK) - 1) + 2
+        ends.append(start + end)
+        at = frames.find(TOKEN_MARK, end)
+    return ends
+
+
 class TransportWire:
     """A ``LoopWire`` over an asyncio transport: a ``Send`` completes once the kernel has taken the frame.
 
@@ -153,12 +163,14 @@ class TransportWire:
             self.failure = self.failure or "connection closed"
             return False
         self.transport.write(frame)
+        start = self.bytes_sent
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if TOKEN_MARK in frame:
-            self.tokens_sent += 1
+        if TOKEN_MARK in frame:         # one token frame, or several written together (a replay)
+            marks = frame.count(TOKEN_MARK)
+            self.tokens_sent += marks
             if self.sample:             # where each token frame ends, for the demo's kernel figures
-                self._token_ends.append(self.bytes_sent)
+                self._token_ends.extend(_token_ends(frame, start) if marks > 1 else (self.bytes_sent,))
         if self.sample:
             self._sample()
         if not self.paused:
