@@ -188,7 +188,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 def one_step(server: str, n: int, tokens: int, attempts: int = 3,
              command: Callable[[int], list[str]] | None = None,
              beside: Callable[[int], Callable[[], str]] | None = None, path: str | None = None,
-             after: Callable[[int], str] | None = None) -> Step:
+             after: Callable[[int], str] | None = None, cwd: str | None = None) -> Step:
     """Start ``server``, run the client with ``n`` streams, read the server's figures, stop it.
 
     A server that exits before it listens (the free port taken in between)
@@ -199,10 +199,12 @@ def one_step(server: str, n: int, tokens: int, attempts: int = 3,
     figures as ``beside``).  ``path``: what the client reads (default: ``GET /stream`` with the
     parameters; ``/chat?...`` reads the chat protocol, ``bench.scale_client``).  ``after`` (given the
     port) asks the server something once its figures are read, before it stops (added as ``after``).
+    ``cwd``: where the server runs (default the repository root); a ``python -m`` server imports from
+    there first (item 15 runs a baseline commit's worktree so).
     """
     for attempt in range(attempts):
         try:
-            return _one_step(server, n, tokens, command, beside, path or _path(tokens), after)
+            return _one_step(server, n, tokens, command, beside, path or _path(tokens), after, cwd)
         except _NotListening:
             if attempt == attempts - 1:
                 raise
@@ -215,11 +217,11 @@ class _NotListening(RuntimeError):
 
 def _one_step(server: str, n: int, tokens: int, command: Callable[[int], list[str]] | None,
               beside: Callable[[int], Callable[[], str]] | None, path: str,
-              after: Callable[[int], str] | None = None) -> Step:
+              after: Callable[[int], str] | None = None, cwd: str | None = None) -> Step:
     port = _free_port()
     errors = tempfile.TemporaryFile()
-    proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=ROOT, env=env_with_root(),
-                            stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=_raise_nofile)
+    proc = subprocess.Popen(command(port) if command else _command(server, port, n), cwd=cwd or ROOT,
+                            env=env_with_root(), stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=_raise_nofile)
     try:
         try:
             _wait_listening(port, proc)

@@ -20,7 +20,10 @@ carries the parameters (and no messages), each ``text-delta`` chunk a token
 ``/v1/chat/completions?<parameters>`` reads OpenAI's chat chunks: a ``POST`` whose JSON
 body carries the parameters (``model`` among them, default ``bench``), one user message and
 ``"stream": true``, each chunk with ``delta.content`` a token (in order: the chunks have no
-ids), ``[DONE]`` the end.  It prints one JSON
+ids), ``[DONE]`` the end.  A PATH whose query asks for ``parts`` other than ``text`` (the canned
+answer with tools: reasoning, tool calls, usage, finish around the text) counts every entry of the log
+as a token: each event but ``open`` and ``done``, whatever its name, its id the next index (TOKENS is
+then the answer's entries, ``RunSpec.length``).  It prints one JSON
 object: streams complete and contiguous, the pooled inter-token gaps'
 percentiles, TTFT (connect to first token) percentiles, errors, and its
 own CPU time.
@@ -69,8 +72,9 @@ def raise_nofile() -> int:
 class Stream:
     """One SSE response: status, headers, (chunked) body, events."""
 
-    def __init__(self, sock: socket.socket, tokens: int, chat: bool = False, openai: bool = False) -> None:
-        self.sock, self.tokens, self.chat, self.openai = sock, tokens, chat, openai
+    def __init__(self, sock: socket.socket, tokens: int, chat: bool = False, openai: bool = False,
+                 entries: bool = False) -> None:
+        self.sock, self.tokens, self.chat, self.openai, self.entries = sock, tokens, chat, openai, entries
         self.head = b""
         self.status = 0
         self.chunked: bool | None = None
@@ -103,7 +107,7 @@ class Stream:
                     self.done = True
             elif self.chat:
                 self._chunk(event.id, event.data, stamp)
-            elif event.event == "token":
+            elif event.event == "token" or (self.entries and event.event not in ("open", "done")):
                 self._token(event.id, str(self.next_id), stamp)
             elif event.event == "done":
                 self.done = True
@@ -165,6 +169,7 @@ class Client:
         self.port, self.tokens = port, tokens
         self.chat = path.startswith("/chat?")
         self.openai = path.startswith(OPENAI_PATH)
+        self.entries = dict(parse_qsl(path.partition("?")[2])).get("parts", "text") != "text"
         self.request = _chat_request(path, port, openai=self.openai) if self.chat or self.openai else (
             f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
             "Cache-Control: no-store\r\n\r\n").encode()
@@ -178,7 +183,7 @@ class Client:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setblocking(False)
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            stream = Stream(sock, self.tokens, self.chat, self.openai)
+            stream = Stream(sock, self.tokens, self.chat, self.openai, self.entries)
             self.streams.append(stream)
             code = sock.connect_ex(("127.0.0.1", self.port))
             if code not in (0, errno.EINPROGRESS):
@@ -261,7 +266,8 @@ class Client:
         gaps = [(b - a) / 1e6 for s in self.streams for a, b in pairwise(s.arrivals)]
         ttfts = [(s.arrivals[0] - s.started) / 1e6 for s in self.streams if s.arrivals]
         return {
-            "n": n, "tokens": self.tokens, "complete": sum(s.complete for s in self.streams),
+            "n": n, "tokens": self.tokens, "counted": "entries" if self.entries else "tokens",
+            "complete": sum(s.complete for s in self.streams),
             "contiguous": sum(s.contiguous for s in self.streams),
             "tokens_received": sum(len(s.arrivals) for s in self.streams), "timed_out": timed_out,
             "errors": errors, "itl_ms": {str(q): percentile(gaps, q) for q in (50, 95, 99)} if gaps else None,
