@@ -8,6 +8,11 @@ test file importing what starts a process (``subprocess``, ``support.asgi``'s uv
 one that drives Chromium (``support.cdp``) ``browser``, one that asks for node or an npm package ``node``.  A test
 file outside these folders is a usage error naming them.
 
+The load tests and the benchmarks (markers ``load``, ``bench``) run alone: each holds the machine lock exclusively
+while every other test holds it shared (``pytest_runtest_protocol``), so over xdist's workers, and across pytest
+runs that share ``$TOKENWIRE_MACHINE_LOCK`` (``.ci/run`` sets it for both of its runs), nothing else runs beside
+one; without the variable the lock is per run (xdist's ``testrunuid``).  docs/contributing.md says why.
+
 The Redis fixtures of ``support.redis`` (``redis_session``, ``redis_server``, ``own_redis``) are registered
 here as a plugin: a test names one as a parameter, without importing it.
 """
@@ -15,12 +20,20 @@ here as a plugin: a test names one as a parameter, without importing it.
 from __future__ import annotations
 
 import ast
+import fcntl
 import functools
+import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tokenwire.realtime import LOOP_ENV
+
+# The markers of the tests that measure the machine, and run with nothing beside them.
+ALONE_MARKERS = ("load", "bench")
+MACHINE_LOCK_ENV = "TOKENWIRE_MACHINE_LOCK"
 
 TESTS = Path(__file__).resolve().parent
 
@@ -100,3 +113,25 @@ def loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         pytest.importorskip("uvloop", reason="uvloop (the 'fast' extra) is not installed")
     monkeypatch.setenv(LOOP_ENV, request.param)
     return str(request.param)
+
+
+def machine_lock_path(config: pytest.Config) -> Path:
+    """The lock the tests of a run share: ``$TOKENWIRE_MACHINE_LOCK``, else one per run (xdist's workers share
+    the controller's ``testrunuid``; a run without xdist has no one to share it with)."""
+    if os.environ.get(MACHINE_LOCK_ENV):
+        return Path(os.environ[MACHINE_LOCK_ENV])
+    run = getattr(config, "workerinput", {}).get("testrunuid", f"pid{os.getpid()}")
+    return Path(tempfile.gettempdir()) / f"tokenwire-tests-{run}.lock"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A load test or a benchmark runs (setup, call, teardown) holding the machine lock exclusively; any other test
+    holds it shared, so the two never overlap, whichever worker or run each is in."""
+    alone = any(item.get_closest_marker(name) for name in ALONE_MARKERS)
+    with open(machine_lock_path(item.config), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

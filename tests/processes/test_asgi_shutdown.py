@@ -33,7 +33,7 @@ def _start(app_dir: Path, target: str, loop: str,
         [sys.executable, "-m", "uvicorn", target, "--app-dir", str(app_dir), "--host", "127.0.0.1", "--port",
          str(port), "--loop", loop, "--log-level", "info"],
         cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=errors.open("wb"))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30          # the bound on its start-up, ended by the first answer
     while time.monotonic() < deadline:
         assert proc.poll() is None, errors.read_text()
         try:

@@ -31,6 +31,9 @@ from support.processes import stop, wait_ready
 from support.requirements import ROOT, free_port
 
 TIMEOUT_S = 10.0
+# The bound on a uvicorn's start-up (its imports, on a machine busy with the other tests' workers): ended by the
+# first answer, so it costs nothing when the start is quick.
+START_TIMEOUT_S = 30.0
 
 
 class Uvicorn:
@@ -53,7 +56,7 @@ class Uvicorn:
              "--port", str(self.port), "--loop", self.env.get("TOKENWIRE_LOOP", "uvloop"), "--http", self.http,
              "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.errors)
-        wait_ready(self.proc, self._listening, f"uvicorn on port {self.port}", TIMEOUT_S, self.stderr)
+        wait_ready(self.proc, self._listening, f"uvicorn on port {self.port}", START_TIMEOUT_S, self.stderr)
 
     def _listening(self) -> bool:
         try:

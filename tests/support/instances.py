@@ -22,7 +22,7 @@ from tokenwire.core.sse import Decoder
 # A takeover waits for the dead owner's lease: short here so the test is quick.
 LEASE_MS = 400
 BLOCK_MS = 50
-START_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 30.0
 IO_TIMEOUT_S = 10.0
 
 

@@ -32,7 +32,7 @@ PACE_S = 0.005
 # The most chunks one answer sends before it gives up and closes: 10 s at PACE_S, so a test is bounded even
 # against a proxy that relays it all.
 CAP = 2000
-START_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 30.0
 
 _HTML = b"<!doctype html><html><body><form action=/login>Sign in</form></body></html>"
 

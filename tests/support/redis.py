@@ -38,7 +38,7 @@ from support.requirements import free_port, require_binary, skip_or_fail
 from tokenwire.realtime import new_loop
 
 # How long redis-server may take to answer its first PING (it starts in ~10 ms).
-START_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 # How long a scene of several log calls (``run_scene``) may take on a loaded machine.
 SCENE_TIMEOUT_S = 30.0

@@ -26,7 +26,7 @@ import pytest
 
 from support.requirements import ROOT
 
-START_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 30.0
 # A request's bound on an answer of Served (a stream's whole answer included) and of Serve.
 IO_TIMEOUT_S = 10.0
 SERVE_IO_TIMEOUT_S = 30.0
