@@ -95,7 +95,7 @@ class _LostAfter(Source):
         for index in range(start, self.n):
             yield Sleep(1_000_000)
             stream.log.append(stream.stream_id, index, ANSWER[index])
-            yield from stream.pass_on(TokenItem(index, ANSWER[index]))
+            yield stream.pass_on(TokenItem(index, ANSWER[index]))
         stream.ended(self.n, EarlyEnd("lost"))      # not the LOST constant: an ending is a value
 
 

@@ -223,7 +223,7 @@ class ModelRun:
                         yield from log.end(stream, index, STOPPED)
                         break
                     self.position = index + 1
-                    yield from stream.pass_on(TokenItem(index, entry))
+                    yield stream.pass_on(TokenItem(index, entry))
                     index += 1
                 else:
                     if token is not _END:

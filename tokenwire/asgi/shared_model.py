@@ -314,7 +314,7 @@ class SharedModel(Source):
                 yield from self._cannot_continue(stream, cursor, start, exc)
                 return
             for index in range(cursor + 1, start):
-                yield from stream.pass_on(TokenItem(index, prefix[index]))
+                yield stream.pass_on(TokenItem(index, prefix[index]))
             if not _continuable(prefix):           # inside a tool call, or after one awaiting its result
                 logger.warning("tokenwire stream %s: not continued: its logged answer ends inside a tool call, "
                                "or after one that awaits its result, or after its finish", sid)

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Protocol
 
-from .effects import Process, Sleep
+from .effects import Process, Put, Sleep
 from .endings import EarlyEnd
 from .frames import TokenItem
 from .model import Model
@@ -65,7 +65,7 @@ class Fed(Protocol):
 
     def cancel(self) -> None: ...
     def idle(self) -> None: ...
-    def pass_on(self, item: TokenItem) -> Process: ...
+    def pass_on(self, item: TokenItem) -> Put: ...
     def ended(self, total: int, ending: EarlyEnd | None = None) -> None: ...
     def stopped_at(self, total: int) -> None: ...
     def lose(self, reached: int) -> None: ...
@@ -142,7 +142,7 @@ class Canned(Source):
                 yield Sleep(cost(index))
                 token = generate(index)
                 append(sid, index, token)
-                yield from stream.pass_on(TokenItem(index, token))
+                yield stream.pass_on(TokenItem(index, token))
             if stream.ending is not None:           # ended under the producer (a reader found the log lost it)
                 return
             if stream.stopping:                     # asked to stop as the last token was made

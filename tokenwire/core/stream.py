@@ -302,12 +302,13 @@ class Stream:
         """Tell the processes parked on this stream that something changed (``Changes``)."""
         self.changes.changed()
 
-    def pass_on(self, item: TokenItem) -> Process:
-        """The producer's step for a logged ``item``: ring the followers, then ``Put`` it to the reader."""
-        self.offered = max(self.offered, item.index)
+    def pass_on(self, item: TokenItem) -> Put:
+        """The ``Put`` a producer yields for a logged ``item``, the followers rung first (a call, not a generator)."""
+        if item.index > self.offered:
+            self.offered = item.index
         if self.followers:
             self.ring(item)
-        yield Put(self, item)
+        return Put(self, item)
 
     def ring(self, item: TokenItem) -> None:
         """Tell the followers the log has grown (a full doorbell is already rung)."""

@@ -45,7 +45,7 @@ from ..core.effects import Await, Get, Process, Put, Send, Sleep, Spawn
 from ..core.exchange import get, put
 from .parking import ParkingLot
 from .private import PrivateLoop
-from .procs import Proc
+from .procs import UNCHECKED, Proc
 from .timers import Timers
 from .wires import LoopWire, Wire
 
@@ -148,7 +148,7 @@ class LoopDriver:
         connection behind the wire alive until it fired) and its wires."""
         self._lot.forget(p)
         p.wire = p.memory = None
-        p.resume = None
+        p.resume, p.hook = None, UNCHECKED
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
         """Advance ``p``; then, in the same turn, the processes its step woke (the parking lot's ``flush``)."""

@@ -55,14 +55,15 @@ class ParkingLot:
 
     def park(self, p: Proc, effect: Put | Get, now: int) -> None:
         """Park ``p`` until its stream rings or its Get times out; ``TypeError`` if its changes are not ``Changes``."""
-        changes = effect.stream.changes
-        if not isinstance(changes, Changes):
-            raise TypeError(f"the event-loop driver needs a stream whose changes are counted by Changes, "
-                            f"got {changes!r}")
-        key = id(effect.stream)
-        hook = changes.hook
-        if not (isinstance(hook, partial) and hook.func is self._ring and hook.args[0] == key):  # none, or another's
-            changes.hook = partial(self._ring, key)
+        changes, key = effect.stream.changes, id(effect.stream)
+        if getattr(changes, "hook", None) is not p.hook:     # not the hook ``p`` was checked against last time
+            if not isinstance(changes, Changes):
+                raise TypeError(f"the event-loop driver needs a stream whose changes are counted by Changes, "
+                                f"got {changes!r}")
+            hook = changes.hook
+            if not (isinstance(hook, partial) and hook.func is self._ring and hook.args[0] == key):  # another's
+                changes.hook = partial(self._ring, key)
+            p.hook = changes.hook
         if p.since < 0:
             p.since = now
             timeout = effect.timeout_ns if isinstance(effect, Get) else None

@@ -15,14 +15,16 @@ from typing import Any
 from ..core.effects import Get, Process, Put
 from .wires import LoopWire, Wire, split
 
-__all__ = ["Proc"]
+__all__ = ["UNCHECKED", "Proc"]
+
+UNCHECKED: object = object()     # a ``Proc.hook`` no stream's hook is: the next park checks the stream's
 
 
 class Proc:
     """A running process: see the field comments."""
 
-    __slots__ = ("deadline", "effect", "frame", "future", "gen", "key", "memory", "resume", "since", "timer",
-                 "until", "wire")
+    __slots__ = ("deadline", "effect", "frame", "future", "gen", "hook", "key", "memory", "resume", "since",
+                 "timer", "until", "wire")
 
     def __init__(self, gen: Process, wire: Wire | LoopWire | None, now: int, future: asyncio.Future[Any]) -> None:
         self.gen, self.deadline, self.future = gen, now, future     # deadline: when its pacing says it is due
@@ -33,5 +35,6 @@ class Proc:
         self.since = -1                        # when it parked on a full or empty channel (-1: not parked)
         self.effect: Put | Get | None = None   # the Put or Get it waits to retry
         self.key = 0                           # the stream it is parked on
+        self.hook: object = UNCHECKED          # that stream's change hook, the lot's own, as last checked
         self.until = -1                        # the parked Get's timeout, a deadline in ns (-1: none)
         self.timer: asyncio.TimerHandle | None = None   # pending; fires at or before ``until``

@@ -126,7 +126,7 @@ def passed_on(aio: AsyncRedisLog, stream: Fed, cursor: int, count: int) -> Gener
     """Read ``count`` tokens after ``cursor`` from the log and pass each on; returns the last index passed on."""
     tokens = yield Await(aio.read_after(stream.stream_id, cursor, count, patient=True))
     for index, text in enumerate(tokens, cursor + 1):
-        yield from stream.pass_on(TokenItem(index, text))
+        yield stream.pass_on(TokenItem(index, text))
         cursor = index
     return cursor
 
@@ -140,7 +140,7 @@ def followed(aio: AsyncRedisLog, stream: Fed, cursor: int) -> Generator[Effect, 
     for index, text in (yield Await(aio.wait_after(stream.stream_id, cursor))):
         if index != cursor + 1:
             raise LogGap(stream.stream_id, cursor, index)
-        yield from stream.pass_on(TokenItem(index, text))
+        yield stream.pass_on(TokenItem(index, text))
         cursor = index
     return cursor
 
@@ -218,7 +218,7 @@ class SharedCanned(Source):
             self.fenced += 1        # another instance owns it now; its tokens come from the log
             self.aio.disown(stream.stream_id)
             return index - 1
-        yield from stream.pass_on(TokenItem(index, token))
+        yield stream.pass_on(TokenItem(index, token))
         return index
 
     def _fail(self, stream: Fed, exc: LogError) -> Process:
