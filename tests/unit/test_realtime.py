@@ -422,3 +422,67 @@ def test_a_replay_goes_out_in_writes_of_up_to_batch_entries_as_the_same_bytes(cu
     assert sum(tokens) == sent_one == expected
     done = 1 if cut_after is None else 0                  # the open write, the token writes, done unless cut
     assert max(tokens) == min(16, expected) and len(many) == 1 + -(-expected // 16) + done, tokens
+
+
+# -- the driver writes a caught-up token for the waiting writer --------------------------------------
+class _Slow:
+    """A LoopWire that answers ``answers[i]`` to the i-th write (True when past them); a None answer's resume
+    is kept in ``waiting`` for the test to call."""
+
+    def __init__(self, answers: dict[int, bool | None]) -> None:
+        self.answers, self.writes = answers, []            # type: list[bytes]
+        self.waiting: list[Callable[[bool], None]] = []
+
+    def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
+        answer = self.answers.get(len(self.writes), True)
+        self.writes.append(frame)
+        if answer is None:
+            self.waiting.append(resume)
+        return answer
+
+
+def _paced(wire: _Slow, tokens: int, step_ns: int, heartbeat_ns: int | None = None,
+           drain_after: int | None = None) -> tuple[object, list[int], Stream]:
+    """One reader of a canned stream of ``tokens`` at ``step_ns`` on ``wire``; a write left waiting is drained
+    ``drain_after`` tokens later.  Returns the ending, the token ids written in order, and the stream."""
+    async def main() -> tuple[object, Stream]:
+        driver = LoopDriver()
+        stream = Stream("w", Model(ANSWER[:tokens], TimingModel(step_ns=step_ns, ttft_ns=step_ns, jitter=0)),
+                        MemoryTokenLog(lambda: 0), keep_trace=False)
+        done = driver.spawn(stream.serve(-1, stream.new_channel(), heartbeat_ns=heartbeat_ns), wire)
+        if drain_after is not None:
+            while not wire.waiting:
+                await asyncio.sleep(0.001)
+            while stream.log.length("w") < min(tokens, len([w for w in wire.writes if b"event: token" in w])
+                                                 + drain_after):
+                await asyncio.sleep(0.001)
+            wire.waiting.pop()(True)
+        return await asyncio.wait_for(done, 10), stream
+    ending, stream = asyncio.run(main())
+    lines = [line for w in wire.writes for line in w.split(b"\n")]
+    ids = [int(lines[i - 1][4:]) for i, line in enumerate(lines) if line == b"event: token"]
+    return ending, ids, stream
+
+
+def test_a_write_the_wire_takes_later_holds_the_writer_and_the_rest_follow_in_order() -> None:
+    """The driver writes token 3 for the waiting writer and the wire takes it only later: meanwhile the
+    following tokens wait in the channel (block), and once it drained the writer sends them, each once."""
+    wire = _Slow({4: None})                       # write 0 is the open frame: 4 is token 3
+    ending, ids, stream = _paced(wire, 12, 2_000_000, drain_after=3)
+    assert ending.value == "done" and ids == list(range(12)), ids
+    assert stream.channel is None or stream.channel.stats().delivered == 12
+
+
+def test_a_write_that_finds_the_peer_gone_ends_the_connection_as_gone() -> None:
+    wire = _Slow({3: False})
+    ending, ids, _ = _paced(wire, 12, 2_000_000)
+    assert ending.value == "peer-gone" and ids == [0, 1, 2], (ending, ids)
+
+
+def test_tokens_written_for_the_waiting_writer_keep_its_heartbeat_quiet() -> None:
+    """Tokens every 5 ms with a 30 ms heartbeat: the stream is never silent for a period, so no ping goes out,
+    though the writer waits in one Get all along."""
+    wire = _Slow({})
+    ending, ids, _ = _paced(wire, 30, 5_000_000, heartbeat_ns=30_000_000)
+    assert ending.value == "done" and ids == list(range(30))
+    assert not any(w.startswith(b":") for w in wire.writes)

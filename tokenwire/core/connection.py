@@ -21,13 +21,13 @@ from collections.abc import Generator
 from typing import Any, Protocol
 
 from .channel import BoundedChannel, Taken
-from .effects import TIMEOUT, Effect, Get, Mailbox, Process, Send, Spawn
+from .effects import TIMEOUT, WRITE_FAILED, Effect, Get, Mailbox, Process, Send, Spawn
 from .endings import LOST, Ending
 from .frames import HEARTBEAT, TokenItem
 from .rendering import FRAMES, Rendered, Rendering
 from .tokenlog import StreamLost
 
-__all__ = ["Attached", "Connected", "serve"]
+__all__ = ["Attached", "Connected", "Writer", "serve"]
 
 # What attaching a reader gives: the tokens to replay, and a producer to start (or None).
 Attached = tuple[list[TokenItem], "Process | None"]
@@ -68,8 +68,9 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
         return _left(stream, channel, Ending.PEER_GONE)
     if cut_after == 0:                  # the connection dies before its first token
         return _left(stream, channel, Ending.CLOSED_BY_SERVER)
-    last = cursor
-    got: object                         # a TokenItem, a Taken reason, or TIMEOUT
+    writer = Writer(channel, rendering, cursor)
+    direct = writer if cut_after is None and not follower else None    # a driver may write its tokens itself
+    got: object                         # a TokenItem, a Taken reason, TIMEOUT or WRITE_FAILED
     pending: deque[TokenItem | Taken] = deque(replay)
     if lost:
         pending.append(Taken.END)       # nothing to replay: the lost ending at once
@@ -77,25 +78,27 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
         if pending:
             got = pending.popleft()
         else:
-            got = yield Get(stream, channel, heartbeat_ns)
+            got = yield Get(stream, channel, heartbeat_ns, direct)
             if follower and (isinstance(got, TokenItem) or got is Taken.END):
-                pending.extend((yield from _caught_up(stream, last)))    # the doorbell rang: read the log
+                pending.extend((yield from _caught_up(stream, writer.last)))    # the doorbell rang: read the log
                 if got is Taken.END or stream.ending == LOST:
                     pending.append(Taken.END)
                 continue
         if isinstance(got, TokenItem):
-            if got.index <= last:
+            frame = writer.frame(got)
+            if frame is None:
                 continue                # read from the log and then offered live too: sent once
-            frame, count = rendering.token(got), 1
+            count = 1
             if batch > 1 and pending:
                 frame, count, got = _batched(frame, got, pending, rendering,
                                              batch if cut_after is None else min(batch, cut_after - channel.sent))
             if not (yield Send(frame)):
                 return _left(stream, channel, Ending.PEER_GONE)
-            channel.sent += count
-            last = got.index
+            writer.wrote(got, count)
             if cut_after is not None and channel.sent >= cut_after:
                 return _left(stream, channel, Ending.CLOSED_BY_SERVER)
+        elif got is WRITE_FAILED:       # a token the driver wrote for this writer found the peer gone
+            return _left(stream, channel, Ending.PEER_GONE)
         elif got is TIMEOUT:
             if not (yield Send(HEARTBEAT)):      # between two frames, never inside one
                 return _left(stream, channel, Ending.PEER_GONE)
@@ -105,6 +108,29 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
             return Ending.DONE
         else:
             return Ending.CUT if got is Taken.CUT else Ending.REPLACED
+
+
+class Writer:
+    """What a connection's writer has sent: the last index, and the entries counted on its channel (``sent``).
+
+    The generator above writes through it; so may a real-time driver, for
+    a token that reaches the writer while it waits caught up (``Direct``):
+    the same frame, counted the same, and the writer goes on waiting.
+    """
+
+    __slots__ = ("channel", "last", "rendering")
+
+    def __init__(self, channel: BoundedChannel[TokenItem], rendering: Rendering, cursor: int) -> None:
+        self.channel, self.rendering, self.last = channel, rendering, cursor
+
+    def frame(self, item: TokenItem) -> bytes | None:
+        """``item``'s frame, or None if it was sent already (read from the log, then offered live too)."""
+        return None if item.index <= self.last else self.rendering.token(item)
+
+    def wrote(self, item: TokenItem, count: int = 1) -> None:
+        """The wire took the frames of ``count`` entries, the last of them ``item``."""
+        self.channel.sent += count
+        self.last = item.index
 
 
 def _batched(frame: bytes, got: TokenItem, pending: deque[TokenItem | Taken], rendering: Rendering,

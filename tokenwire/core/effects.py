@@ -21,7 +21,8 @@ from .frames import TokenItem
 if TYPE_CHECKING:
     from .channel import BoundedChannel, Outcome, Taken
 
-__all__ = ["Await", "Effect", "Get", "Mailbox", "Process", "Put", "Send", "Sleep", "Spawn", "TokenItem", "TIMEOUT"]
+__all__ = ["TIMEOUT", "WRITE_FAILED", "Await", "Direct", "Effect", "Get", "Mailbox", "Process", "Put", "Send", "Sleep",
+           "Spawn", "TokenItem"]
 
 
 class Mailbox(Protocol):
@@ -62,17 +63,29 @@ class Put:
     item: TokenItem
 
 
+class Direct(Protocol):
+    """A writer a real-time driver may write a token for while it waits in ``Get`` (``connection``'s): ``frame``
+    renders ``item`` (None: already sent), ``wrote`` counts it once the wire took it."""
+
+    def frame(self, item: TokenItem) -> bytes | None: ...
+    def wrote(self, item: TokenItem) -> None: ...
+
+
 @dataclass(slots=True)
 class Get:
     """Take from ``channel`` (one of ``stream``'s), waiting while it is empty.
 
     Returns a ``TokenItem`` or a ``Taken`` reason; ``TIMEOUT`` if ``timeout_ns``
-    passed with nothing to take (real-time drivers only).
+    passed with nothing to take (real-time drivers only).  ``direct``: a
+    real-time driver may write a caught-up token for the waiting writer
+    itself (``Direct``), which goes on waiting; ``WRITE_FAILED`` if such a
+    write found the peer gone.
     """
 
     stream: Mailbox
     channel: BoundedChannel[TokenItem]
     timeout_ns: int | None = None
+    direct: Direct | None = None
 
 
 @dataclass(slots=True)
@@ -107,6 +120,14 @@ class _Timeout:
 
 
 TIMEOUT: Final = _Timeout()
+
+
+class _WriteFailed:
+    def __repr__(self) -> str:
+        return "WRITE_FAILED"
+
+
+WRITE_FAILED: Final = _WriteFailed()
 
 Effect = Sleep | Put | Get | Send | Spawn | Await
 Process = Generator[Effect, Any, Any]

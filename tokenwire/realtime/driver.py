@@ -41,8 +41,9 @@ from typing import Any
 
 from ..core.channel import Outcome, Taken
 from ..core.clock import RealClock
-from ..core.effects import Await, Get, Process, Put, Send, Sleep, Spawn
+from ..core.effects import WRITE_FAILED, Await, Get, Process, Put, Send, Sleep, Spawn
 from ..core.exchange import get, put
+from ..core.frames import TokenItem
 from .parking import ParkingLot
 from .private import PrivateLoop
 from .procs import UNCHECKED, Proc
@@ -184,9 +185,8 @@ class LoopDriver:
             if type(effect) is Put:
                 stream, lot = effect.stream, self._lot
                 reader = lot.only_getter(stream)
-                if reader is not None and stream.hand_over(effect.item):    # caught up: it writes the token now
-                    lot.unpark(reader)
-                    self._wake(reader, effect.item)
+                if reader is not None and stream.hand_over(effect.item):    # caught up: its token is written now
+                    self._hand(reader, effect.item)
                     value = Outcome.ACCEPTED
                     continue
                 value = put(effect, -1, now)
@@ -212,6 +212,45 @@ class LoopDriver:
             else:
                 value, error = None, TypeError(f"a process yielded {effect!r}, not an effect")
         self.loop.call_soon(self._step, p, value)
+
+    def _hand(self, reader: Proc, item: TokenItem) -> None:
+        """Give ``item`` to ``reader``, a writer waiting caught up in a Get (``ParkingLot.only_getter``).  One that
+        lets the driver write for it (``Get.direct``, on a socket's or an ASGI wire) has the frame written here and
+        goes on waiting, its heartbeat counted from now; any other is woken with the item."""
+        waiting = reader.effect
+        assert type(waiting) is Get
+        direct, wire = waiting.direct, reader.wire
+        if direct is None or wire is None:
+            self._lot.unpark(reader)
+            self._wake(reader, item)
+            return
+        frame = direct.frame(item)
+        if frame is None:
+            return                                    # sent already: it goes on waiting
+        taken = wire.send(frame, partial(self._written, reader, waiting, item))
+        if taken:
+            direct.wrote(item)
+            self._lot.wrote(reader, self._now())
+            return
+        self._lot.unpark(reader)                      # the wire calls ``_written`` when it drained, or now:
+        if taken is False:
+            self._wake(reader, WRITE_FAILED)          # the peer is gone
+
+    def _written(self, reader: Proc, waiting: Get, item: TokenItem, taken: bool) -> None:
+        """A frame ``_hand`` wrote for ``reader`` drained (``taken``), or the peer went away meanwhile: the writer
+        counts it and waits in its Get again, or ends."""
+        if reader not in self._live:
+            return
+        if not taken:
+            self._wake(reader, WRITE_FAILED)
+            return
+        assert waiting.direct is not None
+        waiting.direct.wrote(item)
+        got = get(waiting, self._now)
+        if got is Taken.EMPTY:
+            self._lot.park(reader, waiting, self._now())
+        else:
+            self._wake(reader, got)
 
     def _wake(self, p: Proc, value: object) -> None:
         """``p``'s Put/Get completed (or timed out) after a wait (the parking lot's call, or a hand-over): it is

@@ -136,6 +136,13 @@ class ParkingLot:
         del self._parked[p.key]
         p.since, p.effect, p.until = -1, None, -1
 
+    def wrote(self, p: Proc, now: int) -> None:
+        """The driver wrote a token for ``p``, which goes on waiting: its heartbeat Get times out a period from
+        ``now`` (its timer re-arms itself for what is left)."""
+        effect = p.effect
+        if p.until >= 0 and type(effect) is Get and effect.timeout_ns is not None:
+            p.until = now + max(0, effect.timeout_ns)
+
     def forget(self, p: Proc) -> None:
         """``p`` ended: cancel its timer and take it off the lot, so nothing here keeps it alive."""
         if p.timer is not None:
