@@ -24,6 +24,18 @@ either made 200 in-process streams 3-8% slower per token.
 - ``Await``: the awaitable runs as a task; the process resumes with its
   result, or has its exception thrown in.
 
+The per-token path, when the reader is caught up (its writer waits in a
+``Get`` on its empty channel): a timer tick resumes the producer
+(``Sleep``), which makes the token, appends it to the log and yields the
+``Put`` of ``Stream.pass_on``; here the ``Put`` finds that writer the only
+process parked on the stream (``ParkingLot.only_getter``), counts the token
+on its channel (``Stream.hand_over``), renders the frame with the writer's
+own ``Writer`` (``Get.direct``) and writes it to the wire (``_hand``); the
+writer goes on waiting and the producer on to its next ``Sleep``: one step,
+no loop turn, no wake-up of the writer.  A slower reader's tokens wait in
+the channel and its writer is woken to send them, several in one write
+when they are ready together.
+
 Effects that complete at once are performed back to back, up to
 ``STEPS_PER_TURN``, before the loop gets a turn.  A process that finishes
 resolves its future with the generator's return value (or its exception).
