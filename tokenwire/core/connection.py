@@ -85,13 +85,11 @@ def serve(stream: Connected, cursor: int, channel: BoundedChannel[TokenItem], *,
                     pending.append(Taken.END)
                 continue
         if isinstance(got, TokenItem):
-            frame = writer.frame(got)
-            if frame is None:
+            limit = batch if cut_after is None else min(batch, cut_after - channel.sent)
+            written = writer.frames(got, pending, limit)
+            if written is None:
                 continue                # read from the log and then offered live too: sent once
-            count = 1
-            if batch > 1 and pending:
-                frame, count, got = _batched(frame, got, pending, rendering,
-                                             batch if cut_after is None else min(batch, cut_after - channel.sent))
+            frame, count, got = written
             if not (yield Send(frame)):
                 return _left(stream, channel, Ending.PEER_GONE)
             writer.wrote(got, count)
@@ -127,27 +125,29 @@ class Writer:
         """``item``'s frame, or None if it was sent already (read from the log, then offered live too)."""
         return None if item.index <= self.last else self.rendering.token(item)
 
+    def frames(self, got: TokenItem, pending: deque[TokenItem | Taken],
+               limit: int) -> tuple[bytes, int, TokenItem] | None:
+        """``got``'s frame and those of the entries after it in ``pending``, up to ``limit`` entries in all: the
+        bytes, how many entries they hold, the last of them; None if ``got`` was sent already.  An entry already
+        among them (read from the log, then offered live too) is dropped from ``pending``, as ``frame`` drops it."""
+        frame = self.frame(got)
+        if frame is None or limit <= 1 or not pending:
+            return None if frame is None else (frame, 1, got)
+        frames, count = [frame], 1
+        while pending and count < limit:
+            item = pending[0]
+            if not isinstance(item, TokenItem):
+                break
+            pending.popleft()
+            if item.index > got.index:
+                frames.append(self.rendering.token(item))
+                count, got = count + 1, item
+        return b"".join(frames), count, got
+
     def wrote(self, item: TokenItem, count: int = 1) -> None:
         """The wire took the frames of ``count`` entries, the last of them ``item``."""
         self.channel.sent += count
         self.last = item.index
-
-
-def _batched(frame: bytes, got: TokenItem, pending: deque[TokenItem | Taken], rendering: Rendering,
-             limit: int) -> tuple[bytes, int, TokenItem]:
-    """``frame`` (``got``'s) and the frames of the entries after it in ``pending``, up to ``limit`` entries in
-    all: the bytes, how many entries they hold, and the last of them."""
-    frames, count = [frame], 1
-    while pending and count < limit:
-        item = pending[0]
-        if not isinstance(item, TokenItem):
-            break
-        pending.popleft()
-        if item.index <= got.index:
-            continue                    # read from the log and then offered live too: sent once
-        frames.append(rendering.token(item))
-        count, got = count + 1, item
-    return b"".join(frames), count, got
 
 
 def _caught_up(stream: Connected, last: int) -> Generator[Effect, Any, list[TokenItem]]:

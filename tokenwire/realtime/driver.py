@@ -161,7 +161,8 @@ class LoopDriver:
         connection behind the wire alive until it fired) and its wires."""
         self._lot.forget(p)
         p.wire = p.memory = None
-        p.resume, p.hook = None, UNCHECKED
+        p.resume = p.drained = p.held = None
+        p.hook = UNCHECKED
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
         """Advance ``p``; then, in the same turn, the processes its step woke (the parking lot's ``flush``)."""
@@ -239,23 +240,29 @@ class LoopDriver:
         frame = direct.frame(item)
         if frame is None:
             return                                    # sent already: it goes on waiting
-        taken = wire.send(frame, partial(self._written, reader, waiting, item))
+        if reader.drained is None:
+            reader.drained = partial(self._written, reader)     # made once, as ``resume``
+        taken = wire.send(frame, reader.drained)
         if taken:
             direct.wrote(item)
             self._lot.wrote(reader, self._now())
             return
-        self._lot.unpark(reader)                      # the wire calls ``_written`` when it drained, or now:
+        self._lot.unpark(reader)
         if taken is False:
             self._wake(reader, WRITE_FAILED)          # the peer is gone
+        else:
+            reader.held = (waiting, item)             # the wire calls ``_written`` when it has drained
 
-    def _written(self, reader: Proc, waiting: Get, item: TokenItem, taken: bool) -> None:
+    def _written(self, reader: Proc, taken: bool) -> None:
         """A frame ``_hand`` wrote for ``reader`` drained (``taken``), or the peer went away meanwhile: the writer
         counts it and waits in its Get again, or ends."""
-        if reader not in self._live:
+        held, reader.held = reader.held, None
+        if reader not in self._live or held is None:
             return
         if not taken:
             self._wake(reader, WRITE_FAILED)
             return
+        waiting, item = held
         assert waiting.direct is not None
         waiting.direct.wrote(item)
         got = get(waiting, self._now)

@@ -42,14 +42,14 @@ __all__ = ["ParkingLot"]
 class ParkingLot:
     """Processes parked on streams; ``wake(proc, value)`` resumes one whose Put/Get completed or timed out."""
 
-    __slots__ = ("_due", "_loop", "_now", "_parked", "_ring", "_ringing", "_wake", "holding")
+    __slots__ = ("_loop", "_now", "_parked", "_ring", "_ringing", "_wake", "due", "holding")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], int],
                  wake: Callable[[Proc, object], None]) -> None:
         self._loop, self._now, self._wake = loop, now, wake
         self._parked: dict[int, list[Proc]] = {}
         self._ringing: set[int] = set()
-        self._due: deque[int] = deque()         # streams rung during a step, retried when the step ends
+        self.due: deque[int] = deque()          # streams rung during a step, retried when the step ends (flush)
         self.holding = 0                        # steps under way (the driver's); rings meanwhile wait for flush
         self._ring = self.ring                  # made once: a hook is ours if its func is this very object
 
@@ -84,25 +84,20 @@ class ParkingLot:
         if key in self._parked and key not in self._ringing:
             self._ringing.add(key)
             if self.holding:
-                self._due.append(key)
+                self.due.append(key)
             else:
                 self._loop.call_soon(self._retry, key)
 
     def flush(self) -> None:
-        """Retry the streams rung during the step that just ended (the driver calls it when ``_due`` is not empty
+        """Retry the streams rung during the step that just ended (the driver calls it when ``due`` is not empty
         and no step is under way); what the retried processes ring in turn is retried here too."""
-        due = self._due
+        due = self.due
         self.holding += 1
         try:
             while due:
                 self._retry(due.popleft())
         finally:
             self.holding -= 1
-
-    @property
-    def due(self) -> bool:
-        """True if a stream rang during a step and waits for ``flush``."""
-        return bool(self._due)
 
     def _retry(self, key: int) -> None:
         self._ringing.discard(key)
