@@ -19,9 +19,7 @@ node from the one server process.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -30,9 +28,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from .common import Row, format_table, log, machine
-from .redis_scale import GOAL_REDIS_US, QUICK_TOKENS, SAMPLE_S, SERVERS, Measured, RedisServer
-from .scale import TOKENS, _free_port, one_step
+from .common import Row
+from .redis_scale import GOAL_REDIS_US, SAMPLE_S, SERVERS, Measured, RedisServer, command, paired
+from .scale import _free_port, one_step
 
 __all__ = ["ClusterServers", "run"]
 
@@ -162,32 +160,11 @@ def _rows(n: int, one: Measured, cluster: Measured) -> list[Row]:
 
 
 def run(quick: bool, steps: tuple[int, ...] | None = None) -> list[Row]:
-    tokens = QUICK_TOKENS if quick else TOKENS
-    rows: list[Row] = []
-    for n in steps or (QUICK_N if quick else FULL_N):
-        for server in SERVERS:
-            one = measure(server, "redis", n, tokens)
-            log(f"bench: issue 33: {one.line()}")
-            cluster = measure(server, "cluster", n, tokens)
-            log(f"bench: issue 33: {cluster.line()}")
-            rows += _rows(n, one, cluster)
-    return rows
+    return paired(33, measure, ("redis", "cluster"), _rows, steps or (QUICK_N if quick else FULL_N), quick)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.redis_cluster", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--n", default="", help="comma-separated stream counts (default 300)")
-    args = parser.parse_args(argv)
-    steps = tuple(int(x) for x in args.n.split(",") if x) or None
-    started = time.perf_counter()
-    load = os.getloadavg()[0]
-    rows = run(args.quick, steps)
-    print(f"tokenwire bench (python -m bench.redis_cluster {' '.join(argv or sys.argv[1:])}) on {machine()}")
-    print(format_table(rows))
-    print(f"\ntotal wall time {time.perf_counter() - started:.1f} s; 1-minute load average {load:.2f} at the start, "
-          f"{os.getloadavg()[0]:.2f} at the end (on {os.cpu_count()} cores)")
-    return 0
+    return command("bench.redis_cluster", __doc__ or "", FULL_N, run, argv)
 
 
 if __name__ == "__main__":

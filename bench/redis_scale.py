@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from .common import Row, format_table, log, machine
 from .scale import GOAL_P95, MAX_TTFT_P95_MS, PRODUCER_MS, TOKENS, Step, _free_port, one_step
 
-__all__ = ["RedisServer", "run"]
+__all__ = ["RedisServer", "command", "paired", "run"]
 
 FULL_N, QUICK_N = (300, 1000), (40,)
 QUICK_TOKENS = 50
@@ -219,16 +219,26 @@ def _rows(n: int, memory: Measured, shared: Measured) -> list[Row]:
 
 
 def run(quick: bool, steps: tuple[int, ...] | None = None) -> list[Row]:
+    return paired(17, measure, ("memory", "redis"), _rows, steps or (QUICK_N if quick else FULL_N), quick)
+
+
+Measure = Callable[[str, str, int, int], Measured]
+
+
+def paired(issue: int, measured: Measure, logs: tuple[str, str], rows: Callable[[int, Measured, Measured], list[Row]],
+           steps: tuple[int, ...], quick: bool) -> list[Row]:
+    """Each server at each N on the first log, then on the second (one after the other, the same minutes): the
+    rows ``rows`` makes of each pair.  ``bench.redis_cluster`` runs its single Redis against the cluster so."""
     tokens = QUICK_TOKENS if quick else TOKENS
-    rows: list[Row] = []
-    for n in steps or (QUICK_N if quick else FULL_N):
+    made: list[Row] = []
+    for n in steps:
         for server in SERVERS:
-            memory = measure(server, "memory", n, tokens)
-            log(f"bench: issue 17: {memory.line()}")
-            shared = measure(server, "redis", n, tokens)
-            log(f"bench: issue 17: {shared.line()}")
-            rows += _rows(n, memory, shared)
-    return rows
+            first = measured(server, logs[0], n, tokens)
+            log(f"bench: issue {issue}: {first.line()}")
+            second = measured(server, logs[1], n, tokens)
+            log(f"bench: issue {issue}: {second.line()}")
+            made += rows(n, first, second)
+    return made
 
 
 def _fmt(ratio: float | None) -> str:
@@ -236,15 +246,21 @@ def _fmt(ratio: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.redis_scale", description=__doc__.split("\n\n")[0])
+    return command("bench.redis_scale", __doc__ or "", FULL_N, run, argv)
+
+
+def command(module: str, doc: str, full: tuple[int, ...], ran: Callable[[bool, tuple[int, ...] | None], list[Row]],
+            argv: list[str] | None) -> int:
+    """``python -m <module> [--quick] [--n N,...]``: ``ran``'s rows as a table, with the machine and its load."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--n", default="", help="comma-separated stream counts (default 300,1000)")
+    parser.add_argument("--n", default="", help=f"comma-separated stream counts (default {','.join(map(str, full))})")
     args = parser.parse_args(argv)
     steps = tuple(int(x) for x in args.n.split(",") if x) or None
     started = time.perf_counter()
     load = os.getloadavg()[0]
-    rows = run(args.quick, steps)
-    print(f"tokenwire bench (python -m bench.redis_scale {' '.join(argv or sys.argv[1:])}) on {machine()}, "
+    rows = ran(args.quick, steps)
+    print(f"tokenwire bench (python -m {module} {' '.join(argv or sys.argv[1:])}) on {machine()}, "
           f"{PRODUCER_MS:g} ms a token")
     print(format_table(rows))
     print(f"\ntotal wall time {time.perf_counter() - started:.1f} s; 1-minute load average {load:.2f} at the start, "
