@@ -62,7 +62,7 @@ def _path(run: str, tokens: int) -> str:
     upstream = f"tokens={tokens}&producer_ms={PRODUCER_MS:g}"
     if run.startswith("serve"):
         return f"/v1/chat/completions?{query(tokens)}" if "OpenAI" in run else f"/stream?{query(tokens)}"
-    # The proxy hands the upstream no body fields but the sampling ones: the upstream streams all 277 tokens.
+    # The proxy hands the upstream no body fields but the sampling ones: the upstream streams its default length.
     return "/stream?prompt=hi" if run == "proxy (frames)" else f"/v1/chat/completions?{upstream}"
 
 
@@ -84,14 +84,15 @@ def run(quick: bool) -> list[Row]:
                     notes=(f"{', '.join(needed)} are needed: pip install -e '.[bench]'",))]
     n, rounds = (QUICK_N, QUICK_ROUNDS) if quick else (FULL_N, FULL_ROUNDS)
     port = _free_port()
-    upstream = subprocess.Popen(_uvicorn("bench.upstream_app:app", port), cwd=ROOT, env=env_with_root(),
+    tokens = QUICK_TOKENS if quick else TOKENS     # every run's answer, the upstream's included
+    upstream = subprocess.Popen(_uvicorn("bench.upstream_app:app", port, f"BENCH_UPSTREAM_TOKENS={tokens}"),
+                                cwd=ROOT, env=env_with_root(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_listening(port, upstream)  # type: ignore[arg-type]
         runs: dict[str, list[Step]] = {name: [] for name in RUNS}
         for _ in range(rounds):
             for name in RUNS:
-                tokens = TOKENS if name.startswith(("proxy", "plain")) or not quick else QUICK_TOKENS
                 step = one_step(name, n, tokens, command=_command(name, f"http://127.0.0.1:{port}/v1", n),
                                 path=_path(name, tokens))
                 log(f"bench: item 12: {step.describe()}")
@@ -100,7 +101,7 @@ def run(quick: bool) -> list[Row]:
         upstream.terminate()
         upstream.wait(10)
     median = {name: _median(steps) for name, steps in runs.items()}
-    notes = (f"N={n} streams of {TOKENS} tokens at {PRODUCER_MS:g} ms from one upstream (bench.upstream_app) for the "
+    notes = (f"N={n} streams of {tokens} tokens at {PRODUCER_MS:g} ms from one upstream (bench.upstream_app) for the "
              f"relays; the relays and the proxy on uvicorn with uvloop and httptools; tokenwire proxy on its memory "
              f"log; {rounds} round(s), the runs taking turns, each figure its median round by server CPU per "
              f"delivered token (us)", *(f"round: {s.describe()}" for steps in runs.values() for s in steps))

@@ -2,7 +2,7 @@
 
 How this works: ``POST /v1/chat/completions`` (any body) answers with
 ``chat.completion.chunk`` frames: a role chunk, one chunk per token of
-tokenwire's canned answer (``tokens`` from the body, default all 277) sent
+tokenwire's canned answer (``tokens`` from the body, else ``$BENCH_UPSTREAM_TOKENS``, else all 277) sent
 at absolute deadlines ``PRODUCER_MS`` apart (the body's ``producer_ms``),
 a finish chunk and ``data: [DONE]``.  Raw ASGI, so the upstream costs as
 little as it can; its CPU is not what item 12 measures (every relay reads
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 from tokenwire.core.model import ANSWER
@@ -27,6 +28,8 @@ def _token(text: str) -> bytes:
 
 
 _TOKENS = [_token(text) for text in ANSWER]
+# What a body that names no ``tokens`` gets (a relay hands the upstream no such field): the quick run's 50.
+_DEFAULT_TOKENS = int(os.environ.get("BENCH_UPSTREAM_TOKENS", len(ANSWER)))
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -42,7 +45,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not message.get("more_body"):
             break
     asked = json.loads(body or b"{}")
-    tokens, period = int(asked.get("tokens", len(ANSWER))), float(asked.get("producer_ms", 20)) / 1000
+    tokens, period = int(asked.get("tokens", _DEFAULT_TOKENS)), float(asked.get("producer_ms", 20)) / 1000
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
     await send({"type": "http.response.body", "body": _ROLE, "more_body": True})
     loop = asyncio.get_running_loop()

@@ -8,10 +8,11 @@ test file importing what starts a process (``subprocess``, ``support.asgi``'s uv
 one that drives Chromium (``support.cdp``) ``browser``, one that asks for node or an npm package ``node``.  A test
 file outside these folders is a usage error naming them.
 
-The load tests and the benchmarks (markers ``load``, ``bench``) run alone: each holds the machine lock exclusively
+The load tests (marker ``load``) run alone: each holds the machine lock exclusively
 while every other test holds it shared (``pytest_runtest_protocol``), so over xdist's workers, and across pytest
 runs that share ``$TOKENWIRE_MACHINE_LOCK`` (``.ci/run`` sets it for both of its runs), nothing else runs beside
-one; without the variable the lock is per run (xdist's ``testrunuid``).  docs/contributing.md says why.
+one; without the variable the lock is per run (xdist's ``testrunuid``).  A load test marked ``alongside`` (the
+long fuzz: it measures nothing) holds it shared.  docs/contributing.md says why.
 
 The Redis fixtures of ``support.redis`` (``redis_session``, ``redis_server``, ``own_redis``) are registered
 here as a plugin: a test names one as a parameter, without importing it.
@@ -31,8 +32,10 @@ import pytest
 
 from tokenwire.realtime import LOOP_ENV
 
-# The markers of the tests that measure the machine, and run with nothing beside them.
-ALONE_MARKERS = ("load", "bench")
+# The markers of the tests that bound waits the machine's other work stretches, and run with nothing beside them.
+# The benchmarks are not among them: their tests assert no figure, only that each item ran and read every stream
+# whole, and they run beside the rest (their figures then mean little: ``python -m bench`` on a quiet machine).
+ALONE_MARKERS = ("load",)
 MACHINE_LOCK_ENV = "TOKENWIRE_MACHINE_LOCK"
 
 TESTS = Path(__file__).resolve().parent
@@ -126,9 +129,10 @@ def machine_lock_path(config: pytest.Config) -> Path:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A load test or a benchmark runs (setup, call, teardown) holding the machine lock exclusively; any other test
+    """A load test runs (setup, call, teardown) holding the machine lock exclusively; any other test
     holds it shared, so the two never overlap, whichever worker or run each is in."""
-    alone = any(item.get_closest_marker(name) for name in ALONE_MARKERS)
+    alone = (any(item.get_closest_marker(name) for name in ALONE_MARKERS)
+             and item.get_closest_marker("alongside") is None)
     with open(machine_lock_path(item.config), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         try:

@@ -53,7 +53,8 @@ def test_every_folder_of_tests_has_its_markers_and_each_is_registered() -> None:
     assert folders == set(FOLDER_MARKERS)
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     registered = {line.partition(":")[0] for line in options["markers"]}
-    assert {mark for marks in FOLDER_MARKERS.values() for mark in marks} | {"redis", "slow"} == registered
+    # Every folder's markers, and "alongside" (a load test that shares the machine lock: conftest).
+    assert {mark for marks in FOLDER_MARKERS.values() for mark in marks} | {"redis", "slow", "alongside"} == registered
     assert "--strict-markers" in options["addopts"].split()
     listing = (TESTS / "README.md").read_text()
     assert [folder for folder in FOLDER_MARKERS if f"- `{folder}/`" not in listing] == []     # each one said
