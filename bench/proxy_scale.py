@@ -86,8 +86,7 @@ def run(quick: bool) -> list[Row]:
     port = _free_port()
     tokens = QUICK_TOKENS if quick else TOKENS     # every run's answer, the upstream's included
     upstream = subprocess.Popen(_uvicorn("bench.upstream_app:app", port, f"BENCH_UPSTREAM_TOKENS={tokens}"),
-                                cwd=ROOT, env=env_with_root(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                cwd=ROOT, env=env_with_root(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_listening(port, upstream)  # type: ignore[arg-type]
         runs: dict[str, list[Step]] = {name: [] for name in RUNS}

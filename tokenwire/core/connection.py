@@ -131,8 +131,10 @@ class Writer:
         bytes, how many entries they hold, the last of them; None if ``got`` was sent already.  An entry already
         among them (read from the log, then offered live too) is dropped from ``pending``, as ``frame`` drops it."""
         frame = self.frame(got)
-        if frame is None or limit <= 1 or not pending:
-            return None if frame is None else (frame, 1, got)
+        if frame is None:
+            return None
+        if limit <= 1 or not pending:
+            return frame, 1, got
         frames, count = [frame], 1
         while pending and count < limit:
             item = pending[0]
