@@ -6,8 +6,8 @@ server stops, and the keys are put back as saved (``RESTORE``): the log now ends
 sent, and the stream still says it generates.  Another server, asked to resume after token 39, answers 410
 with the lost stream's message (it said 400 "was never sent", and once a process had generated from the
 log's end again, spliced another answer onto the reader's); the stream is lost for every reader after
-that, and nothing generates it again.  On the memory log, which never goes back, such a cursor is still a
-400.
+that, and nothing generates it again.  So do a chat's resume past the chunks the log gives, and a
+response's past its events.  On the memory log, which never goes back, such a cursor is still a 400.
 """
 
 from __future__ import annotations
@@ -98,3 +98,42 @@ def test_on_the_memory_log_a_cursor_never_sent_is_still_a_400() -> None:
         stream_id = c.post("/streams", params={"tokens": 277, "producer_ms": 50}).json()["stream_id"]
         far = c.get(f"/streams/{stream_id}/events", headers={"Last-Event-ID": "250"})
     assert far.status_code == 400 and "'250' was never sent" in far.json()["error"], far.text
+
+
+def test_a_chat_resumed_past_the_chunks_of_an_open_stream_ends_it_as_lost(own_redis: RedisServer) -> None:
+    """The same rule on ``/chat/<id>/stream``: a ``Last-Event-ID`` past the chunks a shared log gives a chat
+    still generating is the lost stream's 410 (it said 400 "past the end"), and the stream is lost for every
+    reader after that; the owner's reader ends rather than reading on past the gap."""
+    body = {"id": "went-back-chat", "messages": [], "tokens": 277, "producer_ms": 20}
+    with running_tokenwire(["serve", "--port", "0", "--log", own_redis.url]) as one, \
+            httpx.Client(base_url=one.url, timeout=TIMEOUT_S) as client:
+        with client.stream("POST", "/chat", json=body) as chat:
+            lines = chat.iter_lines()
+            wait_until(lambda: '"text-delta"' in next(lines), "the chat's first text chunk read")
+            far = client.get("/chat/went-back-chat/stream", headers={"Last-Event-ID": "5000"})
+            rest = "\n".join(lines)
+        again = client.get("/chat/went-back-chat/stream", params={"startIndex": 0})
+    assert far.status_code == 410 and "lost" in far.text, far.text
+    assert again.status_code == 410 and "lost" in again.text, again.text              # lost for every reader now
+    assert rest.count('"text-delta"') < 276 and not rest.rstrip().endswith('"finish"}'), rest[-400:]
+
+
+def test_a_response_resumed_past_its_events_while_it_generates_ends_it_as_lost(own_redis: RedisServer) -> None:
+    """And on ``GET /v1/responses/<id>?stream=true&starting_after=N``: past the events a shared log gives a
+    background response still in progress is the lost stream's 410, in OpenAI's error format; the memory
+    log's answer to the same is still the 400."""
+    body = {"model": "m", "input": "hi", "background": True, "tokens": 277, "producer_ms": 20}
+    with running_tokenwire(["serve", "--port", "0", "--log", own_redis.url]) as one, \
+            httpx.Client(base_url=one.url, timeout=TIMEOUT_S) as client:
+        response_id = client.post("/v1/responses", json=body).json()["id"]
+        wait_until(lambda: client.get(f"/v1/responses/{response_id}").json()["output"], "the response's first token")
+        far = client.get(f"/v1/responses/{response_id}", params={"stream": "true", "starting_after": 5000})
+        again = client.get(f"/v1/responses/{response_id}", params={"stream": "true", "starting_after": 0})
+        record = client.get(f"/v1/responses/{response_id}")
+    assert far.status_code == 410 and "lost" in far.json()["error"]["message"], far.text
+    assert again.status_code == 410, again.text
+    assert record.status_code == 410, record.text
+    with running_tokenwire(["serve", "--port", "0"]) as two, httpx.Client(base_url=two.url, timeout=TIMEOUT_S) as c:
+        response_id = c.post("/v1/responses", json=body).json()["id"]
+        memory = c.get(f"/v1/responses/{response_id}", params={"stream": "true", "starting_after": 5000})
+    assert memory.status_code == 400 and "starting_after 5000 is past the end" in memory.text, memory.text

@@ -40,7 +40,7 @@ from .access import chat_name
 from .bodies import MAX_ID_CHARS, field_of, json_object, text_field
 from .decisions import Answer, Asked, ChatRequest, Headers, LiveRequest, OpenStream, StreamMaker
 from .kept import Kept
-from .params import MAX_ID_DIGITS, RequestError, echo, parse_count
+from .params import MAX_ID_DIGITS, PastTheEnd, RequestError, echo, parse_count
 from .registry import LiveStream, Registry
 from .routes import ID_SEGMENT
 from .ui_messages import chat_messages, continued_message
@@ -148,8 +148,17 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
         if ended:
             return Answer(204, rules.NO_CONTENT_HEADERS)      # nothing generating: DefaultChatTransport's 204
         start = 0
-    frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
-                                          asked)
+    try:
+        frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
+                                              asked)
+    except PastTheEnd:                                      # a shared log went back: lost, or it grew meanwhile
+        if registry.aio is None:
+            raise
+        await rules.lost_if_behind(registry, stream_id, generated)
+        generated, state = await registry.progress_async(stream_id)
+        ended = state is not StreamState.GENERATING
+        frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
+                                              asked)
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
     if frames.start == 0:                                   # it sends `start`: with the message it goes on with
         frames.message_id = await endpoints.continued.get(stream_id)
@@ -173,7 +182,8 @@ async def _placed(registry: Registry, stream_id: str, start: int, progress: tupl
     if fed == generated:
         count = frames.count(fed, ended, failed)
         if start > count:
-            raise RequestError(400, f"{asked} is past the end: this stream has chunks 0..{count - 1} so far")
+            message = f"{asked} is past the end: this stream has chunks 0..{count - 1} so far"
+            raise RequestError(400, message) if ended else PastTheEnd(message)
     return frames, fed - 1, extra
 
 

@@ -63,7 +63,7 @@ from ..core.parts import (
 from ..core.rendering import Rendered
 from .openai_response import response_object, response_status, usage_of
 from .openai_wire import Answered, compact_json
-from .params import RequestError
+from .params import PastTheEnd, RequestError
 
 __all__ = ["OPENING", "ResponseEvents", "Resumed", "resume", "whole_response"]
 
@@ -355,15 +355,16 @@ class Resumed:
 def resume(answered: Answered, background: bool, starting_after: int, entries: list[str], ended: bool) -> Resumed:
     """Where a reader who has events ``0..starting_after`` resumes, the log holding ``entries`` (all so far).
 
-    Raises ``RequestError`` 400 for a ``starting_after`` past the events there are.
+    Raises ``RequestError`` 400 for a ``starting_after`` past the events there are (``PastTheEnd`` while the
+    response is still generating: on a shared log the log may have gone back past what the reader was sent).
     """
     events = ResponseEvents(answered, background, starting_after)
     fed = events.skip_to(entries)
     if fed == len(entries):
         count = events.count(ended)
         if starting_after >= count:
-            raise RequestError(400, f"starting_after {starting_after} is past the end: this response has events "
-                                    f"0..{count - 1} so far")
+            message = f"starting_after {starting_after} is past the end: this response has events 0..{count - 1} so far"
+            raise RequestError(400, message) if ended else PastTheEnd(message)
     return Resumed(events, fed - 1)
 
 

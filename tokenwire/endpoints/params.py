@@ -35,6 +35,7 @@ __all__ = [
     "LIVE_PARAMS",
     "MAX_ECHO_CHARS",
     "MAX_ID_DIGITS",
+    "PastTheEnd",
     "MAX_QUERY_FIELDS",
     "REPORT_ONLY_PARAMS",
     "RequestError",
@@ -79,6 +80,15 @@ class RequestError(Exception):
     def __init__(self, status: int, message: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(message)
         self.status, self.message, self.headers = status, message, headers
+
+
+class PastTheEnd(RequestError):
+    """A 400 for a resume past what the log gives a stream that still generates.  On a shared log it means the
+    log went back past what the reader was sent (a failover): the caller makes it the lost stream's 410
+    (``rules.lost_if_behind``), never generating on from the log's end, unless the log grew meanwhile."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(400, message)
 
 
 def echo(value: str) -> str:

@@ -39,9 +39,11 @@ from .params import (
 from .registry import Busy, OverQuota, Registry
 
 __all__ = ["JSON_HEADERS", "KNOWN_METHODS", "LOG_UNAVAILABLE", "NO_CONTENT_HEADERS",
-           "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "body_error", "busy_error", "check_room",
+           "NO_STORE", "SECURITY_HEADERS", "SSE_HEADERS", "EventsRequest", "behind_the_log", "body_error",
+           "busy_error", "check_room",
            "check_declared_body", "check_query", "check_transfer_encoding", "chunked_error", "created",
-           "declared_length", "error_body", "events_request", "last_event_id", "log_error", "method_error",
+           "declared_length", "error_body", "events_request", "last_event_id", "log_error", "lost_if_behind",
+           "method_error",
            "no_route_error", "not_implemented_error", "quota_error", "stopped"]
 
 # Methods some route answers (with 405 where a path does not take one); any
@@ -251,9 +253,16 @@ async def behind_the_log(registry: Registry, stream: Stream, query: str, header_
                            stream.total)
     if cursor < generated:
         return generated
-    if await registry.aio.lose_past(stream.stream_id, cursor):
-        raise log_error(StreamLost(stream.stream_id))
+    await lost_if_behind(registry, stream.stream_id, cursor)
     return (await registry.progress_async(stream.stream_id))[0]       # it reached the cursor meanwhile
+
+
+async def lost_if_behind(registry: Registry, stream_id: str, index: int) -> None:
+    """Raise the lost stream's 410 if a shared log still lacks token ``index`` of a stream still generating, when
+    a reader holds what came of it: the log went back (``behind_the_log``), and the stream is marked lost.
+    Returns if the log reached ``index`` meanwhile (the caller looks again), or on the memory log."""
+    if registry.aio is not None and await registry.aio.lose_past(stream_id, index):
+        raise log_error(StreamLost(stream_id))
 
 
 def events_request(query: str, header_values: list[str], stream: Stream, generated: int, state: StreamState, *,
