@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler
 
 from .report.render import error_response, render
 
-__all__ = ["LIVE_LOG_ENV", "REPORT_PATHS", "Response", "handler", "live_configured", "respond"]
+__all__ = ["LIVE_LOG_ENV", "LIVE_LOG_SCHEMES", "REPORT_PATHS", "Response", "handler", "live_configured", "respond"]
 
 REPORT_PATHS = ("/", "/api/report")
 ALLOW = "GET, HEAD"
@@ -54,11 +54,13 @@ def respond(method: str, target: str, *, served_live: bool = False) -> Response:
 # served beside this report, which then links to it.  The name is tokenwire.redislog.streams.LOG_URL_ENV's (a
 # test holds them equal): importing that module here would add a third to this function's cold start.
 LIVE_LOG_ENV = "TOKENWIRE_LOG_URL"
+# The log URLs it serves the page on: tokenwire.asgi.hosted.SHARED_SCHEMES (a test holds them equal, as above).
+LIVE_LOG_SCHEMES = ("redis://", "rediss://", "redis+sentinel://")
 
 
 def live_configured() -> bool:
-    """True where the hosted live page has its token log (``$TOKENWIRE_LOG_URL`` is a ``redis(s)://`` URL)."""
-    return os.environ.get(LIVE_LOG_ENV, "").startswith(("redis://", "rediss://"))
+    """True where the hosted live page has its token log (``$TOKENWIRE_LOG_URL`` is a shared log's URL)."""
+    return os.environ.get(LIVE_LOG_ENV, "").startswith(LIVE_LOG_SCHEMES)
 
 
 class handler(BaseHTTPRequestHandler):  # noqa: N801 - Vercel looks for this name

@@ -20,10 +20,12 @@ import pytest
 from support.asgi import ROOT, read_stream, uvicorn
 from support.redis import running_redis
 from support.requirements import require_eventsource
+from support.sentinel import running_sentinels
 
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.page import LIVE_CSP
-from tokenwire.handler import LIVE_LOG_ENV, handler
+from tokenwire.asgi.hosted import SHARED_SCHEMES
+from tokenwire.handler import LIVE_LOG_ENV, LIVE_LOG_SCHEMES, handler
 from tokenwire.redislog.streams import LOG_URL_ENV
 
 API = ROOT / "api"
@@ -52,6 +54,21 @@ def test_the_live_function_serves_the_page_and_resumes_a_cut_stream_on_another_i
     assert once.ids == list(range(10)) and once.last.event == "done"
 
 
+def test_the_live_function_takes_a_sentinel_url_and_resumes_on_another_instance(tmp_path: Path) -> None:
+    """``TOKENWIRE_LOG_URL=redis+sentinel://...``, as ``tokenwire serve --log`` takes it: the page is served, not the
+    503 for a log no instance shares, and a cut stream resumes on the other instance; the report links to it."""
+    with running_sentinels(tmp_path, replicas=1) as redis:
+        env = {LOG_URL_ENV: redis.url}
+        with uvicorn("live:app", env=env, app_dir=API) as one, uvicorn("live:app", env=env, app_dir=API) as other:
+            page = httpx.get(f"{one.url}/live")
+            url = httpx.post(f"{one.url}/streams?tokens=30&producer_ms=1&cut_after=10").json()["events_url"]
+            first = read_stream(one.url + url)
+            rest = read_stream(other.url + url, headers={"Last-Event-ID": first.tokens[-1].id})
+    assert page.status_code == 200 and b"/static/live.js" in page.content, page.text
+    assert first.ids + rest.ids == list(range(30)) and rest.last.event == "done"
+    assert first.text + rest.text == "".join(ANSWER[:30])
+
+
 @pytest.mark.parametrize(("method", "path"), [("GET", "/live"), ("POST", "/streams?tokens=5"),
                                               ("GET", "/streams/abc/events"), ("GET", "/stream"),
                                               ("GET", "/api/live")])
@@ -60,7 +77,7 @@ def test_without_a_log_the_live_function_answers_503_naming_the_setting(method: 
     got = httpx.request(method, no_log + path)
     assert got.status_code == 503 and got.headers["content-type"].startswith("application/json")
     assert got.json() == {"error": "the live page needs a token log every instance shares: set TOKENWIRE_LOG_URL "
-                                   "to a redis:// or rediss:// URL (it is not set)"}
+                                   "to a redis://, rediss:// or redis+sentinel:// URL (it is not set)"}
 
 
 def test_without_a_log_the_page_files_are_still_served(no_log: str) -> None:
@@ -86,14 +103,16 @@ def _report_server() -> Iterator[str]:
 
 
 def test_the_report_links_to_live_where_the_live_function_has_its_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert LIVE_LOG_ENV == LOG_URL_ENV
+    assert LIVE_LOG_ENV == LOG_URL_ENV and LIVE_LOG_SCHEMES == SHARED_SCHEMES
     with _report_server() as url:
         monkeypatch.delenv(LOG_URL_ENV, raising=False)
         alone = httpx.get(f"{url}/?format=html&tokens=20").text
         monkeypatch.setenv(LOG_URL_ENV, "rediss://user:secret@example.invalid:6380/0")
         beside = httpx.get(f"{url}/?format=html&tokens=20").text
-    assert 'href="/live?' not in alone and 'href="/live?' in beside
-    assert "secret" not in beside
+        monkeypatch.setenv(LOG_URL_ENV, "redis+sentinel://:secret@example.invalid:26379/mymaster/0")
+        sentinel = httpx.get(f"{url}/?format=html&tokens=20").text
+    assert 'href="/live?' not in alone and 'href="/live?' in beside and 'href="/live?' in sentinel
+    assert "secret" not in beside and "secret" not in sentinel
 
 
 # The npm eventsource client reads one stream to its `done`, reconnecting by itself, and prints what it saw.

@@ -37,7 +37,7 @@ def test_scrub_takes_the_password_out_of_any_text_as_written_or_quoted() -> None
 def test_the_hosted_refusal_of_a_wrong_setting_quotes_no_more_than_a_scheme(url: str) -> None:
     said = missing_log(url)
     assert said is not None and PASSWORD not in said and "cache.internal" not in said
-    assert said.endswith("must be a redis:// or rediss:// URL, " +
+    assert said.endswith("must be a redis://, rediss:// or redis+sentinel:// URL, " +
                          ("got one starting 'http'" if url.startswith("http") else "got something else"))
 
 

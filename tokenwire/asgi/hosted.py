@@ -6,7 +6,7 @@ serve`` sends) and hands every other request to a ``TokenStreams`` serving
 the canned answer on the token log ``$TOKENWIRE_LOG_URL`` names.  On a
 serverless platform each request may reach a different instance, and an
 instance may be frozen or killed after its response: only a log every
-instance shares (Redis, ``redis://`` or ``rediss://``) lets a stream move
+instance shares (Redis: ``redis://``, ``rediss://`` or ``redis+sentinel://``) lets a stream move
 between them, so without one the page and the live routes answer ``503``
 with one line naming the setting, never a stream that could not be resumed.
 Vercel may hand the function its own path (``/api/live``); it is the page.
@@ -34,7 +34,9 @@ __all__ = ["HostedLive", "hosted_app", "missing_log"]
 logger = logging.getLogger("tokenwire")
 
 # The log schemes a deployment of several instances can share.
-SHARED_SCHEMES = ("redis://", "rediss://")
+SHARED_SCHEMES = ("redis://", "rediss://", "redis+sentinel://")
+# How a refusal names them.
+_SHARED = "a redis://, rediss:// or redis+sentinel:// URL"
 # The function's own path on Vercel (api/live.py): served as the page.
 FUNCTION_PATH = "/api/live"
 # A URL scheme (RFC 3986): what a refusal may quote of a log URL that is not a shared one.
@@ -44,13 +46,11 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}")
 def missing_log(url: str | None) -> str | None:
     """Why ``url`` (``$TOKENWIRE_LOG_URL``) cannot carry streams between instances; None if it can."""
     if not url:
-        return (f"the live page needs a token log every instance shares: set {LOG_URL_ENV} to a redis:// or "
-                f"rediss:// URL (it is not set)")
+        return f"the live page needs a token log every instance shares: set {LOG_URL_ENV} to {_SHARED} (it is not set)"
     if not url.startswith(SHARED_SCHEMES):      # said to any client: the scheme at most, never the rest
         scheme, sep, _ = url.partition("://")
         got = f"got one starting {scheme!r}" if sep and _SCHEME.fullmatch(scheme) else "got something else"
-        return (f"the live page needs a token log every instance shares: {LOG_URL_ENV} must be a redis:// or "
-                f"rediss:// URL, {got}")
+        return f"the live page needs a token log every instance shares: {LOG_URL_ENV} must be {_SHARED}, {got}"
     return None
 
 
