@@ -55,7 +55,7 @@ def respond(method: str, target: str, *, served_live: bool = False) -> Response:
 # test holds them equal): importing that module here would add a third to this function's cold start.
 LIVE_LOG_ENV = "TOKENWIRE_LOG_URL"
 # The log URLs it serves the page on: tokenwire.asgi.hosted.SHARED_SCHEMES (a test holds them equal, as above).
-LIVE_LOG_SCHEMES = ("redis://", "rediss://", "redis+sentinel://")
+LIVE_LOG_SCHEMES = ("redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://")
 
 
 def live_configured() -> bool:

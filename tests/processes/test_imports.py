@@ -12,8 +12,8 @@ import sys
 from support.requirements import ROOT, free_port
 
 BAD_URL = "mysql://user:hunter2@db:3306/x"
-LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss://, unix:// or "
-        "redis+sentinel:// URL, got 'mysql://user:***@db:3306/x'")
+LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss://, unix://, "
+        "redis+sentinel:// or rediss+sentinel:// URL, got 'mysql://user:***@db:3306/x'")
 
 
 def _env(url: str) -> dict[str, str]:

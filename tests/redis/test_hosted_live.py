@@ -22,9 +22,9 @@ from support.redis import running_redis
 from support.requirements import require_eventsource
 from support.sentinel import running_sentinels
 
+from tokenwire.asgi.hosted import SHARED_SCHEMES
 from tokenwire.core.model import ANSWER
 from tokenwire.endpoints.page import LIVE_CSP
-from tokenwire.asgi.hosted import SHARED_SCHEMES
 from tokenwire.handler import LIVE_LOG_ENV, LIVE_LOG_SCHEMES, handler
 from tokenwire.redislog.streams import LOG_URL_ENV
 
@@ -77,7 +77,8 @@ def test_without_a_log_the_live_function_answers_503_naming_the_setting(method: 
     got = httpx.request(method, no_log + path)
     assert got.status_code == 503 and got.headers["content-type"].startswith("application/json")
     assert got.json() == {"error": "the live page needs a token log every instance shares: set TOKENWIRE_LOG_URL "
-                                   "to a redis://, rediss:// or redis+sentinel:// URL (it is not set)"}
+                                   "to a redis://, rediss://, redis+sentinel:// or rediss+sentinel:// URL "
+                                   "(it is not set)"}
 
 
 def test_without_a_log_the_page_files_are_still_served(no_log: str) -> None:

@@ -14,6 +14,7 @@ reader is sent them; the primary is killed and a lagging replica promoted, and e
 process, gets one version of each index and the whole answer (without ``min_replicas`` the readers held
 tokens the promoted log lacks: lost, 410).  A failover asked of the sentinels (``SENTINEL FAILOVER``, the old
 primary demoted under the log's connections) is followed too, and the stream made before it reads whole.
+All of it holds over TLS (``rediss+sentinel://``, a client certificate to the sentinels and the primary).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from support.instances import request
 from support.live import wait_until
+from support.redis_tls import KEY_PASSPHRASE, make_certificates
 from support.sentinel import FAILOVER_TIMEOUT_S, SERVICE, SentinelSet, ask, kill, running_sentinels
 from support.tokenwire_process import Tokenwire, running_tokenwire
 
@@ -96,7 +98,8 @@ def _reading(readers: list[Reader]) -> Iterator[None]:
 
 
 def _serve(stack: ExitStack, url: str, query: str) -> Tokenwire:
-    return stack.enter_context(running_tokenwire(["serve", "--port", "0", "--log", f"{url}?{query}"]))
+    joined = f"{url}{'&' if '?' in url else '?'}{query}"       # a TLS URL has its certificates' query already
+    return stack.enter_context(running_tokenwire(["serve", "--port", "0", "--log", joined]))
 
 
 def _create(port: int) -> str:
@@ -149,19 +152,25 @@ def _assert_exact(readers: list[Reader], port: int) -> None:
         assert reader.texts == _whole(port, reader.path), reader.path
 
 
+def _read_as_the_primary_is_killed(redis: SentinelSet, ports: list[int], paths: list[str]) -> list[Reader]:
+    """Readers of ``paths``, each starting on the next of ``ports``; the primary is SIGKILLed once every one
+    has 5 tokens; returned once they have ended and every port creates again within ``CREATE_AGAIN_S``."""
+    readers = [Reader(path, ports[i % len(ports):] + ports[:i % len(ports)]) for i, path in enumerate(paths)]
+    with _reading(readers):
+        wait_until(lambda: all(len(reader.ids) >= 5 for reader in readers), "every reader to have 5 tokens",
+                   READ_TIMEOUT_S)
+        old = redis.primary.port
+        kill(redis.primary)
+        redis.until_switched(old)
+        _created_within(ports, CREATE_AGAIN_S)
+    return readers
+
+
 def test_a_killed_primary_under_50_streams_read_with_min_replicas_loses_nothing(tmp_path: Path) -> None:
     with running_sentinels(tmp_path) as redis, ExitStack() as stack:
         one, two = (_serve(stack, redis.url, f"{LOG_QUERY}&min_replicas=1") for _ in range(2))
         paths = [_create(one.port) for _ in range(50)]
-        readers = [Reader(path, [one.port, two.port][i % 2:] + [one.port, two.port][:i % 2])
-                   for i, path in enumerate(paths)]
-        with _reading(readers):
-            wait_until(lambda: all(len(reader.ids) >= 5 for reader in readers), "every reader to have 5 tokens",
-                       READ_TIMEOUT_S)
-            old = redis.primary.port
-            kill(redis.primary)
-            redis.until_switched(old)
-            _created_within([one.port, two.port], CREATE_AGAIN_S)
+        readers = _read_as_the_primary_is_killed(redis, [one.port, two.port], paths)
         assert sum(reader.reconnects > 0 for reader in readers) >= 25, [r.reconnects for r in readers]
         _assert_exact(readers, two.port)
 
@@ -224,3 +233,31 @@ def test_a_failover_asked_of_the_sentinels_moves_the_log_to_the_new_primary(tmp_
         _created_within([one.port], CREATE_AGAIN_S)
         reply = request(one.port, "GET", made)
         assert reply.status == 200 and reply.done and reply.ids == list(range(150)), reply.status
+
+
+def test_over_tls_both_instances_follow_a_failover_and_no_secret_is_shown(tmp_path: Path) -> None:
+    """``rediss+sentinel://``: TLS with a client certificate (its key encrypted, ``ssl_password``) to the
+    sentinels and to the primary.  A stream cut on one instance resumes on the other; the primary is SIGKILLed
+    under 10 streams being read, and every reader ends whole, exactly as the log holds it; both instances
+    create again within 10 s of the switch; neither shows the passphrase.  A wrong passphrase is said at
+    start-up as the cause, masked too."""
+    with running_sentinels(tmp_path, replicas=2, tls=make_certificates(tmp_path)) as redis, ExitStack() as stack:
+        assert redis.url.startswith("rediss+sentinel://") and KEY_PASSPHRASE in redis.url
+        wrong = _serve(stack, redis.url.replace(KEY_PASSPHRASE, "wrong-passphrase"), LOG_QUERY)
+        refused = request(wrong.port, "POST", f"/streams?{SHORT}")
+        assert refused.status == 503, refused.status
+        said = wrong.output()
+        assert "cannot reach redis at rediss+sentinel://" in said, said
+        assert "only 0 of 3 sentinels answered for 'mymaster'" in said and "[SSL]" in said, said
+        assert "wrong-passphrase" not in said and "ssl_password=***" in said, said
+        one, two = (_serve(stack, redis.url, f"{LOG_QUERY}&min_replicas=1") for _ in range(2))
+        cut = request(one.port, "POST", f"/streams?{SHORT}&cut_after=8")
+        assert cut.status == 201, (cut.body, one.output())
+        first = request(one.port, "GET", cut.json()["events_url"])
+        rest = request(two.port, "GET", cut.json()["events_url"], last_event_id=first.ids[-1])
+        assert first.ids + rest.ids == list(range(SHORT_TOKENS)) and rest.done, (first.ids, rest.ids)
+        paths = [_create(one.port) for _ in range(10)]
+        readers = _read_as_the_primary_is_killed(redis, [one.port, two.port], paths)
+        _assert_exact(readers, two.port)
+        said = one.output() + two.output()
+    assert "rediss+sentinel://" in said and KEY_PASSPHRASE not in said, said

@@ -259,8 +259,8 @@ def test_url_settings_and_errors(url):
     log = _redis_log(url + "?lease_ms=1234&maxlen=7&ttl_ms=9000&block_ms=50&socket_keepalive=true")
     assert (log.lease_ms, log.maxlen, log.ttl_ms, log.block_ms) == (1234, 7, 9000, 50)
     assert "lease_ms" not in log.url and "socket_keepalive" in log.url
-    with pytest.raises(ValueError, match=r"log URL must start with redis://, rediss://, unix:// or "
-                                         r"redis\+sentinel://, got 'http://x'"):
+    with pytest.raises(ValueError, match=r"log URL must start with redis://, rediss://, unix://, "
+                                         r"redis\+sentinel:// or rediss\+sentinel://, got 'http://x'"):
         _redis_log("http://x")
     with pytest.raises(ValueError, match="lease_ms must be a positive int, got '0'"):
         _redis_log(url + "?lease_ms=0")
@@ -292,5 +292,5 @@ def test_the_log_is_chosen_by_flag_or_environment(monkeypatch, capsys):
     with pytest.raises(LogUnavailable):                                       # Redis down: an error per request
         registry.create(RunSpec(tokens=5))
     assert cli_main(["--port", "0", "--log", "ftp://x"]) == 2
-    assert ("--log must be 'memory' or a redis://, rediss://, unix:// or redis+sentinel:// URL; got 'ftp://x'"
+    assert ("--log must be 'memory' or a redis://, rediss://, unix://, redis+sentinel:// or rediss+sentinel:// URL; got 'ftp://x'"
             in capsys.readouterr().err)

@@ -11,6 +11,12 @@ happen at once.  ``url`` is the ``redis+sentinel://`` URL naming the three senti
 ``until_switched`` waits until every sentinel names another one; ``cut_replication`` makes the replicas
 lag for real (the primary refuses their links).  Every wait is bounded, a condition
 asked of the servers, never a sleep.
+
+With ``tls`` (``support.redis_tls``'s certificates) every server and sentinel has a TLS port beside its
+plain one that wants a client certificate, the servers replicate and the sentinels watch them over TLS
+(``tls-replication yes``: the sentinels then name the TLS ports), and ``url`` is the
+``rediss+sentinel://`` URL of the sentinels' TLS ports with every certificate setting.  Ports a test is
+given (``primary.port``, what ``until_switched`` returns) are the plain ones, which the helpers ask.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 from support.live import wait_until
 from support.processes import stop, wait_ready
 from support.redis import START_TIMEOUT_S, STOP_TIMEOUT_S, RedisServer, require_redis
+from support.redis_tls import KEY_PASSPHRASE, Certificates
 from support.requirements import free_port, require_binary
 
 SERVICE = "mymaster"
@@ -48,6 +55,21 @@ sentinel parallel-syncs {service} 2
 """
 
 
+_TLS_CONF = """tls-port {tls_port}
+tls-cert-file {certificates.server_cert}
+tls-key-file {certificates.server_key}
+tls-ca-cert-file {certificates.ca}
+tls-auth-clients yes
+tls-replication yes
+"""
+
+
+def _tls_args(certificates: Certificates, tls_port: int) -> tuple[str, ...]:
+    """A server's TLS port and certificates, as options (``_TLS_CONF`` as a sentinel's file has them)."""
+    lines = _TLS_CONF.format(tls_port=tls_port, certificates=certificates).splitlines()
+    return tuple(part for line in lines for part in (f"--{line.split(' ', 1)[0]}", line.split(" ", 1)[1]))
+
+
 def ask(port: int, *args: object) -> Any:
     """One command to the server (or sentinel) on ``port``; replies decoded."""
     import redis
@@ -67,10 +89,11 @@ def answers(port: int) -> bool:
 class Sentinel:
     """One ``redis-sentinel`` on ``127.0.0.1:port``, its config in ``folder``."""
 
-    def __init__(self, binary: str, folder: Path, primary: int, port: int) -> None:
+    def __init__(self, binary: str, folder: Path, primary: int, port: int, tls: str = "") -> None:
         self.binary, self.port = binary, port
         self.conf = folder / f"sentinel-{self.port}.conf"
-        self.conf.write_text(_SENTINEL_CONF.format(port=self.port, folder=folder, service=SERVICE, primary=primary))
+        self.conf.write_text(_SENTINEL_CONF.format(port=self.port, folder=folder, service=SERVICE, primary=primary)
+                             + tls)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -122,15 +145,23 @@ def _own_dir(folder: Path, port: int) -> tuple[str, ...]:
 class SentinelSet:
     """A primary, ``replicas`` replicas of it and three sentinels (quorum 2) monitoring it as ``mymaster``."""
 
-    def __init__(self, folder: Path, replicas: int = 2) -> None:
+    def __init__(self, folder: Path, replicas: int = 2, tls: Certificates | None = None) -> None:
         binary = require_redis()
         sentinel = require_binary("redis-sentinel")
-        ports = _distinct_ports(1 + replicas + 3)
-        self.primary = RedisServer(binary, ports[0], (*_own_dir(folder, ports[0]), *_REPLICATION))
-        self.replicas = [RedisServer(binary, port, (*_own_dir(folder, port), *_REPLICATION, "--replicaof",
-                                                    "127.0.0.1", str(self.primary.port)))
+        count = 1 + replicas + 3
+        ports = _distinct_ports(count * (2 if tls else 1))
+        self.tls = tls
+        # What the sentinels name each plain port by: itself, or its TLS port.
+        self.named_as = dict(zip(ports[:count], ports[count:] if tls else ports, strict=True))
+        own = {port: (*_own_dir(folder, port), *_REPLICATION, *(_tls_args(tls, self.named_as[port]) if tls else ()))
+               for port in ports[:1 + replicas]}
+        self.primary = RedisServer(binary, ports[0], own[ports[0]])
+        self.replicas = [RedisServer(binary, port, (*own[port], "--replicaof", "127.0.0.1",
+                                                    str(self.named_as[self.primary.port])))
                          for port in ports[1:1 + replicas]]
-        self.sentinels = [Sentinel(sentinel, folder, self.primary.port, port) for port in ports[1 + replicas:]]
+        self.sentinels = [Sentinel(sentinel, folder, self.named_as[self.primary.port], port,
+                                   _TLS_CONF.format(tls_port=self.named_as[port], certificates=tls) if tls else "")
+                          for port in ports[1 + replicas:count]]
 
     @property
     def servers(self) -> list[RedisServer]:
@@ -138,8 +169,12 @@ class SentinelSet:
 
     @property
     def url(self) -> str:
-        hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in self.sentinels)
-        return f"redis+sentinel://{hosts}/{SERVICE}/0"
+        hosts = ",".join(f"127.0.0.1:{self.named_as[sentinel.port]}" for sentinel in self.sentinels)
+        if self.tls is None:
+            return f"redis+sentinel://{hosts}/{SERVICE}/0"
+        c = self.tls
+        return (f"rediss+sentinel://{hosts}/{SERVICE}/0?ssl_ca_certs={c.ca}&ssl_cert_reqs=required"
+                f"&ssl_certfile={c.client_cert}&ssl_keyfile={c.client_key}&ssl_password={KEY_PASSPHRASE}")
 
     def start(self) -> None:
         for server in self.servers:
@@ -167,9 +202,10 @@ class SentinelSet:
         wait_until(settled, "every replica in sync and known to every sentinel", SETTLE_TIMEOUT_S)
 
     def primary_port(self, among: list[Sentinel] | None = None) -> int | None:
-        """The primary's port if every sentinel (of ``among``) names the same one, else None."""
+        """The primary's (plain) port if every sentinel (of ``among``) names the same one, else None."""
         named = {sentinel.named() for sentinel in among or self.sentinels}
-        return named.pop() if len(named) == 1 else None
+        plain = {tls: port for port, tls in self.named_as.items()}
+        return plain[named.pop()] if len(named) == 1 else None
 
     def server(self, port: int) -> RedisServer:
         return next(server for server in self.servers if server.port == port)
@@ -207,9 +243,9 @@ def kill(server: RedisServer) -> None:
 
 
 @contextlib.contextmanager
-def running_sentinels(folder: Path, replicas: int = 2) -> Iterator[SentinelSet]:
+def running_sentinels(folder: Path, replicas: int = 2, tls: Certificates | None = None) -> Iterator[SentinelSet]:
     """A started ``SentinelSet`` in ``folder``, stopped on exit."""
-    made = SentinelSet(folder, replicas)
+    made = SentinelSet(folder, replicas, tls)
     try:
         made.start()
         yield made

@@ -14,8 +14,8 @@ import pytest
 from tokenwire.asgi import CannedApp
 
 BAD_URL = "mysql://user:hunter2@db:3306/x"
-LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss://, unix:// or "
-        "redis+sentinel:// URL, got 'mysql://user:***@db:3306/x'")
+LINE = ("tokenwire.asgi:app: TOKENWIRE_LOG_URL must be 'memory' or a redis://, rediss://, unix://, "
+        "redis+sentinel:// or rediss+sentinel:// URL, got 'mysql://user:***@db:3306/x'")
 
 
 async def _run(app: CannedApp, scope: dict[str, Any], incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:

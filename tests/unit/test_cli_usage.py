@@ -42,8 +42,8 @@ CASES = [
     (["serve", "--max-duration-s", "-5"],
      "tokenwire serve: --max-duration-s must be a number of seconds above 0 and below a day; got '-5'"),
     (["serve", "--log", "mysql://x"],
-     "tokenwire serve: --log must be 'memory' or a redis://, rediss://, unix:// or redis+sentinel:// URL; "
-     "got 'mysql://x'"),
+     "tokenwire serve: --log must be 'memory' or a redis://, rediss://, unix://, redis+sentinel:// or "
+     "rediss+sentinel:// URL; got 'mysql://x'"),
     (["demo", "--bogus"], "tokenwire demo: unknown flag '--bogus'; allowed: --format, --reader-ms, --buffer, "
                           "--cut-after, --sndbuf, --rcvbuf, --quiet"),
     (["demo", "--format", "xml"], "tokenwire demo: --format must be one of text, json; got 'xml'"),

@@ -37,7 +37,7 @@ def test_scrub_takes_the_password_out_of_any_text_as_written_or_quoted() -> None
 def test_the_hosted_refusal_of_a_wrong_setting_quotes_no_more_than_a_scheme(url: str) -> None:
     said = missing_log(url)
     assert said is not None and PASSWORD not in said and "cache.internal" not in said
-    assert said.endswith("must be a redis://, rediss:// or redis+sentinel:// URL, " +
+    assert said.endswith("must be a redis://, rediss://, redis+sentinel:// or rediss+sentinel:// URL, " +
                          ("got one starting 'http'" if url.startswith("http") else "got something else"))
 
 
@@ -45,8 +45,8 @@ def test_a_bad_log_url_is_refused_with_the_password_hidden(capsys: pytest.Captur
     from tokenwire.cli import main
     assert main(["serve", "--log", "http://default:S3cr3t-pw@127.0.0.1:1/0"]) == 2
     err = capsys.readouterr().err
-    assert err == ("tokenwire serve: --log must be 'memory' or a redis://, rediss://, unix:// or redis+sentinel:// "
-                   "URL; got 'http://default:***@127.0.0.1:1/0'\n")
+    assert err == ("tokenwire serve: --log must be 'memory' or a redis://, rediss://, unix://, redis+sentinel:// or "
+                   "rediss+sentinel:// URL; got 'http://default:***@127.0.0.1:1/0'\n")
 
 
 @pytest.mark.parametrize(("url", "said"), [

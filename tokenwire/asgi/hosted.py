@@ -6,7 +6,7 @@ serve`` sends) and hands every other request to a ``TokenStreams`` serving
 the canned answer on the token log ``$TOKENWIRE_LOG_URL`` names.  On a
 serverless platform each request may reach a different instance, and an
 instance may be frozen or killed after its response: only a log every
-instance shares (Redis: ``redis://``, ``rediss://`` or ``redis+sentinel://``) lets a stream move
+instance shares (Redis: ``redis://``, ``rediss://`` or a sentinels' URL) lets a stream move
 between them, so without one the page and the live routes answer ``503``
 with one line naming the setting, never a stream that could not be resumed.
 Vercel may hand the function its own path (``/api/live``); it is the page.
@@ -34,9 +34,9 @@ __all__ = ["HostedLive", "hosted_app", "missing_log"]
 logger = logging.getLogger("tokenwire")
 
 # The log schemes a deployment of several instances can share.
-SHARED_SCHEMES = ("redis://", "rediss://", "redis+sentinel://")
+SHARED_SCHEMES = ("redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://")
 # How a refusal names them.
-_SHARED = "a redis://, rediss:// or redis+sentinel:// URL"
+_SHARED = "a redis://, rediss://, redis+sentinel:// or rediss+sentinel:// URL"
 # The function's own path on Vercel (api/live.py): served as the page.
 FUNCTION_PATH = "/api/live"
 # A URL scheme (RFC 3986): what a refusal may quote of a log URL that is not a shared one.

@@ -117,7 +117,8 @@ def _checked_url(url: str) -> SplitResult:
         sentinel.parse(url)               # the sentinels, the service, the primary's settings
         return parts
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"log URL must start with redis://, rediss://, unix:// or {sentinel.SCHEME}, got {shown!r}")
+        raise ValueError(f"log URL must start with redis://, rediss://, unix://, {sentinel.SCHEME} or "
+                         f"{sentinel.TLS_SCHEME}, got {shown!r}")
     try:
         redis.ConnectionPool.from_url(url)   # parses, connects to nothing
     except ValueError as exc:             # a port, a db or a redis-py setting that is not a number
@@ -203,16 +204,17 @@ class RedisTokenLog:
 
         The blocking face's loop is closed again afterwards: a server talks to Redis from its own.
         """
+        why = "it does not answer"
         try:
             self._run(self.aio.check_acl())
             if self.ping():            # through the writer: its first round asks Redis's eviction policy (policy)
                 return None
-        except LogUnavailable:
-            pass
+        except LogUnavailable as exc:   # the cause, for the operator: a refused certificate, a wrong passphrase
+            why = exc.detail.removeprefix(f"redis at {self.where}: ")
         finally:
             self.close()
         return (f"cannot reach redis at {self.where} now; starting anyway: the live endpoints answer 503 "
-                f"with Retry-After until it is back")
+                f"with Retry-After until it is back ({why})")
 
     def __repr__(self) -> str:
         return f"RedisTokenLog({self.where!r}, owner={self.owner_id!r})"

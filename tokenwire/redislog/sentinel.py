@@ -2,7 +2,9 @@
 
 How this works: ``redis+sentinel://[user:password@]host:port[,host:port...]/<service>[/<db>]`` names
 the sentinels and the service they watch; the userinfo and the query's redis-py settings are the
-primary's, ``sentinel_username`` and ``sentinel_password`` the sentinels' own (``parse``).  ``client``
+primary's, ``sentinel_username`` and ``sentinel_password`` the sentinels' own (``parse``).
+``rediss+sentinel://`` is the same over TLS, to the sentinels and to the primary alike, with the query's
+``ssl_*`` settings (the CA, a client certificate and key, its passphrase) for both.  ``client``
 makes a redis.asyncio client on redis-py's ``SentinelConnectionPool``, whose connections ask where the
 primary is each time they connect (after any connection error: a killed primary, a ``READONLY`` the
 writer turned into one, ``links``), so every process finds a new primary by itself after a failover.
@@ -25,20 +27,23 @@ written to at most that long after.
 from __future__ import annotations
 
 import asyncio
+import os
+import weakref
 from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 import redis.asyncio
-from redis.asyncio.connection import parse_url
+from redis.asyncio.connection import RedisSSLContext, SSLConnection, parse_url
 from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .redact import redact_url
 
-__all__ = ["CONFIRM_S", "SCHEME", "PrimaryConnection", "Sentinels", "Target", "client", "is_sentinel", "parse",
-           "stale"]
+__all__ = ["CONFIRM_S", "SCHEME", "TLS_SCHEME", "PrimaryConnection", "PrimaryTLSConnection", "Sentinels", "Target",
+           "client", "is_sentinel", "parse", "stale"]
 
 SCHEME = "redis+sentinel://"
+TLS_SCHEME = "rediss+sentinel://"
 # The query settings that are the sentinels' own, not the primary's (the rest go to redis-py for the primary).
 _SENTINEL_PARAMS = {"sentinel_username": "username", "sentinel_password": "password"}
 # How often a connection that stays up asks the sentinels whether its node is still the primary: a sentinel
@@ -50,7 +55,7 @@ _DOWN_FLAGS = frozenset({"s_down", "o_down", "disconnected"})
 
 
 def is_sentinel(url: str) -> bool:
-    return url.startswith(SCHEME)
+    return url.startswith((SCHEME, TLS_SCHEME))
 
 
 class Target:
@@ -68,7 +73,8 @@ class Target:
 def parse(url: str) -> Target:
     """``url`` as a ``Target``; raises ``ValueError`` naming what is wrong (the URL shown redacted)."""
     shown = redact_url(url)
-    rest = url[len(SCHEME):]
+    tls = url.startswith(TLS_SCHEME)
+    rest = url[len(TLS_SCHEME if tls else SCHEME):]
     userinfo, at, after = rest.rpartition("@")
     hosts, _, path_query = after.partition("/")
     path, _, query = path_query.partition("?")
@@ -82,14 +88,20 @@ def parse(url: str) -> Target:
     if db and not (db.isascii() and db.isdigit()):
         raise ValueError(f"log URL {shown!r} names database {db!r}; a database is a number (/0)")
     settings = parse_qsl(query, keep_blank_values=True)
-    own = {_SENTINEL_PARAMS[key]: value for key, value in settings if key in _SENTINEL_PARAMS}
+    own: dict[str, Any] = {_SENTINEL_PARAMS[key]: value for key, value in settings if key in _SENTINEL_PARAMS}
     passed = urlencode([(key, value) for key, value in settings if key not in _SENTINEL_PARAMS])
     try:      # redis-py reads the primary's settings as it reads any redis:// URL's (numbers, booleans)
-        kwargs = dict(parse_url(f"redis://{userinfo}{at}{sentinels[0][0]}/{db or 0}?{passed}"))
+        kwargs = dict(parse_url(f"{'rediss' if tls else 'redis'}://{userinfo}{at}{sentinels[0][0]}/{db or 0}?{passed}"))
     except ValueError as exc:
         raise ValueError(f"log URL {shown!r} is malformed: {exc}") from None
-    for key in ("host", "port"):
+    for key in ("host", "port", "connection_class"):    # the pool's connections are PrimaryConnection's
         kwargs.pop(key, None)
+    if tls:         # the sentinels are spoken to over TLS as the primary is, with the same certificates
+        own = {"ssl": True, **{key: value for key, value in kwargs.items() if key.startswith("ssl_")}, **own}
+        kwargs["ssl"] = True
+    elif any(key.startswith("ssl_") for key, _ in settings):
+        raise ValueError(f"log URL {shown!r} gives TLS settings to a plain connection; "
+                         f"{TLS_SCHEME} speaks TLS to the sentinels and the primary")
     return Target(sentinels, unquote(service), int(db or 0), kwargs, own)
 
 
@@ -110,10 +122,26 @@ class Sentinels(Sentinel):
 
     def __init__(self, sentinels: list[tuple[str, int]], sentinel_kwargs: dict[str, Any]) -> None:
         cast(Any, super()).__init__(sentinels, sentinel_kwargs={**sentinel_kwargs, "decode_responses": True})
+        self._looks: dict[str, asyncio.Future[tuple[str, int]]] = {}
 
     async def discover_master(self, service_name: str) -> tuple[str, int]:
         """The primary's address by the answer of the highest ``config-epoch`` among a majority of the
-        sentinels; raises ``MasterNotFoundError`` (a ``ConnectionError``) saying why there is none."""
+        sentinels; raises ``MasterNotFoundError`` (a ``ConnectionError``) saying why there is none.  Askers at
+        once share one look: one connection to each sentinel, not one each (connections made together at
+        start-up or after a failover)."""
+        looking = self._looks.get(service_name)
+        if looking is None:
+            looking = self._looks[service_name] = asyncio.ensure_future(self._discover(service_name))
+            looking.add_done_callback(lambda done: self._looked(service_name, done))
+        return await asyncio.shield(looking)
+
+    def _looked(self, service_name: str, done: asyncio.Future[tuple[str, int]]) -> None:
+        """A look ended: the next asker asks again; its error is taken here too (its askers may all be gone)."""
+        self._looks.pop(service_name, None)
+        if not done.cancelled():
+            done.exception()
+
+    async def _discover(self, service_name: str) -> tuple[str, int]:
         answers = await asyncio.gather(*(cast(Any, one).execute_command("SENTINEL", "MASTER", service_name)
                                          for one in self.sentinels), return_exceptions=True)
         states = [_state(answer) for answer in answers if not isinstance(answer, BaseException)]
@@ -153,17 +181,48 @@ class PrimaryConnection(SentinelManagedConnection):
         await cast(Any, super()).connect_to(address)
         await self.send_command("ROLE", check_health=False)
         role = await self.read_response()
-        if not role or str(role[0]) != "master":
+        if not role or _text(role[0]) != "master":
             await self.disconnect()
             raise RedisConnectionError(f"{address[0]}:{address[1]}, named the primary by the sentinels, says it is "
                                        f"a {role[0] if role else 'nobody'!s}: not writing there")
+
+
+class PrimaryTLSConnection(PrimaryConnection, SSLConnection):
+    """A ``PrimaryConnection`` over TLS (``rediss+sentinel://``), on the TLS context of every other with the same
+    settings: redis-py makes one a connection, and loading a client certificate with an encrypted key is tens
+    of milliseconds of CPU (a new connection to each new primary, at start-up several at once)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        cast(Any, super()).__init__(**kwargs)
+        self.ssl_context = _shared_context(self.ssl_context)
+
+
+# The TLS contexts in use, by their settings and the modification times of the files they load (a certificate
+# replaced on disk is loaded anew by the next connection).
+_CONTEXTS: dict[tuple[object, ...], RedisSSLContext] = {}
+
+
+def _shared_context(made: RedisSSLContext) -> RedisSSLContext:
+    """The context of ``made``'s settings that connections share (``made`` itself the first time)."""
+    files = (made.keyfile, made.certfile, made.ca_certs, made.ca_path)
+    key = (*(repr(getattr(made, name)) for name in RedisSSLContext.__slots__ if name != "context"),
+           *(_modified(name) for name in files))
+    return _CONTEXTS.setdefault(key, made)
+
+
+def _modified(path: str | None) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns if path else None
+    except OSError:
+        return None           # the connection's own load says what is wrong with the file
 
 
 class PrimaryPool(SentinelConnectionPool):
     """The sentinel pool of ``PrimaryConnection``s, and when its connections' node was last confirmed."""
 
     def __init__(self, service_name: str, sentinel_manager: Sentinels, **kwargs: Any) -> None:
-        cast(Any, super()).__init__(service_name, sentinel_manager, connection_class=PrimaryConnection, **kwargs)
+        kind = PrimaryTLSConnection if kwargs.pop("ssl", False) else PrimaryConnection
+        cast(Any, super()).__init__(service_name, sentinel_manager, connection_class=kind, **kwargs)
         self.named: tuple[str, int] | None = None     # the primary the sentinels named at the last look
         self.looked_at = -CONFIRM_S
         self.looking: asyncio.Task[None] | None = None
@@ -194,9 +253,26 @@ def client(url: str, **settings: Any) -> Any:
     primary's ``settings`` (redis-py's keywords: timeouts, retry) over the URL's."""
     target = parse(url)
     timeouts = {key: value for key, value in settings.items() if key.startswith("socket_")}
-    sentinels = Sentinels(target.sentinels, sentinel_kwargs={**timeouts, **target.sentinel_kwargs})
-    pool = PrimaryPool(target.service, sentinels, **{**target.primary_kwargs, **settings})
+    pool = PrimaryPool(target.service, _sentinels(url, target, timeouts), **{**target.primary_kwargs, **settings})
     return redis.asyncio.Redis(connection_pool=pool)
+
+
+# The sentinel managers in use, by event loop, then by URL and timeouts: every client of one loop asks the
+# sentinels over the same connections, kept open, rather than opening one to each sentinel per connection
+# (over TLS with an encrypted key, a handshake and a key decryption each: most of a second at start-up).
+_MANAGERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Sentinels]] = weakref.WeakKeyDictionary()
+
+
+def _sentinels(url: str, target: Target, timeouts: dict[str, Any]) -> Sentinels:
+    """The running loop's ``Sentinels`` for ``url`` and ``timeouts`` (a new one where no loop runs)."""
+    try:
+        managers = _MANAGERS.setdefault(asyncio.get_running_loop(), {})
+    except RuntimeError:
+        managers = {}
+    key = f"{url} {sorted(timeouts.items())}"
+    if key not in managers:
+        managers[key] = Sentinels(target.sentinels, sentinel_kwargs={**timeouts, **target.sentinel_kwargs})
+    return managers[key]
 
 
 def home(redis_client: Any) -> str | None:

@@ -71,7 +71,7 @@ __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
 # The URL schemes of a Redis log: TCP, TLS, a local socket (redis-py's from_url), a primary its sentinels name.
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+sentinel://")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+sentinel://", "rediss+sentinel://")
 
 
 def is_shared(log: TokenLog) -> bool:
@@ -247,8 +247,8 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     if not url or url == "memory":
         return MemoryTokenLog(now)
     if not url.startswith(REDIS_SCHEMES):
-        raise ValueError(f"{setting} must be 'memory' or a redis://, rediss://, unix:// or redis+sentinel:// URL, "
-                         f"got {redact_url(url)!r}")
+        raise ValueError(f"{setting} must be 'memory' or a redis://, rediss://, unix://, redis+sentinel:// or "
+                         f"rediss+sentinel:// URL, got {redact_url(url)!r}")
     try:
         from .blocking import RedisTokenLog
     except ImportError as exc:
