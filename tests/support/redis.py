@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from support.docs import marked_block
 from support.live import await_until, wait_until
 from support.processes import stop, wait_ready
 from support.requirements import free_port, require_binary, skip_or_fail
@@ -44,6 +46,36 @@ STOP_TIMEOUT_S = 10.0
 SCENE_TIMEOUT_S = 30.0
 # How long a test waits for a condition in Redis (a lease to expire, a read to block) before it fails.
 CONDITION_TIMEOUT_S = 10.0
+
+
+# With ``TOKENWIRE_TEST_REDIS_ACL=1`` every ``RedisServer`` gives its ``default`` user (the one its ``url`` logs in
+# as) exactly the ACL rule docs/redis.md gives, and the tests' own calls as an operator (``admin``) log in as
+# ``ADMIN``: the suite run so proves that rule is all tokenwire needs.
+LEAST_PRIVILEGE = os.environ.get("TOKENWIRE_TEST_REDIS_ACL") == "1"
+ADMIN, ADMIN_PASSWORD = "tokenwire-tests-admin", "admin-pw"
+
+
+def admin(url: str) -> str:
+    """``url`` logging in as the tests' operator (``ADMIN``) where the servers hold the docs' rule, else ``url``."""
+    if not LEAST_PRIVILEGE or "@" in url.partition("://")[2].partition("/")[0]:
+        return url
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{ADMIN}:{ADMIN_PASSWORD}@{rest}"
+
+
+def operator() -> dict[str, str]:
+    """redis-py's keywords that log in as the tests' operator (none where the servers are not restricted)."""
+    return {"username": ADMIN, "password": ADMIN_PASSWORD} if LEAST_PRIVILEGE else {}
+
+
+def _restrict(port: int) -> None:
+    """The docs' rule on ``port``'s ``default`` user (no password), and ``ADMIN`` who may do anything."""
+    import redis
+    words = marked_block("acl-rule", "text").split()[3:]
+    with redis.Redis(port=port) as plain:
+        plain.execute_command("ACL", "SETUSER", ADMIN, "on", f">{ADMIN_PASSWORD}", "~*", "&*", "+@all")
+        plain.execute_command("ACL", "SETUSER", "default", "reset",
+                              *("nopass" if word == ">pw" else word for word in words))
 
 
 def require_redis() -> str:
@@ -78,6 +110,8 @@ class RedisServer:
              "--daemonize", "no", "--loglevel", "warning", "--logfile", "", *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_ready(self.proc, self.ping, f"redis-server on port {self.port}", START_TIMEOUT_S, self._stderr)
+        if LEAST_PRIVILEGE:
+            _restrict(self.port)
 
     def _stderr(self) -> str:
         """What the process wrote on stderr (read once it has exited)."""
@@ -102,9 +136,7 @@ class RedisServer:
             proc.stderr.close()
 
     def flush(self) -> None:
-        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
-            sock.sendall(b"FLUSHALL\r\n")
-            sock.recv(16)
+        redis_command(self.url, "FLUSHALL")
 
 
 @contextlib.contextmanager
@@ -155,30 +187,22 @@ def lease_expired(url: str, *stream_ids: str) -> None:
     however long the test's own steps take; raises ``AssertionError`` after ``CONDITION_TIMEOUT_S``.
     """
     import redis
-    with redis.Redis.from_url(url) as raw:
+    with redis.Redis.from_url(admin(url)) as raw:
         wait_until(lambda: not raw.exists(*(stream_keys(url, stream_id)[2] for stream_id in stream_ids)),
                    f"the leases of {stream_ids!r} to expire", CONDITION_TIMEOUT_S)
 
 
 def client_list(port: int) -> list[dict[str, str]]:
     """``CLIENT LIST`` of the Redis on ``port``, one dict a connection (the one asking included)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"CLIENT LIST\r\n")
-        data = b""
-        while True:
-            data += sock.recv(1 << 20)
-            head, _, rest = data.partition(b"\r\n")
-            if head.startswith(b"$") and len(rest) >= int(head[1:]):
-                break
-    return [dict(field.partition("=")[::2] for field in line.split(" "))
-            for line in rest[:int(head[1:])].decode().splitlines() if line]
+    listed = str(redis_command(f"redis://127.0.0.1:{port}/0", "CLIENT", "LIST"))
+    return [dict(field.partition("=")[::2] for field in line.split(" ")) for line in listed.splitlines() if line]
 
 
 def redis_command(url: str, *args: object) -> object:
     """One command sent to the Redis at ``url`` from outside any log (as an operator, or eviction, acts);
     replies decoded."""
     import redis
-    with redis.Redis.from_url(url, decode_responses=True) as plain:
+    with redis.Redis.from_url(admin(url), decode_responses=True) as plain:
         return plain.execute_command(*args)
 
 
@@ -206,7 +230,7 @@ def until_logged(url: str, stream_id: str, count: int) -> None:
     """
     import redis
     key = stream_keys(url, stream_id)[1]
-    with redis.Redis.from_url(url) as raw:
+    with redis.Redis.from_url(admin(url)) as raw:
         wait_until(lambda: raw.xlen(key) >= count, lambda: f"{count} tokens of {stream_id!r} logged, not "
                    f"{raw.xlen(key)}", CONDITION_TIMEOUT_S)
 
@@ -265,7 +289,8 @@ class RedisClusterNodes:
         for node in self.nodes:
             node.start()
         made = subprocess.run([self.cli, "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
-                               "--cluster-replicas", "0", "--cluster-yes"],
+                               "--cluster-replicas", "0", "--cluster-yes",
+                               *(("--user", ADMIN, "--pass", ADMIN_PASSWORD) if LEAST_PRIVILEGE else ())],
                               capture_output=True, text=True, timeout=CLUSTER_TIMEOUT_S, check=False)
         if made.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed: {made.stdout}{made.stderr}")
@@ -284,14 +309,14 @@ class RedisClusterNodes:
     def ask(port: int, *args: object) -> Any:
         """One command to the node on ``port`` alone (no redirection followed); replies decoded."""
         import redis
-        with redis.Redis(port=port, decode_responses=True) as plain:
+        with redis.Redis(port=port, decode_responses=True, **operator()) as plain:
             return plain.execute_command(*args)
 
     @staticmethod
     def ask_importing(port: int, *args: object) -> Any:
         """One command to the node on ``port`` after ``ASKING`` (a slot it imports), on one connection."""
         import redis
-        with redis.Redis(port=port, decode_responses=True) as plain:
+        with redis.Redis(port=port, decode_responses=True, **operator()) as plain:
             pipe = plain.pipeline(transaction=False)
             pipe.execute_command("ASKING")
             pipe.execute_command(*args)

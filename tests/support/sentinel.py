@@ -31,7 +31,16 @@ from typing import Any
 
 from support.live import wait_until
 from support.processes import stop, wait_ready
-from support.redis import START_TIMEOUT_S, STOP_TIMEOUT_S, RedisServer, require_redis
+from support.redis import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    LEAST_PRIVILEGE,
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    RedisServer,
+    operator,
+    require_redis,
+)
 from support.redis_tls import KEY_PASSPHRASE, Certificates
 from support.requirements import free_port, require_binary
 
@@ -53,6 +62,13 @@ sentinel down-after-milliseconds {service} 1000
 sentinel failover-timeout {service} 3000
 sentinel parallel-syncs {service} 2
 """
+# Where the servers' default user holds only the docs' rule (``support.redis.LEAST_PRIVILEGE``), the sentinels
+# watch them as the tests' operator, who is a user of each sentinel's own too.
+_OPERATOR_CONF = f"""sentinel auth-user {{service}} {ADMIN}
+sentinel auth-pass {{service}} {ADMIN_PASSWORD}
+user {ADMIN} on >{ADMIN_PASSWORD} ~* &* +@all
+user default on nopass ~* &* +@all
+""" if LEAST_PRIVILEGE else ""
 
 
 _TLS_CONF = """tls-port {tls_port}
@@ -73,7 +89,7 @@ def _tls_args(certificates: Certificates, tls_port: int) -> tuple[str, ...]:
 def ask(port: int, *args: object) -> Any:
     """One command to the server (or sentinel) on ``port``; replies decoded."""
     import redis
-    with redis.Redis(port=port, decode_responses=True, socket_timeout=2) as plain:
+    with redis.Redis(port=port, decode_responses=True, socket_timeout=2, **operator()) as plain:
         return plain.execute_command(*args)
 
 
@@ -92,8 +108,8 @@ class Sentinel:
     def __init__(self, binary: str, folder: Path, primary: int, port: int, tls: str = "") -> None:
         self.binary, self.port = binary, port
         self.conf = folder / f"sentinel-{self.port}.conf"
-        self.conf.write_text(_SENTINEL_CONF.format(port=self.port, folder=folder, service=SERVICE, primary=primary)
-                             + tls)
+        self.conf.write_text((_SENTINEL_CONF + _OPERATOR_CONF).format(port=self.port, folder=folder, service=SERVICE,
+                                                                      primary=primary) + tls)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

@@ -14,7 +14,8 @@ a connection of its own: what it brings waits for a round of the writer that sta
 left after a promotion) fail the round as a Redis that does not answer does: ``LogUnavailable``, its
 streams end without ``done`` and requests get 503, until the replicas answer again.
 
-``ask`` asks each Redis once per process (``INFO replication``) how many replicas it has, and warns
+``ask`` asks each Redis once per process (``ROLE``, which the log's ACL rule allows already: ``INFO``
+may be refused) how many replicas it has, and warns
 on the ``tokenwire`` logger when it has some and ``min_replicas`` is 0; ``warning`` is that line for
 the banner.  On a Redis Cluster ``min_replicas`` is refused: a ``WAIT`` speaks for one node's writes,
 and the followers read several nodes.
@@ -98,18 +99,18 @@ async def barrier(writer: Writer) -> None:
 
 
 def ask(writer: Writer, settings: Settings) -> None:
-    """Queue ``INFO replication`` on ``writer`` unless this Redis was asked already (see the module)."""
+    """Queue ``ROLE`` on ``writer`` unless this Redis was asked already (see the module)."""
     if settings.where in _replicas:
         return
     _replicas[settings.where] = 0
-    writer.command("INFO", "replication").add_done_callback(functools.partial(_answered, settings))
+    writer.command("ROLE").add_done_callback(functools.partial(_answered, settings))
 
 
 def _answered(settings: Settings, done: asyncio.Future[Any]) -> None:
     if done.cancelled() or done.exception() is not None:
         if "ResponseError" not in str(done.exception()):
             _replicas.pop(settings.where, None)     # Redis was away: the next connection asks again
-        return                                      # refused (an ACL without INFO): nothing to say
+        return                                      # refused (an ACL without ROLE): nothing to say
     count = _connected(done.result())
     _replicas[settings.where] = count
     said = warning(settings)
@@ -118,12 +119,12 @@ def _answered(settings: Settings, done: asyncio.Future[Any]) -> None:
 
 
 def _connected(reply: Any) -> int:
-    """``connected_slaves`` of ``INFO replication``'s text (0 if it is not there)."""
-    for line in str(reply).splitlines():
-        name, _, value = line.partition(":")
-        if name == "connected_slaves" and value.strip().isdigit():
-            return int(value)
-    return 0
+    """How many replicas ``ROLE``'s reply lists (``master``, its offset, one entry a connected replica); 0 for a
+    node that is not a primary."""
+    if not isinstance(reply, list | tuple) or len(reply) < 3:
+        return 0
+    role = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+    return len(reply[2]) if role == "master" and isinstance(reply[2], list | tuple) else 0
 
 
 def warning(settings: Settings) -> str | None:
