@@ -23,7 +23,7 @@ import httpx
 import pytest
 from support.asgi import Uvicorn, read_stream, uvicorn
 from support.live import await_until, wait_until
-from support.redis import running_redis, stream_keys
+from support.redis import redis_command, running_redis, stream_keys
 
 # A short lease, so that a dead process's presence runs out within half a second.
 LOG_QUERY = "lease_ms=400&block_ms=50"
@@ -150,7 +150,7 @@ def test_presence_joins_leaves_is_renewed_and_runs_out(loop_kind: str) -> None:
         seen.append(("never read", await a.aio.deserted("s")))
         await a.aio.attend("s")
         await b.aio.attend("s")
-        joined = float(await a.aio.command("ZSCORE", readers_key(a.keys("s")[0]), b.owner_id))
+        joined = float(str(redis_command(a.url, "ZSCORE", readers_key(a.keys("s")[0]), b.owner_id)))
         seen.append(("A leaves, B reads", await a.aio.leave("s")))
 
         async def past_first_lease() -> bool:          # B's entry as it joined has run out, by Redis's clock

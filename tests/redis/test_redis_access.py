@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from support.credentials import CREDENTIAL_HEADERS, CREDENTIALED, CREDENTIALS
+from support.redis import admin
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 
@@ -43,7 +44,7 @@ def test_a_model_that_fails_mid_answer_on_a_header_logs_no_credentials(shared: b
 def _everything_in(url: str) -> str:
     """Every key, field and value the Redis at ``url`` holds, as one text (whatever the key's type)."""
     import redis
-    client = redis.Redis.from_url(url)
+    client = redis.Redis.from_url(admin(url))
     read = {"hash": client.hgetall, "stream": client.xrange, "string": client.get, "set": client.smembers,
             "zset": lambda key: client.zrange(key, 0, -1), "list": lambda key: client.lrange(key, 0, -1)}
     held = [(key, read[client.type(key).decode()](key)) for key in client.scan_iter()]

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from support.docs import marked_block, section
 from support.live import await_until, wait_until
-from support.redis import RedisServer, redis_command
+from support.redis import LEAST_PRIVILEGE, RedisServer, redis_command
 from support.requirements import ROOT, free_port
 from support.tokenwire_process import refused, running_tokenwire, tokenwire_env
 
@@ -70,6 +70,21 @@ def test_the_user_of_a_url(url: str, user: str) -> None:
 
 
 # -- a user with the rule ----------------------------------------------------------------------------------
+def test_every_redis_the_tests_start_holds_the_docs_rule_for_its_default_user(redis_server: RedisServer) -> None:
+    """What makes every Redis test a test of the rule: the URL the tests give tokenwire logs in as ``default``,
+    which may run every command of the rule on the prefix's keys and nothing else."""
+    if not LEAST_PRIVILEGE:
+        pytest.skip("TOKENWIRE_TEST_REDIS_ACL=0: the test Redis's default user may do anything")
+    def dry(*command: str) -> object:
+        return redis_command(redis_server.url, "ACL", "DRYRUN", "default", *command)
+    for need in acl.NEEDS:
+        probe = [word.format(s="tokenwire:{x}:s", h="tokenwire:{x}:h", z="tokenwire:{x}:z", k="tokenwire:{x}:k")
+                 for word in need.probe]
+        assert dry(*probe) == "OK", need
+    assert "no permissions" in str(dry("FLUSHALL")) and "no permissions" in str(dry("CONFIG", "GET", "maxmemory"))
+    assert "no permissions" in str(dry("GET", "elsewhere:k"))          # keys outside the prefix
+
+
 def test_a_user_with_the_rule_runs_every_script_of_the_log(own_redis: RedisServer) -> None:
     log = RedisTokenLog(_user(own_redis), lease_ms=500)
     assert log.check() is None

@@ -175,11 +175,11 @@ def test_an_xadd_failing_for_another_reason_is_unavailable_not_a_conflict(own_re
         await a.aio.create("s", {}, 3)
         await a.aio.claim("s")
         await a.aio.append("s", 0, "t0")
-        await a.aio.command("CONFIG", "SET", "maxmemory", "1")
-        await a.aio.command("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        redis_command(a.url, "CONFIG", "SET", "maxmemory", "1")            # as an operator
+        redis_command(a.url, "CONFIG", "SET", "maxmemory-policy", "noeviction")
         with pytest.raises(LogUnavailable, match="OOM"):
             await a.aio.append("s", 1, "t1")
-        await a.aio.command("CONFIG", "SET", "maxmemory", "0")
+        redis_command(a.url, "CONFIG", "SET", "maxmemory", "0")
         await a.aio.append("s", 1, "t1")
         a.aio.disown("s")
         await a.aio.close()

@@ -24,7 +24,7 @@ import pytest
 from support.asgi import uvicorn
 from support.instances import Instance, Reply, request
 from support.live import wait_until
-from support.redis import running_redis
+from support.redis import admin, running_redis
 
 from tokenwire.core.model import ANSWER
 
@@ -112,7 +112,7 @@ def _ending(stream: Stream, reply: Reply, seen: Seen) -> str:
 
 def _fill(url: str, stop: threading.Event, written: list[int]) -> None:
     import redis
-    raw = redis.Redis.from_url(url)
+    raw = redis.Redis.from_url(admin(url))
     value = b"x" * FILLER_BYTES
     while not stop.is_set():
         try:
@@ -197,7 +197,7 @@ def test_under_allkeys_lru_pressure_no_index_has_two_versions_and_every_reader_e
 
 def _info(url: str) -> dict[str, str]:
     import redis
-    raw = redis.Redis.from_url(url, decode_responses=True)
+    raw = redis.Redis.from_url(admin(url), decode_responses=True)
     try:
         return {key: str(value) for key, value in raw.info("stats").items()}
     finally:

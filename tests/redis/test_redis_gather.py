@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from support.live import await_until
+from support.redis import redis_command
 
 from tokenwire.redislog import writer as writer_module
 
@@ -106,7 +107,7 @@ def test_commands_sent_again_after_noscript_keep_their_order(redis_server, loop,
     """Redis forgot the scripts (a restart, SCRIPT FLUSH): a round's script commands are sent again in the order
     they were asked (a create, then the claim of the same stream, lands as a create then a claim)."""
     async def body(aio: Any, ids: list[str]) -> list[bool]:
-        await aio.command("SCRIPT", "FLUSH")
+        redis_command(aio.log.url, "SCRIPT", "FLUSH")             # as an operator
         fresh = [f"n{i}" for i in range(5)]
         owned = []
         for sid in fresh:                                    # each pair asked in one loop turn: one round

@@ -18,7 +18,7 @@ import re
 import httpx
 import redis
 from support.live import wait_until
-from support.redis import RedisServer, stream_keys
+from support.redis import RedisServer, admin, stream_keys
 from support.tokenwire_process import running_tokenwire
 
 from tokenwire.core.tokenlog import StreamLost
@@ -40,7 +40,7 @@ def _read_until(client: httpx.Client, target: str, last: int, **headers: str) ->
 
 def _went_back(own_redis: RedisServer) -> tuple[str, int]:
     """A stream whose log ends before the last token its reader was sent; returns its id and that token."""
-    raw = redis.Redis.from_url(own_redis.url)
+    raw = redis.Redis.from_url(admin(own_redis.url))
     with running_tokenwire(["serve", "--port", "0", "--log", own_redis.url]) as one, \
             httpx.Client(base_url=one.url, timeout=TIMEOUT_S) as client:
         stream_id = client.post("/streams", params={"tokens": 277, "producer_ms": 20}).json()["stream_id"]
@@ -60,7 +60,7 @@ def _went_back(own_redis: RedisServer) -> tuple[str, int]:
 def test_a_resume_past_the_log_end_of_an_open_stream_ends_it_as_lost(own_redis: RedisServer) -> None:
     stream_id, last = _went_back(own_redis)
     tokens_key = stream_keys(own_redis.url, stream_id)[1]
-    raw = redis.Redis.from_url(own_redis.url)
+    raw = redis.Redis.from_url(admin(own_redis.url))
     held = int(raw.xlen(tokens_key))
     with running_tokenwire(["serve", "--port", "0", "--log", own_redis.url]) as two, \
             httpx.Client(base_url=two.url, timeout=TIMEOUT_S) as client:

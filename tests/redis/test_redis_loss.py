@@ -350,7 +350,7 @@ def test_an_owner_whose_stream_meta_is_evicted_stops_appending(redis_server, loo
                           "the renewal to let the stream go")
         with pytest.raises(UnknownStream):
             await a.aio.append("s", 3, "t3")
-        length = await a.aio.command("XLEN", tokens)
+        length = redis_command(a.url, "XLEN", tokens)
         a.aio.disown("s")
         await a.aio.close()
         return length

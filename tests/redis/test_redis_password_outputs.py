@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from support.live import wait_until
-from support.redis import RedisServer
+from support.redis import RedisServer, redis_command
 from support.requirements import ROOT, free_port
 
 from tokenwire.endpoints.rules import LOG_UNAVAILABLE
@@ -221,9 +221,7 @@ def test_a_closed_port_leaks_no_password(kind: str, which: str) -> None:
 
 # -- 2. the Redis there wants another password -------------------------------------------------------
 def _require_password(redis_server: RedisServer, password: str) -> None:
-    with socket.create_connection(("127.0.0.1", redis_server.port), timeout=5) as sock:
-        sock.sendall(f"CONFIG SET requirepass {password}\r\n".encode())
-        assert sock.recv(64).startswith(b"+OK")
+    assert redis_command(redis_server.url, "CONFIG", "SET", "requirepass", password) == "OK"
 
 
 @pytest.mark.parametrize(("kind", "which"), _servers())

@@ -12,7 +12,7 @@ import sys
 import threading
 
 import pytest
-from support.redis import running_redis
+from support.redis import allow, running_redis
 
 WARNING = ("redis at redis://127.0.0.1:{port}/0 may evict keys (maxmemory-policy {policy}): a stream whose tokens "
            "it evicts is lost (its readers get the early-stop done, reason 'lost'; a resume gets 410); tokenwire "
@@ -56,6 +56,7 @@ def _use(url: str, times: int = 2) -> None:
 @pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-ttl"])
 def test_an_evicting_policy_is_warned_about_once(said, policy):
     with running_redis("--maxmemory-policy", policy) as redis_server:
+        allow(redis_server.url, "+config|get")          # the docs' rule leaves it out: no warning without it
         _use(redis_server.url)
     assert said == [WARNING.format(port=redis_server.port, policy=policy)]
 
@@ -79,6 +80,7 @@ def test_a_redis_that_refuses_config_says_nothing_and_the_log_works(said):
 
 def test_serve_says_it_at_start_up():
     with running_redis("--maxmemory-policy", "allkeys-lru") as redis_server:
+        allow(redis_server.url, "+config|get")
         proc = subprocess.Popen([sys.executable, "-m", "tokenwire", "serve", "--port", "0", "--log", redis_server.url],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines: list[str] = []

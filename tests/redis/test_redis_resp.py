@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from redis.exceptions import NoScriptError, ResponseError
+from support.redis import operator
 
 from tokenwire.core.model import ANSWER
 from tokenwire.redislog.resp import Replies, pack, pack_xadd, xadd_reply
@@ -39,6 +40,13 @@ ROUND: list[tuple[tuple[object, ...], Callable[[Any, int], bool]]] = [
 ]
 
 
+def operator_auth() -> tuple[str, ...]:
+    """``HELLO``'s ``AUTH`` as the tests' operator, where the servers hold the docs' rule (the key ``k`` is
+    outside the log's prefix)."""
+    login = operator()
+    return ("AUTH", login["username"], login["password"]) if login else ()
+
+
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_a_round_as_the_writer_packs_it_reads_back_from_a_real_redis(redis_server: Any, protocol: int) -> None:
     entries = [(b"1-1", "é"), (b"1-2", " b"), (b"1-3", "\n\n")]
@@ -48,7 +56,8 @@ def test_a_round_as_the_writer_packs_it_reads_back_from_a_real_redis(redis_serve
     async def scene() -> tuple[bool, list[Any]]:
         reader, writer = await asyncio.open_connection("127.0.0.1", redis_server.port)
         replies = Replies(reader)
-        writer.write(pack(("HELLO", protocol)) + pack(("XADD", "k", "1-0", "t", "start")) + pack(("XDEL", "k", "1-0")))
+        writer.write(pack(("HELLO", protocol, *operator_auth())) + pack(("XADD", "k", "1-0", "t", "start"))
+                     + pack(("XDEL", "k", "1-0")))
         [await replies.read() for _ in range(3)]
         writer.write(xadds + b"".join(pack(args) for args, _ in ROUND))        # a round goes after the last
         landed = await replies.skip(expect)

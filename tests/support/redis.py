@@ -13,6 +13,11 @@ for each test, and ``begin_migration``/``end_migration`` move one slot as
 ``redis-cli --cluster reshard`` does.  Without ``redis-server`` (or the ``redis`` package) the
 tests skip with a reason, and fail instead when ``TOKENWIRE_REQUIRE_ALL=1``.
 
+Every server's ``default`` user (the one ``url`` logs in as) holds exactly the ACL rule docs/redis.md
+gives (``LEAST_PRIVILEGE``): what the tests do as an operator goes through ``redis_command``, ``admin(url)`` or
+``operator()``, which log in as a user who may do anything; ``allow`` lets one test's default user run one more
+command.
+
 What a test waits for in Redis is a condition asked of Redis, never a sleep
 past it: ``lease_expired`` (a lease nothing renews is gone), ``until_logged``
 (an owner has logged so many tokens), ``client_ids``
@@ -48,10 +53,10 @@ SCENE_TIMEOUT_S = 30.0
 CONDITION_TIMEOUT_S = 10.0
 
 
-# With ``TOKENWIRE_TEST_REDIS_ACL=1`` every ``RedisServer`` gives its ``default`` user (the one its ``url`` logs in
-# as) exactly the ACL rule docs/redis.md gives, and the tests' own calls as an operator (``admin``) log in as
-# ``ADMIN``: the suite run so proves that rule is all tokenwire needs.
-LEAST_PRIVILEGE = os.environ.get("TOKENWIRE_TEST_REDIS_ACL") == "1"
+# Every ``RedisServer`` gives its ``default`` user (the one its ``url`` logs in as) exactly the ACL rule
+# docs/redis.md gives, and the tests' own calls as an operator (``admin``, ``operator``) log in as ``ADMIN``:
+# every Redis test so proves that rule is all tokenwire needs.  ``TOKENWIRE_TEST_REDIS_ACL=0`` turns it off.
+LEAST_PRIVILEGE = os.environ.get("TOKENWIRE_TEST_REDIS_ACL", "1") != "0"
 ADMIN, ADMIN_PASSWORD = "tokenwire-tests-admin", "admin-pw"
 
 
@@ -68,12 +73,23 @@ def operator() -> dict[str, str]:
     return {"username": ADMIN, "password": ADMIN_PASSWORD} if LEAST_PRIVILEGE else {}
 
 
-def _restrict(port: int) -> None:
-    """The docs' rule on ``port``'s ``default`` user (no password), and ``ADMIN`` who may do anything."""
+def allow(url: str, *commands: str) -> None:
+    """Let the ``default`` user of the Redis at ``url`` run ``commands`` (``+config|get``) too, where it holds
+    the docs' rule: for a test of what tokenwire does with a command the rule leaves out."""
+    if LEAST_PRIVILEGE:
+        redis_command(url, "ACL", "SETUSER", "default", *commands)
+
+
+def _restrict(port: int, replicates_as_given: bool) -> None:
+    """The docs' rule on ``port``'s ``default`` user (no password), and ``ADMIN`` who may do anything, as whom
+    the server replicates from another (``REPLICAOF``) unless its options name a user for it."""
     import redis
     words = marked_block("acl-rule", "text").split()[3:]
     with redis.Redis(port=port) as plain:
         plain.execute_command("ACL", "SETUSER", ADMIN, "on", f">{ADMIN_PASSWORD}", "~*", "&*", "+@all")
+        if not replicates_as_given:
+            with contextlib.suppress(redis.ResponseError):      # a server whose CONFIG is renamed away
+                plain.execute_command("CONFIG", "SET", "masteruser", ADMIN, "masterauth", ADMIN_PASSWORD)
         plain.execute_command("ACL", "SETUSER", "default", "reset",
                               *("nopass" if word == ">pw" else word for word in words))
 
@@ -111,7 +127,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_ready(self.proc, self.ping, f"redis-server on port {self.port}", START_TIMEOUT_S, self._stderr)
         if LEAST_PRIVILEGE:
-            _restrict(self.port)
+            _restrict(self.port, replicates_as_given="--masteruser" in self.args)
 
     def _stderr(self) -> str:
         """What the process wrote on stderr (read once it has exited)."""
@@ -342,7 +358,9 @@ class RedisClusterNodes:
         self.ask(source.port, "CLUSTER", "SETSLOT", slot, "MIGRATING", self.node_id(target))
         keys = list(self.ask(source.port, "CLUSTER", "GETKEYSINSLOT", slot, 1000))
         if keys:
-            self.ask(source.port, "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys)
+            login = operator()
+            auth = ("AUTH2", login["username"], login["password"]) if login else ()
+            self.ask(source.port, "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, *auth, "KEYS", *keys)
         return keys
 
     def end_migration(self, slot: int, target: RedisServer) -> None:

@@ -69,7 +69,8 @@ NEEDS: tuple[Need, ...] = (
          "none)", True, ("CLUSTER", "SLOTS")),
     Need("asking", "a call a Redis Cluster's migrating slot sent on (ASK) is let in on the target", True,
          ("ASKING",)),
-    Need("role", "a redis+sentinel:// connection checks that the node it reached is the primary", True, ("ROLE",)),
+    Need("role", "a redis+sentinel:// connection checks that the node it reached is the primary; the replicas "
+         "warning counts them", True, ("ROLE",)),
     Need("wait", "min_replicas: each round waits for that many replicas to acknowledge it", True,
          ("WAIT", "0", "0")),
     Need("get", "a chat's latest stream and a response's record", True, ("GET", "{k}")),
