@@ -63,6 +63,7 @@ def test_an_evicting_policy_is_warned_about_once(said, policy):
 
 def test_noeviction_says_nothing(said):
     with running_redis() as redis_server:
+        allow(redis_server.url, "+config|get")          # asked and answered noeviction: nothing to say
         _use(redis_server.url)
     assert said == []
 

@@ -8,7 +8,7 @@ name (the highest ``config-epoch`` of a majority, never one that is down); ``min
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from redis.asyncio.sentinel import MasterNotFoundError
@@ -133,3 +133,34 @@ def test_a_rounds_wait_must_count_min_replicas() -> None:
         replicas.wait_command(settings, cluster=True)
     assert str(cluster.value) == ("min_replicas=2 is not supported on a Redis Cluster (a WAIT speaks for one "
                                   "node's writes)")
+
+
+TLS_URL = "rediss+sentinel://h1:1,h2:2,h3:3/svc?ssl_cert_reqs=none&ssl_password=kp"
+
+
+def test_a_tls_sentinel_url_speaks_tls_to_the_sentinels_and_the_primary() -> None:
+    target = sentinel.parse(TLS_URL)
+    assert target.sentinel_kwargs == {"ssl": True, "ssl_cert_reqs": "none", "ssl_password": "kp"}
+    assert target.primary_kwargs["ssl"] is True and "connection_class" not in target.primary_kwargs
+    assert "kp" not in redact_url(TLS_URL)
+    with pytest.raises(ValueError, match="gives TLS settings to a plain connection"):
+        sentinel.parse("redis+sentinel://h:1/svc?ssl_cert_reqs=none")
+
+
+def test_the_clients_of_a_loop_share_its_sentinels_and_their_tls_context_until_the_log_closes() -> None:
+    """One connection to each sentinel a loop whatever the clients' timeouts, each on one TLS context; closing
+    lets go of them (a loop made later gets its own)."""
+    async def scene() -> tuple[Any, Any]:
+        one = sentinel.client(TLS_URL, socket_timeout=10.0, socket_connect_timeout=1.0)
+        two = sentinel.client(TLS_URL, socket_timeout=1.0, socket_connect_timeout=1.0)
+        shared = one.connection_pool.sentinel_manager
+        assert two.connection_pool.sentinel_manager is shared
+        assert one.connection_pool.connection_class is sentinel.PrimaryTLSConnection
+        made = [one.connection_pool.make_connection(), two.connection_pool.make_connection(),
+                *(cast(Any, s).connection_pool.make_connection() for s in shared.sentinels)]
+        assert len({id(conn.ssl_context) for conn in made}) == 1
+        await sentinel.close_sentinels()
+        again = sentinel.client(TLS_URL, socket_timeout=1.0).connection_pool.sentinel_manager
+        return shared, again
+    shared, again = asyncio.run(scene())
+    assert again is not shared

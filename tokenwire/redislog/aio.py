@@ -29,7 +29,7 @@ from redis.exceptions import NoPermissionError
 
 from ..core.buckets import Buckets
 from ..core.tokenlog import LogUnavailable, StreamLost, StreamState, UnknownStream
-from . import acl, policy, replicas
+from . import acl, policy, replicas, sentinel
 from .clients import OP_TIMEOUT_S, Settings, client, unavailable
 from .presence import readers_key
 from .reader import LogReader
@@ -354,3 +354,5 @@ class AsyncRedisLog:
         if engine is not None:
             await engine.writer.close()
             await engine.reader.close()
+        if sentinel.is_sentinel(self.log.url):
+            await sentinel.close_sentinels()

@@ -27,7 +27,7 @@ written to at most that long after.
 from __future__ import annotations
 
 import asyncio
-import os
+import hashlib
 import weakref
 from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -39,8 +39,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .redact import redact_url
 
-__all__ = ["CONFIRM_S", "SCHEME", "TLS_SCHEME", "PrimaryConnection", "PrimaryTLSConnection", "Sentinels", "Target",
-           "client", "is_sentinel", "parse", "stale"]
+__all__ = ["CONFIRM_S", "SCHEME", "TLS_SCHEME", "PrimaryConnection", "PrimaryTLSConnection", "Sentinels",
+           "SharedTLSConnection", "Target", "client", "close_sentinels", "is_sentinel", "parse", "stale"]
 
 SCHEME = "redis+sentinel://"
 TLS_SCHEME = "rediss+sentinel://"
@@ -135,6 +135,10 @@ class Sentinels(Sentinel):
             looking.add_done_callback(lambda done: self._looked(service_name, done))
         return await asyncio.shield(looking)
 
+    def looks(self) -> list[asyncio.Future[tuple[str, int]]]:
+        """The looks under way."""
+        return list(self._looks.values())
+
     def _looked(self, service_name: str, done: asyncio.Future[tuple[str, int]]) -> None:
         """A look ended: the next asker asks again; its error is taken here too (its askers may all be gone)."""
         self._looks.pop(service_name, None)
@@ -187,34 +191,29 @@ class PrimaryConnection(SentinelManagedConnection):
                                        f"a {role[0] if role else 'nobody'!s}: not writing there")
 
 
-class PrimaryTLSConnection(PrimaryConnection, SSLConnection):
-    """A ``PrimaryConnection`` over TLS (``rediss+sentinel://``), on the TLS context of every other with the same
-    settings: redis-py makes one a connection, and loading a client certificate with an encrypted key is tens
-    of milliseconds of CPU (a new connection to each new primary, at start-up several at once)."""
+class SharedTLSConnection(SSLConnection):
+    """An ``SSLConnection`` on the TLS context of every other with the same settings: redis-py makes one a
+    connection, and loading a client certificate with an encrypted key is tens of milliseconds of CPU (the
+    sentinels' connections and the primary's, at start-up several at once).  A certificate replaced on disk
+    is loaded at the process's next start."""
 
     def __init__(self, **kwargs: Any) -> None:
         cast(Any, super()).__init__(**kwargs)
         self.ssl_context = _shared_context(self.ssl_context)
 
 
-# The TLS contexts in use, by their settings and the modification times of the files they load (a certificate
-# replaced on disk is loaded anew by the next connection).
-_CONTEXTS: dict[tuple[object, ...], RedisSSLContext] = {}
+class PrimaryTLSConnection(PrimaryConnection, SharedTLSConnection):
+    """A ``PrimaryConnection`` over TLS (``rediss+sentinel://``)."""
+
+
+# The TLS contexts in use, by a digest of their settings (the passphrase among them is kept nowhere else).
+_CONTEXTS: dict[str, RedisSSLContext] = {}
 
 
 def _shared_context(made: RedisSSLContext) -> RedisSSLContext:
     """The context of ``made``'s settings that connections share (``made`` itself the first time)."""
-    files = (made.keyfile, made.certfile, made.ca_certs, made.ca_path)
-    key = (*(repr(getattr(made, name)) for name in RedisSSLContext.__slots__ if name != "context"),
-           *(_modified(name) for name in files))
-    return _CONTEXTS.setdefault(key, made)
-
-
-def _modified(path: str | None) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns if path else None
-    except OSError:
-        return None           # the connection's own load says what is wrong with the file
+    settings = repr([getattr(made, name) for name in RedisSSLContext.__slots__ if name != "context"])
+    return _CONTEXTS.setdefault(hashlib.sha256(settings.encode()).hexdigest(), made)
 
 
 class PrimaryPool(SentinelConnectionPool):
@@ -252,27 +251,42 @@ def client(url: str, **settings: Any) -> Any:
     """A redis.asyncio client of one connection to the primary the sentinels of ``url`` name, with the
     primary's ``settings`` (redis-py's keywords: timeouts, retry) over the URL's."""
     target = parse(url)
-    timeouts = {key: value for key, value in settings.items() if key.startswith("socket_")}
-    pool = PrimaryPool(target.service, _sentinels(url, target, timeouts), **{**target.primary_kwargs, **settings})
+    pool = PrimaryPool(target.service, _sentinels(url, target, settings.get("socket_connect_timeout")),
+                       **{**target.primary_kwargs, **settings})
     return redis.asyncio.Redis(connection_pool=pool)
 
 
-# The sentinel managers in use, by event loop, then by URL and timeouts: every client of one loop asks the
-# sentinels over the same connections, kept open, rather than opening one to each sentinel per connection
-# (over TLS with an encrypted key, a handshake and a key decryption each: most of a second at start-up).
+# The sentinel managers in use, by event loop, then by URL: every client of one loop asks the sentinels over
+# the same connections, kept open (``close_sentinels`` closes them with the log), rather than opening one to
+# each sentinel per connection (over TLS with an encrypted key, a handshake and a key decryption each: most of
+# a second at start-up).
 _MANAGERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Sentinels]] = weakref.WeakKeyDictionary()
 
 
-def _sentinels(url: str, target: Target, timeouts: dict[str, Any]) -> Sentinels:
-    """The running loop's ``Sentinels`` for ``url`` and ``timeouts`` (a new one where no loop runs)."""
+def _sentinels(url: str, target: Target, timeout_s: float | None) -> Sentinels:
+    """The running loop's ``Sentinels`` for ``url`` (a new one where no loop runs), whose calls wait at most
+    ``timeout_s`` (a sentinel answers at once or not at all: never a blocking read's long timeout)."""
     try:
         managers = _MANAGERS.setdefault(asyncio.get_running_loop(), {})
     except RuntimeError:
         managers = {}
-    key = f"{url} {sorted(timeouts.items())}"
-    if key not in managers:
-        managers[key] = Sentinels(target.sentinels, sentinel_kwargs={**timeouts, **target.sentinel_kwargs})
-    return managers[key]
+    if url not in managers:
+        timeouts = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
+        made = managers[url] = Sentinels(target.sentinels, sentinel_kwargs={**timeouts, **target.sentinel_kwargs})
+        for one in made.sentinels:
+            pool = cast(Any, one).connection_pool
+            if issubclass(pool.connection_class, SSLConnection):
+                pool.connection_class = SharedTLSConnection
+    return managers[url]
+
+
+async def close_sentinels() -> None:
+    """Close the running loop's connections to sentinels (made again if a sentinel log is used again)."""
+    for made in _MANAGERS.pop(asyncio.get_running_loop(), {}).values():
+        for looking in made.looks():
+            looking.cancel()
+        for one in made.sentinels:
+            await cast(Any, one).aclose()
 
 
 def home(redis_client: Any) -> str | None:
