@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -80,18 +81,22 @@ def allow(url: str, *commands: str) -> None:
         redis_command(url, "ACL", "SETUSER", "default", *commands)
 
 
+@functools.cache
+def _rule_words() -> tuple[str, ...]:
+    """The docs' rule after ``ACL SETUSER tw``, its password ``nopass``: what the default user is given."""
+    return tuple("nopass" if word == ">pw" else word for word in marked_block("acl-rule", "text").split()[3:])
+
+
 def _restrict(port: int, replicates_as_given: bool) -> None:
     """The docs' rule on ``port``'s ``default`` user (no password), and ``ADMIN`` who may do anything, as whom
     the server replicates from another (``REPLICAOF``) unless its options name a user for it."""
     import redis
-    words = marked_block("acl-rule", "text").split()[3:]
     with redis.Redis(port=port) as plain:
         plain.execute_command("ACL", "SETUSER", ADMIN, "on", f">{ADMIN_PASSWORD}", "~*", "&*", "+@all")
         if not replicates_as_given:
             with contextlib.suppress(redis.ResponseError):      # a server whose CONFIG is renamed away
                 plain.execute_command("CONFIG", "SET", "masteruser", ADMIN, "masterauth", ADMIN_PASSWORD)
-        plain.execute_command("ACL", "SETUSER", "default", "reset",
-                              *("nopass" if word == ">pw" else word for word in words))
+        plain.execute_command("ACL", "SETUSER", "default", "reset", *_rule_words())
 
 
 def require_redis() -> str:

@@ -24,6 +24,7 @@ from ..endpoints.decide import refusal
 from ..endpoints.decisions import Answer
 from ..endpoints.page import page_answer
 from ..endpoints.params import RequestError
+from ..redislog.schemes import REDIS_SCHEMES, either
 from ..redislog.streams import LOG_URL_ENV
 from . import scope as asgi
 from .app import TokenStreams
@@ -34,9 +35,9 @@ __all__ = ["HostedLive", "hosted_app", "missing_log"]
 logger = logging.getLogger("tokenwire")
 
 # The log schemes a deployment of several instances can share.
-SHARED_SCHEMES = ("redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://")
+SHARED_SCHEMES = tuple(scheme for scheme in REDIS_SCHEMES if scheme != "unix://")
 # How a refusal names them.
-_SHARED = "a redis://, rediss://, redis+sentinel:// or rediss+sentinel:// URL"
+_SHARED = f"a {either(SHARED_SCHEMES)} URL"
 # The function's own path on Vercel (api/live.py): served as the page.
 FUNCTION_PATH = "/api/live"
 # A URL scheme (RFC 3986): what a refusal may quote of a log URL that is not a shared one.

@@ -68,6 +68,7 @@ from .aio import AsyncRedisLog
 from .clients import STALL_TIMEOUT_S
 from .redact import redact_url, scrub
 from .replies import Claim, entry_index
+from .schemes import REDIS_SCHEMES, either
 
 __all__ = [
     "DEFAULT_BLOCK_MS",
@@ -117,8 +118,7 @@ def _checked_url(url: str) -> SplitResult:
         sentinel.parse(url)               # the sentinels, the service, the primary's settings
         return parts
     if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"log URL must start with redis://, rediss://, unix://, {sentinel.SCHEME} or "
-                         f"{sentinel.TLS_SCHEME}, got {shown!r}")
+        raise ValueError(f"log URL must start with {either(REDIS_SCHEMES)}, got {shown!r}")
     try:
         redis.ConnectionPool.from_url(url)   # parses, connects to nothing
     except ValueError as exc:             # a port, a db or a redis-py setting that is not a number

@@ -123,6 +123,10 @@ class Sentinels(Sentinel):
     def __init__(self, sentinels: list[tuple[str, int]], sentinel_kwargs: dict[str, Any]) -> None:
         cast(Any, super()).__init__(sentinels, sentinel_kwargs={**sentinel_kwargs, "decode_responses": True})
         self._looks: dict[str, asyncio.Future[tuple[str, int]]] = {}
+        for one in self.sentinels:           # over TLS, on the context every connection shares
+            pool = cast(Any, one).connection_pool
+            if issubclass(pool.connection_class, SSLConnection):
+                pool.connection_class = SharedTLSConnection
 
     async def discover_master(self, service_name: str) -> tuple[str, int]:
         """The primary's address by the answer of the highest ``config-epoch`` among a majority of the
@@ -135,9 +139,12 @@ class Sentinels(Sentinel):
             looking.add_done_callback(lambda done: self._looked(service_name, done))
         return await asyncio.shield(looking)
 
-    def looks(self) -> list[asyncio.Future[tuple[str, int]]]:
-        """The looks under way."""
-        return list(self._looks.values())
+    async def aclose(self) -> None:
+        """Stop the looks under way and close the connections to the sentinels (made again if asked again)."""
+        for looking in list(self._looks.values()):
+            looking.cancel()
+        for one in self.sentinels:
+            await cast(Any, one).aclose()
 
     def _looked(self, service_name: str, done: asyncio.Future[tuple[str, int]]) -> None:
         """A look ended: the next asker asks again; its error is taken here too (its askers may all be gone)."""
@@ -272,21 +279,14 @@ def _sentinels(url: str, target: Target, timeout_s: float | None) -> Sentinels:
         managers = {}
     if url not in managers:
         timeouts = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
-        made = managers[url] = Sentinels(target.sentinels, sentinel_kwargs={**timeouts, **target.sentinel_kwargs})
-        for one in made.sentinels:
-            pool = cast(Any, one).connection_pool
-            if issubclass(pool.connection_class, SSLConnection):
-                pool.connection_class = SharedTLSConnection
+        managers[url] = Sentinels(target.sentinels, sentinel_kwargs={**timeouts, **target.sentinel_kwargs})
     return managers[url]
 
 
 async def close_sentinels() -> None:
     """Close the running loop's connections to sentinels (made again if a sentinel log is used again)."""
     for made in _MANAGERS.pop(asyncio.get_running_loop(), {}).values():
-        for looking in made.looks():
-            looking.cancel()
-        for one in made.sentinels:
-            await cast(Any, one).aclose()
+        await made.aclose()
 
 
 def home(redis_client: Any) -> str | None:

@@ -62,6 +62,7 @@ from ..core.tokenlog import (
     TokenLog,
 )
 from .redact import redact_url
+from .schemes import REDIS_SCHEMES, either
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
@@ -70,8 +71,6 @@ __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", 
 
 # The environment variable that selects the token log when --log is not given.
 LOG_URL_ENV = "TOKENWIRE_LOG_URL"
-# The URL schemes of a Redis log: TCP, TLS, a local socket (redis-py's from_url), a primary its sentinels name.
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+sentinel://", "rediss+sentinel://")
 
 
 def is_shared(log: TokenLog) -> bool:
@@ -247,8 +246,7 @@ def open_log(url: str | None, now: Callable[[], int], *, name: str | None = None
     if not url or url == "memory":
         return MemoryTokenLog(now)
     if not url.startswith(REDIS_SCHEMES):
-        raise ValueError(f"{setting} must be 'memory' or a redis://, rediss://, unix://, redis+sentinel:// or "
-                         f"rediss+sentinel:// URL, got {redact_url(url)!r}")
+        raise ValueError(f"{setting} must be 'memory' or a {either(REDIS_SCHEMES)} URL, got {redact_url(url)!r}")
     try:
         from .blocking import RedisTokenLog
     except ImportError as exc:
