@@ -21,8 +21,8 @@ from .frames import TokenItem
 if TYPE_CHECKING:
     from .channel import BoundedChannel, Outcome, Taken
 
-__all__ = ["TIMEOUT", "WRITE_FAILED", "Await", "Direct", "Effect", "Get", "Mailbox", "Process", "Put", "Send", "Sleep",
-           "Spawn", "TokenItem"]
+__all__ = ["TIMEOUT", "WRITE_FAILED", "Await", "Direct", "Effect", "Get", "Mailbox", "Process", "Put", "Run", "Send",
+           "Sleep", "Spawn", "Steps", "TokenItem"]
 
 
 class Mailbox(Protocol):
@@ -61,6 +61,35 @@ class Put:
 
     stream: Mailbox
     item: TokenItem
+
+
+class Steps(Protocol):
+    """A producer's model steps as ``Run`` has a driver take them: ``cost`` of making an index (ns), ``make`` it
+    (generate, log, and the stream's bookkeeping of ``Stream.passing``), ``cancelled`` to stop before the next."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def cost(self, index: int) -> int: ...
+    def make(self, index: int) -> TokenItem: ...
+
+
+@dataclass(slots=True)
+class Run:
+    """Take ``steps`` from ``index`` to ``end`` (excluded) as ``Sleep`` then ``Put`` each would, in the driver.
+
+    Returns the next index to make: ``index`` itself when the driver made
+    none (the simulation, for one: the process then yields the ``Sleep``
+    and ``Put`` itself), less than ``end`` when ``steps`` were cancelled.
+    A real-time driver runs a canned answer's tokens this way, one timer
+    callback each instead of a generator's two resumptions and two
+    effects; ``make``'s exception is raised inside the process.
+    """
+
+    stream: Mailbox
+    steps: Steps
+    index: int
+    end: int
 
 
 class Direct(Protocol):
@@ -129,5 +158,5 @@ class _WriteFailed:
 
 WRITE_FAILED: Final = _WriteFailed()
 
-Effect = Sleep | Put | Get | Send | Spawn | Await
+Effect = Sleep | Put | Get | Send | Spawn | Await | Run
 Process = Generator[Effect, Any, Any]

@@ -25,13 +25,13 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Protocol
 
-from .effects import Process, Put, Sleep
+from .effects import Mailbox, Process, Put, Run, Sleep
 from .endings import EarlyEnd
 from .frames import TokenItem
 from .model import Model
 from .tokenlog import LogError, StreamState, TokenLog
 
-__all__ = ["Canned", "Fed", "OnDisconnect", "Source"]
+__all__ = ["Canned", "CannedSteps", "Fed", "OnDisconnect", "Source"]
 
 
 class OnDisconnect(StrEnum):
@@ -41,8 +41,9 @@ class OnDisconnect(StrEnum):
     DETACH = "detach"
 
 
-class Fed(Protocol):
-    """What a source reads and changes of its stream (``Stream`` is one): these, and nothing private."""
+class Fed(Mailbox, Protocol):
+    """What a source reads and changes of its stream (``Stream`` is one): these, the ``Mailbox`` its tokens are
+    put to, and nothing private."""
 
     @property
     def stream_id(self) -> str: ...
@@ -66,6 +67,7 @@ class Fed(Protocol):
     def cancel(self) -> None: ...
     def idle(self) -> None: ...
     def pass_on(self, item: TokenItem) -> Put: ...
+    def passing(self, item: TokenItem) -> None: ...
     def ended(self, total: int, ending: EarlyEnd | None = None) -> None: ...
     def stopped_at(self, total: int) -> None: ...
     def lose(self, reached: int) -> None: ...
@@ -128,27 +130,34 @@ class Canned(Source):
         return self.model.steps
 
     def produce(self, stream: Fed, start: int) -> Process:
-        """Generate ``start..length-1``, checking for cancellation before each token.
+        """Generate ``start..length-1``, checking for cancellation before each token: as a ``Run`` of the driver's
+        where it takes one, else a ``Sleep`` and a ``Put`` per token.
 
         A log error (the stream was evicted) stops it and ends the attached
         connections without ``done``; the error is re-raised to the driver.
         """
-        cost, generate, append, sid = self.model.cost_ns, self.model.generate, stream.log.append, stream.stream_id
+        steps, index, end = CannedSteps(self.model, stream), start, stream.total
+        lane = True                                 # the driver may take the steps (``Run``) until it once does not
         try:
-            for index in range(start, stream.total):
+            while index < end:
                 if stream.cancelled:
                     self._cancelled(stream, index)
                     return
-                yield Sleep(cost(index))
-                token = generate(index)
-                append(sid, index, token)
-                yield stream.pass_on(TokenItem(index, token))
+                if lane:
+                    ran = yield Run(stream, steps, index, end)
+                    if ran != index:
+                        index = ran
+                        continue
+                    lane = False
+                yield Sleep(steps.cost(index))
+                yield Put(stream, steps.make(index))
+                index += 1
             if stream.ending is not None:           # ended under the producer (a reader found the log lost it)
                 return
             if stream.stopping:                     # asked to stop as the last token was made
                 self._stopped(stream, stream.total)
                 return
-            stream.log.set_state(sid, StreamState.DONE)
+            stream.log.set_state(stream.stream_id, StreamState.DONE)
             stream.ended(stream.total)
         except LogError as exc:
             stream.abandon(exc)
@@ -172,3 +181,25 @@ class Canned(Source):
             return
         stream.idle()
         stream.log.set_state(stream.stream_id, StreamState.CANCELLED)
+
+
+class CannedSteps:
+    """A canned model's steps on ``stream`` (``Steps``): its cost per index, and making one: generate, append to
+    the log, ``Stream.passing``; the same whether a driver's ``Run`` takes them or the producer does."""
+
+    __slots__ = ("_append", "_generate", "_passing", "_sid", "_stream", "cost")
+
+    def __init__(self, model: Model, stream: Fed) -> None:
+        self.cost, self._generate, self._stream = model.cost_ns, model.generate, stream
+        self._append, self._sid, self._passing = stream.log.append, stream.stream_id, stream.passing
+
+    @property
+    def cancelled(self) -> bool:
+        return self._stream.cancelled
+
+    def make(self, index: int) -> TokenItem:
+        token = self._generate(index)
+        self._append(self._sid, index, token)
+        item = TokenItem(index, token)
+        self._passing(item)
+        return item

@@ -1,17 +1,14 @@
 """One stream: its token log, the producer its source runs, and the connections that read it.
 
-How this works: the producer (its ``Source``'s) makes index ``i`` (a canned
-model's step paid for with a ``Sleep``, your model's next token, or a token
-another instance logged), appends it to the log and ``Put``s it to whichever
-channel is attached.  A connection attaches a fresh channel with ``connect(cursor)``,
-which is atomic (one thread, no await inside it): every index already in the log
-at that moment is replayed by the writer from the log, every later one
-arrives through the channel.  So a reconnect never misses an index that was
-generated while it was away and never gets one twice.
+How this works: the producer (its ``Source``'s) makes index ``i`` (a canned model's step paid for with a
+``Sleep``, your model's next token, or a token another instance logged), appends it to the log and ``Put``s it
+to whichever channel is attached. A connection attaches a fresh channel with ``connect(cursor)``, which is
+atomic (one thread, no await inside it): every index already in the log at that moment is replayed by the
+writer from the log, every later one arrives through the channel. So a reconnect never misses an index that
+was generated while it was away and never gets one twice.
 
-If no producer is running when a connection attaches (it finished, or was
-cancelled when the last reader left), ``connect`` hands back a new producer
-that starts at the log's length: generation continues from the logged
+If no producer is running when a connection attaches (it finished, or was cancelled when the last reader left),
+``connect`` hands back a new producer that starts at the log's length: generation continues from the logged
 prefix, and the log refuses any second append of an index.
 
 ``on_disconnect`` says what a reader leaving does: ``cancel`` (the producer
@@ -29,14 +26,11 @@ the stream (``StreamLost``: Redis evicted them), nothing can be replayed or
 generated again: every reader gets what it was given, then the early
 ``done`` with ``"reason": "lost"``, and a resume gets the log's 410.
 
-Several readers of one stream: the first connection to attach is the
-stream's reader of record, the one whose channel the producer paces to and
-whose policy applies.  A connection that attaches while that reader is still
-attached follows the log instead: its channel is a doorbell the producer
-rings after each append, and its writer sends every index after its own
-cursor from the log, so no reader kicks another off and each gets every
-index once.  A reader leaving cancels the producer (``cancel``) only when no
-other reader is attached.
+Several readers of one stream: the first connection to attach is the stream's reader of record, the one whose
+channel the producer paces to and whose policy applies. A connection that attaches while that reader is still
+attached follows the log instead: its channel is a doorbell the producer rings after each append, and its writer
+sends every index after its own cursor from the log, so no reader kicks another off and each gets every index
+once. A reader leaving cancels the producer (``cancel``) only when no other reader is attached.
 
 What fills the log is the stream's ``Source`` (``sources``): the canned
 answer (``Canned``; ``redislog.streams.SharedCanned`` on a shared log) or
@@ -303,12 +297,16 @@ class Stream:
         self.changes.changed()
 
     def pass_on(self, item: TokenItem) -> Put:
-        """The ``Put`` a producer yields for a logged ``item``, the followers rung first (a call, not a generator)."""
+        """The ``Put`` a producer yields for a logged ``item``, after ``passing`` (a call, not a generator)."""
+        self.passing(item)
+        return Put(self, item)
+
+    def passing(self, item: TokenItem) -> None:
+        """A logged ``item`` is about to be offered here: it is the last index offered, the followers rung first."""
         if item.index > self.offered:
             self.offered = item.index
         if self.followers:
             self.ring(item)
-        return Put(self, item)
 
     def ring(self, item: TokenItem) -> None:
         """Tell the followers the log has grown (a full doorbell is already rung)."""

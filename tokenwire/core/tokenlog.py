@@ -273,17 +273,20 @@ class MemoryTokenLog:
         """Log ``token`` at ``index``; raises ``IndexConflict`` unless ``index == length``."""
         now = self._now()
         with self._lock:
-            entry = self._entry(stream_id, now)
-            expected = entry.first + len(entry.tokens)
+            entry = self._streams.get(stream_id)
+            if entry is None or entry.created_ns < now - self.max_age_ns:
+                entry = self._entry(stream_id, now)    # evicted here (UnknownStream), as every other call does
+            tokens = entry.tokens
+            expected = entry.first + len(tokens)
             if index != expected or index >= entry.total:
                 raise IndexConflict(stream_id, index, expected)
-            entry.tokens.append(token)
+            tokens.append(token)
             entry.written_ns = now
             self.appended += 1
             self._streams.move_to_end(stream_id)
-            if len(entry.tokens) > self.max_tokens:
-                drop = len(entry.tokens) - self.max_tokens
-                del entry.tokens[:drop]
+            if len(tokens) > self.max_tokens:
+                drop = len(tokens) - self.max_tokens
+                del tokens[:drop]
                 entry.first += drop
                 self.trimmed += drop
 

@@ -148,17 +148,17 @@ async def resume_chat(endpoints: Endpoints, request: LiveRequest, name: str) -> 
         if ended:
             return Answer(204, rules.NO_CONTENT_HEADERS)      # nothing generating: DefaultChatTransport's 204
         start = 0
-    try:
-        frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
-                                              asked)
-    except PastTheEnd:                                      # a shared log went back: lost, or it grew meanwhile
-        if registry.aio is None:
-            raise
-        await rules.lost_if_behind(registry, stream_id, generated)
-        generated, state = await registry.progress_async(stream_id)
-        ended = state is not StreamState.GENERATING
-        frames, cursor, extra = await _placed(registry, stream_id, start, (generated, ended, _failed(live.stream)),
-                                              asked)
+    while True:
+        try:
+            frames, cursor, extra = await _placed(registry, stream_id, start,
+                                                  (generated, ended, _failed(live.stream)), asked)
+            break
+        except PastTheEnd:                                  # a shared log went back: lost, or it grew meanwhile
+            if registry.aio is None:
+                raise
+            await rules.lost_if_behind(registry, stream_id, generated)
+            generated, state = await registry.progress_async(stream_id)
+            ended = state is not StreamState.GENERATING
     await registry.check_cursor_async(stream_id, cursor)     # a 410 now, while a status can say so
     if frames.start == 0:                                   # it sends `start`: with the message it goes on with
         frames.message_id = await endpoints.continued.get(stream_id)

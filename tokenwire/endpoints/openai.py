@@ -285,15 +285,16 @@ async def retrieve_response(endpoints: Endpoints, request: LiveRequest, response
         return _whole(answered, await _logged(registry, stream_id, generated), _status(state, ending), ending,
                       background)
     # Where the reader is in the log so far (a trimmed log is a 410 now, while a status can say so).
-    try:
-        resumed = resume(answered, background, after, await _logged(registry, stream_id, generated), ended)
-    except PastTheEnd:                          # a shared log went back: lost, or it grew meanwhile
-        if registry.aio is None:
-            raise
-        await rules.lost_if_behind(registry, stream_id, generated)
-        generated, state = await registry.progress_async(stream_id)
-        resumed = resume(answered, background, after, await _logged(registry, stream_id, generated),
-                         state is not StreamState.GENERATING)
+    while True:
+        try:
+            resumed = resume(answered, background, after, await _logged(registry, stream_id, generated), ended)
+            break
+        except PastTheEnd:                      # a shared log went back: lost, or it grew meanwhile (look again)
+            if registry.aio is None:
+                raise
+            await rules.lost_if_behind(registry, stream_id, generated)
+            generated, state = await registry.progress_async(stream_id)
+            ended = state is not StreamState.GENERATING
     rules.take_slot(registry)
     return OpenStream(live, resumed.cursor, None, None, None, resumed.rendering, resumed=after >= 0)
 

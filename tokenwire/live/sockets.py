@@ -159,19 +159,19 @@ class TransportWire:
 
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
         """Write ``frame``; True if the kernel took it, False if the peer is gone, None: ``resume`` is called later."""
-        if self.failure is not None or self.transport.is_closing():
+        transport = self.transport
+        if self.failure is not None or transport.is_closing():
             self.failure = self.failure or "connection closed"
             return False
-        self.transport.write(frame)
-        start = self.bytes_sent
+        transport.write(frame)
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if TOKEN_MARK in frame:         # one token frame, or several written together (a replay)
-            marks = frame.count(TOKEN_MARK)
-            self.tokens_sent += marks
-            if self.sample:             # where each token frame ends, for the demo's kernel figures
-                self._token_ends.extend(_token_ends(frame, start) if marks > 1 else (self.bytes_sent,))
+        marks = frame.count(TOKEN_MARK)     # one token frame, several written together (a replay), or none
+        self.tokens_sent += marks
         if self.sample:
+            if marks:                       # where each token frame ends, for the demo's kernel figures
+                start = self.bytes_sent - len(frame)
+                self._token_ends.extend(_token_ends(frame, start) if marks > 1 else (self.bytes_sent,))
             self._sample()
         if not self.paused:
             return True

@@ -23,18 +23,24 @@ either made 200 in-process streams 3-8% slower per token.
 - ``Spawn``: the new process starts on the next loop turn.
 - ``Await``: the awaitable runs as a task; the process resumes with its
   result, or has its exception thrown in.
+- ``Run``: a canned producer's tokens, taken here (``_make``) rather than
+  stepped: a timer per token and no generator in between; the process goes
+  on (with the index it reached) when the run ends or is cancelled.
 
-The per-token path, when the reader is caught up (its writer waits in a
-``Get`` on its empty channel): a timer tick resumes the producer
-(``Sleep``), which makes the token, appends it to the log and yields the
-``Put`` of ``Stream.pass_on``; here the ``Put`` finds that writer the only
-process parked on the stream (``ParkingLot.only_getter``), counts the token
-on its channel (``Stream.hand_over``), renders the frame with the writer's
-own ``Writer`` (``Get.direct``) and writes it to the wire (``_hand``); the
-writer goes on waiting and the producer on to its next ``Sleep``: one step,
-no loop turn, no wake-up of the writer.  A slower reader's tokens wait in
-the channel and its writer is woken to send them, several in one write
-when they are ready together.
+The per-token path, top to bottom in ``_make``, when the producer runs its
+tokens as a ``Run`` and the reader is caught up (its writer waits in a
+``Get`` on its empty channel): the token's timer fires; the token is made
+(``Steps.make``: generated, appended to the log, the stream's bookkeeping);
+``ParkingLot.only_getter`` finds that writer the only process parked on
+the stream, ``Stream.hand_over`` counts the token on its channel, and
+``_hand`` renders the frame with the writer's own ``Writer`` (``Get.direct``)
+and writes it to the wire; then the next token's timer.  One callback, no
+loop turn, no wake-up of the writer, no generator resumed.  A slower
+reader's tokens are offered to its channel (``exchange.put``, as a ``Put``
+would: a full ``block`` channel parks the producer, and the run goes on
+when it is woken) and its writer is woken to send them, several in one
+write when they are ready together.  A producer that is not a ``Run``
+(your model's tokens, a shared log's) takes the same path from its ``Put``.
 
 Effects that complete at once are performed back to back, up to
 ``STEPS_PER_TURN``, before the loop gets a turn.  A process that finishes
@@ -53,7 +59,7 @@ from typing import Any
 
 from ..core.channel import Outcome, Taken
 from ..core.clock import RealClock
-from ..core.effects import WRITE_FAILED, Await, Get, Process, Put, Send, Sleep, Spawn
+from ..core.effects import WRITE_FAILED, Await, Get, Process, Put, Run, Send, Sleep, Spawn
 from ..core.exchange import get, put
 from ..core.frames import TokenItem
 from .parking import ParkingLot
@@ -95,7 +101,7 @@ class LoopDriver:
         self._now = self.clock.now
         self._timers: Timers[Proc] = Timers(self.loop, self._now, precise)
         self._lot = ParkingLot(self.loop, self._now, self._wake)
-        self._resumed, self._delivered = self._step, self._deliver     # what a timer calls back, made once
+        self._resumed, self._delivered, self._made = self._step, self._deliver, self._make   # timers' calls, made once
         self._private: PrivateLoop | None = None
 
     @property
@@ -161,7 +167,7 @@ class LoopDriver:
         connection behind the wire alive until it fired) and its wires."""
         self._lot.forget(p)
         p.wire = p.memory = None
-        p.resume = p.drained = p.held = None
+        p.resume = p.drained = p.held = p.run = None
         p.hook = UNCHECKED
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
@@ -199,7 +205,7 @@ class LoopDriver:
                 stream, lot = effect.stream, self._lot
                 reader = lot.only_getter(stream)
                 if reader is not None and stream.hand_over(effect.item):    # caught up: its token is written now
-                    self._hand(reader, effect.item)
+                    self._hand(reader, effect.item, now())
                     value = Outcome.ACCEPTED
                     continue
                 value = put(effect, -1, now)
@@ -218,6 +224,11 @@ class LoopDriver:
             elif type(effect) is Spawn:
                 (self.spawn_hook or self.spawn)(effect.process)
                 value = None
+            elif type(effect) is Run:
+                p.run = effect
+                p.deadline += effect.steps.cost(effect.index)
+                self._timers.at(p.deadline, self._made, p)
+                return
             elif type(effect) is Await:
                 task = asyncio.ensure_future(effect.awaitable, loop=self.loop)
                 task.add_done_callback(partial(self._awaited, p))
@@ -226,7 +237,53 @@ class LoopDriver:
                 value, error = None, TypeError(f"a process yielded {effect!r}, not an effect")
         self.loop.call_soon(self._step, p, value)
 
-    def _hand(self, reader: Proc, item: TokenItem) -> None:
+    # -- a producer's lane (``Run``) -------------------------------------------
+    def _make(self, p: Proc) -> None:
+        """The per-token path of a ``Run``: its next token is due.  It is made (generated, logged), then handed to a
+        caught-up reader and written (``_hand``), or offered to the stream's channel (``exchange.put``; a full
+        ``block`` channel parks the producer, ``_wake`` goes on); then the next token's timer, or back to the
+        process when the run is over or cancelled."""
+        run = p.run
+        if run is None:
+            return                                    # the process ended (``close``) while its timer was due
+        lot, now = self._lot, self._now()
+        lot.holding += 1
+        try:
+            try:
+                item = run.steps.make(run.index)
+            except Exception as exc:  # noqa: BLE001 - the model's or the log's error, raised inside the process
+                p.run = None
+                self._advance(p, None, exc)
+            else:
+                run.index += 1
+                stream = run.stream
+                reader = lot.only_getter(stream)
+                if reader is not None and stream.hand_over(item):     # caught up: its token is written now
+                    self._hand(reader, item, now)
+                    if not self._ran(p, run, now):
+                        self._advance(p, run.index, None)
+                else:
+                    offer = Put(stream, item)
+                    if put(offer, -1, self._now) is Outcome.FULL:
+                        lot.park(p, offer, self._now())
+                    elif not self._ran(p, run, now):
+                        self._advance(p, run.index, None)
+        finally:
+            lot.holding -= 1
+        if not lot.holding and lot.due:
+            lot.flush()
+
+    def _ran(self, p: Proc, run: Run, now: int = -1) -> bool:
+        """``run``'s token is offered: True if its next is timed, False if the run is over (or cancelled) and the
+        process is to go on with the index it reached (``now``: the clock as the caller read it, -1: not read)."""
+        if run.index < run.end and not run.steps.cancelled:
+            p.deadline += run.steps.cost(run.index)
+            self._timers.at(p.deadline, self._made, p, now)
+            return True
+        p.run = None
+        return False
+
+    def _hand(self, reader: Proc, item: TokenItem, now: int) -> None:
         """Give ``item`` to ``reader``, a writer waiting caught up in a Get (``ParkingLot.only_getter``).  One that
         lets the driver write for it (``Get.direct``, on a socket's or an ASGI wire) has the frame written here and
         goes on waiting, its heartbeat counted from now; any other is woken with the item."""
@@ -245,7 +302,7 @@ class LoopDriver:
         taken = wire.send(frame, reader.drained)
         if taken:
             direct.wrote(item)
-            self._lot.wrote(reader, self._now())
+            self._lot.wrote(reader, now)
             return
         self._lot.unpark(reader)
         if taken is False:
@@ -277,6 +334,11 @@ class LoopDriver:
         now = self._now()
         if now > p.deadline:
             p.deadline = now                           # time blocked is not a debt to repay
+        run = p.run
+        if run is not None:                            # a run's offer waited: its next token, or the process goes on
+            if self._ran(p, run):
+                return
+            value = run.index
         if self._lot.holding:
             self._advance(p, value, None)
         else:

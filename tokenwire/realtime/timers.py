@@ -43,9 +43,11 @@ class Timers(Generic[T]):
         self._loop, self._now, self.precise = loop, now, precise
         self._ticks: dict[int, list[tuple[Callable[[T], None], T]]] = {}
 
-    def at(self, deadline: int, callback: Callable[[T], None], arg: T) -> None:
-        """Call ``callback(arg)`` at ``deadline`` (ns on the clock), or on the next loop turn if it has passed."""
-        now = self._now()
+    def at(self, deadline: int, callback: Callable[[T], None], arg: T, now: int = -1) -> None:
+        """Call ``callback(arg)`` at ``deadline`` (ns on the clock), or on the next loop turn if it has passed;
+        ``now``: the clock as the caller just read it (-1: read it here)."""
+        if now < 0:
+            now = self._now()
         left = deadline - now
         if left <= 0:
             self._loop.call_soon(callback, arg)
