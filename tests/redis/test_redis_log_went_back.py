@@ -46,8 +46,9 @@ def _went_back(own_redis: RedisServer) -> tuple[str, int]:
         stream_id = client.post("/streams", params={"tokens": 277, "producer_ms": 20}).json()["stream_id"]
         keys = stream_keys(own_redis.url, stream_id)
         first = _read_until(client, f"/streams/{stream_id}/events", 9)
-        saved = {key: raw.dump(key) for key in keys[:2]}                  # what a lagging replica holds
-        held = int(raw.xlen(keys[1]))
+        at_once = raw.pipeline(transaction=True)            # MULTI: no token appended between the three
+        *dumps, held = at_once.dump(keys[0]).dump(keys[1]).xlen(keys[1]).execute()
+        saved = dict(zip(keys[:2], dumps, strict=True))                             # what a lagging replica holds
         rest = _read_until(client, f"/streams/{stream_id}/events", 39, **{"Last-Event-ID": "9"})
     assert first + rest == list(range(40)) and held < 40, (held, first, rest)
     raw.delete(*keys)
