@@ -196,7 +196,7 @@ def test_a_canned_stream_a_reader_found_lost_ends_lost_not_done():
     """A follower's writer finds the log lost the stream (``lose``) while the owner's producer is mid-Put: the
     producer ends there, without marking the stream done or taking the "lost" ending away."""
     from tokenwire.core.channel import Outcome
-    from tokenwire.core.effects import Await, Put, Sleep
+    from tokenwire.core.effects import Await, Put, RunLogged, Sleep
     from tokenwire.redislog.replies import Claim
     from tokenwire.redislog.streams import SharedCanned
 
@@ -205,7 +205,8 @@ def test_a_canned_stream_a_reader_found_lost_ends_lost_not_done():
     producer = stream.source.produce(stream, 0)
     effect = next(producer)
     assert isinstance(effect, Await) and effect.awaitable[0] == "claim"
-    assert isinstance(producer.send(Claim(owned=True, length=0, owner="A")), Sleep)
+    assert isinstance(producer.send(Claim(owned=True, length=0, owner="A")), RunLogged)
+    assert isinstance(producer.send(0), Sleep)        # the driver took none (the simulation): a step at a time
     assert producer.send(None).awaitable[0] == "append_future"
     assert isinstance(producer.send(None), Put)                       # token 0 goes to the reader
     stream.lose(1)                                                    # a reader's writer: the log lost the stream
@@ -244,3 +245,30 @@ def test_an_owner_whose_producer_a_log_error_stopped_follows_the_log_on_the_next
 
     first, ending = asyncio.run(scenario())
     assert (first, ending) == ("wait_after", None)
+
+
+def test_the_owner_s_lane_stops_where_a_reader_found_the_log_lost_the_stream():
+    """As above, with the driver's lane taking the tokens (``RunLogged``): token 0 is logged and offered, then a
+    reader finds the stream lost; the lane stops before token 1 and the producer ends without ``done``."""
+    from tokenwire.core.effects import RunLogged
+    from tokenwire.redislog.replies import Claim
+    from tokenwire.redislog.streams import SharedCanned
+
+    log = MemoryTokenLog(lambda: 0)
+    stream = Stream("s", SharedCanned(Model(ANSWER[:3], _spec().timing()), _Calls()), log)   # type: ignore[arg-type]
+    producer = stream.source.produce(stream, 0)
+    next(producer)
+    run = producer.send(Claim(owned=True, length=0, owner="A"))
+    assert isinstance(run, RunLogged) and (run.index, run.end) == (0, 3)
+    got = []
+    run.steps.start(0, got.append)                 # generated, its append queued (on the stand-in: nowhere)
+    assert got == [] and stream.offered == -1      # nothing offered before the round acknowledges it
+    run.steps._told(None)                          # the round: logged
+    assert [(item.index, item.text) for item in got] == [(0, ANSWER[0])] and stream.offered == 0
+    run.index = 1
+    assert not run.steps.cancelled
+    stream.lose(1)
+    assert run.steps.cancelled                     # the driver times no token 1
+    with pytest.raises(StopIteration):
+        producer.send(run.index)                   # the lane's end: nothing more, no set_state(done)
+    assert stream.ending is not None and stream.ending.reason == "lost"

@@ -12,7 +12,7 @@ frozen one costs three times as much to build.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -21,8 +21,8 @@ from .frames import TokenItem
 if TYPE_CHECKING:
     from .channel import BoundedChannel, Outcome, Taken
 
-__all__ = ["TIMEOUT", "WRITE_FAILED", "Await", "Direct", "Effect", "Get", "Mailbox", "Process", "Put", "Run", "Send",
-           "Sleep", "Spawn", "Steps", "TokenItem"]
+__all__ = ["TIMEOUT", "WRITE_FAILED", "Await", "Direct", "Effect", "Get", "LaterSteps", "Mailbox", "Process", "Put",
+           "Run", "RunLogged", "Send", "Sleep", "Spawn", "Steps", "TokenItem"]
 
 
 class Mailbox(Protocol):
@@ -88,6 +88,30 @@ class Run:
 
     stream: Mailbox
     steps: Steps
+    index: int
+    end: int
+
+
+class LaterSteps(Protocol):
+    """Steps a shared log makes later (``RunLogged``): ``start`` generates ``index`` and queues its append, and
+    ``done`` is called with the item once the log holds it (in the round that carried it), or with the error."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def cost(self, index: int) -> int: ...
+    def start(self, index: int, done: Callable[[TokenItem | BaseException], None]) -> None: ...
+
+
+@dataclass(slots=True)
+class RunLogged:
+    """As ``Run``, for steps whose append is acknowledged later (``LaterSteps``): each token is offered once the
+    log has it, and the next is timed from there, as a ``Sleep``, an ``Await`` of the append and a ``Put`` would
+    be; a real-time driver takes them with no generator, future or loop turn in between.  ``start``'s or the
+    log's exception is raised inside the process, whose ``index`` is then the one that failed."""
+
+    stream: Mailbox
+    steps: LaterSteps
     index: int
     end: int
 
@@ -158,5 +182,5 @@ class _WriteFailed:
 
 WRITE_FAILED: Final = _WriteFailed()
 
-Effect = Sleep | Put | Get | Send | Spawn | Await | Run
+Effect = Sleep | Put | Get | Send | Spawn | Await | Run | RunLogged
 Process = Generator[Effect, Any, Any]

@@ -24,7 +24,7 @@ from typing import Any
 
 from .channel import Outcome, Taken
 from .clock import VirtualClock
-from .effects import Await, Get, Process, Put, Run, Send, Sleep, Spawn
+from .effects import Await, Get, Process, Put, Run, RunLogged, Send, Sleep, Spawn
 from .exchange import get, put
 from .reader import Wire
 
@@ -75,7 +75,7 @@ class Simulation:
     def _step(self, proc: Process, wire: Wire | None, value: object) -> None:
         try:
             effect = proc.send(value)
-            while type(effect) is Run:      # the virtual clock runs no lane: the process takes each step itself
+            while type(effect) is Run or type(effect) is RunLogged:   # no lane here: the process takes each step
                 effect = proc.send(effect.index)
         except StopIteration as stop:
             self.results[id(proc)] = stop.value

@@ -5,6 +5,8 @@ How this works, one module per responsibility:
 - ``driver``: ``LoopDriver``, the interpreter of effects (the simulation's
   twin in real time); what a ``Put``/``Get`` does is the core's
   ``exchange``, shared with the simulation.
+- ``lanes``: the per-token path, a producer's tokens the driver takes
+  itself (a canned answer's ``Run``, a shared log's ``RunLogged``).
 - ``timers``: deadline timers (one loop timer per millisecond for a
   server's deadlines; a ``precise`` mode that spins the last stretch).
 - ``parking``: processes waiting on a stream, retried when its notifier rings.

@@ -23,24 +23,10 @@ either made 200 in-process streams 3-8% slower per token.
 - ``Spawn``: the new process starts on the next loop turn.
 - ``Await``: the awaitable runs as a task; the process resumes with its
   result, or has its exception thrown in.
-- ``Run``: a canned producer's tokens, taken here (``_make``) rather than
-  stepped: a timer per token and no generator in between; the process goes
-  on (with the index it reached) when the run ends or is cancelled.
-
-The per-token path, top to bottom in ``_make``, when the producer runs its
-tokens as a ``Run`` and the reader is caught up (its writer waits in a
-``Get`` on its empty channel): the token's timer fires; the token is made
-(``Steps.make``: generated, appended to the log, the stream's bookkeeping);
-``ParkingLot.only_getter`` finds that writer the only process parked on
-the stream, ``Stream.hand_over`` counts the token on its channel, and
-``_hand`` renders the frame with the writer's own ``Writer`` (``Get.direct``)
-and writes it to the wire; then the next token's timer.  One callback, no
-loop turn, no wake-up of the writer, no generator resumed.  A slower
-reader's tokens are offered to its channel (``exchange.put``, as a ``Put``
-would: a full ``block`` channel parks the producer, and the run goes on
-when it is woken) and its writer is woken to send them, several in one
-write when they are ready together.  A producer that is not a ``Run``
-(your model's tokens, a shared log's) takes the same path from its ``Put``.
+- ``Run``, ``RunLogged``: a producer's tokens, taken by the driver's lanes
+  (``lanes``: the per-token path, top to bottom) rather than stepped: a
+  timer per token and no generator in between; the process goes on (with
+  the index it reached) when the run ends or is cancelled.
 
 Effects that complete at once are performed back to back, up to
 ``STEPS_PER_TURN``, before the loop gets a turn.  A process that finishes
@@ -59,9 +45,9 @@ from typing import Any
 
 from ..core.channel import Outcome, Taken
 from ..core.clock import RealClock
-from ..core.effects import WRITE_FAILED, Await, Get, Process, Put, Run, Send, Sleep, Spawn
+from ..core.effects import Await, Get, Process, Put, Run, RunLogged, Send, Sleep, Spawn
 from ..core.exchange import get, put
-from ..core.frames import TokenItem
+from .lanes import AWAIT_DEBT_NS, Lanes
 from .parking import ParkingLot
 from .private import PrivateLoop
 from .procs import UNCHECKED, Proc
@@ -70,11 +56,6 @@ from .wires import LoopWire, Wire
 
 __all__ = ["AWAIT_DEBT_NS", "STEPS_PER_TURN", "LoopDriver"]
 
-# How far behind its deadline an Await may leave a process before the deadline
-# moves to the present: a Redis round trip per token (well under this) is
-# absorbed by the next Sleep, as a blocking call was; a follower that waited
-# a second on the log and then generates does not rush to catch up.
-AWAIT_DEBT_NS = 10_000_000
 # Effects a process may perform back to back before the loop gets a turn:
 # a writer replaying a long log to a fast socket must not starve the others.
 STEPS_PER_TURN = 64
@@ -101,7 +82,9 @@ class LoopDriver:
         self._now = self.clock.now
         self._timers: Timers[Proc] = Timers(self.loop, self._now, precise)
         self._lot = ParkingLot(self.loop, self._now, self._wake)
-        self._resumed, self._delivered, self._made = self._step, self._deliver, self._make   # timers' calls, made once
+        self._resumed, self._delivered = self._step, self._deliver    # the timers' calls, made once
+        self._lanes = Lanes(self._lot, self._timers, self._now, self._live, advance=self._advance, step=self._step,
+                            wake=self._wake)
         self._private: PrivateLoop | None = None
 
     @property
@@ -167,7 +150,7 @@ class LoopDriver:
         connection behind the wire alive until it fired) and its wires."""
         self._lot.forget(p)
         p.wire = p.memory = None
-        p.resume = p.drained = p.held = p.run = None
+        p.resume = p.drained = p.held = p.run = p.logged = None
         p.hook = UNCHECKED
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
@@ -205,7 +188,7 @@ class LoopDriver:
                 stream, lot = effect.stream, self._lot
                 reader = lot.only_getter(stream)
                 if reader is not None and stream.hand_over(effect.item):    # caught up: its token is written now
-                    self._hand(reader, effect.item, now())
+                    self._lanes.hand(reader, effect.item, now())
                     value = Outcome.ACCEPTED
                     continue
                 value = put(effect, -1, now)
@@ -224,10 +207,8 @@ class LoopDriver:
             elif type(effect) is Spawn:
                 (self.spawn_hook or self.spawn)(effect.process)
                 value = None
-            elif type(effect) is Run:
-                p.run = effect
-                p.deadline += effect.steps.cost(effect.index)
-                self._timers.at(p.deadline, self._made, p)
+            elif type(effect) is Run or type(effect) is RunLogged:
+                self._lanes.begin(p, effect)
                 return
             elif type(effect) is Await:
                 task = asyncio.ensure_future(effect.awaitable, loop=self.loop)
@@ -237,97 +218,6 @@ class LoopDriver:
                 value, error = None, TypeError(f"a process yielded {effect!r}, not an effect")
         self.loop.call_soon(self._step, p, value)
 
-    # -- a producer's lane (``Run``) -------------------------------------------
-    def _make(self, p: Proc) -> None:
-        """The per-token path of a ``Run``: its next token is due.  It is made (generated, logged), then handed to a
-        caught-up reader and written (``_hand``), or offered to the stream's channel (``exchange.put``; a full
-        ``block`` channel parks the producer, ``_wake`` goes on); then the next token's timer, or back to the
-        process when the run is over or cancelled."""
-        run = p.run
-        if run is None:
-            return                                    # the process ended (``close``) while its timer was due
-        lot, now = self._lot, self._now()
-        lot.holding += 1
-        try:
-            try:
-                item = run.steps.make(run.index)
-            except Exception as exc:  # noqa: BLE001 - the model's or the log's error, raised inside the process
-                p.run = None
-                self._advance(p, None, exc)
-            else:
-                run.index += 1
-                stream = run.stream
-                reader = lot.only_getter(stream)
-                if reader is not None and stream.hand_over(item):     # caught up: its token is written now
-                    self._hand(reader, item, now)
-                    if not self._ran(p, run, now):
-                        self._advance(p, run.index, None)
-                else:
-                    offer = Put(stream, item)
-                    if put(offer, -1, self._now) is Outcome.FULL:
-                        lot.park(p, offer, self._now())
-                    elif not self._ran(p, run, now):
-                        self._advance(p, run.index, None)
-        finally:
-            lot.holding -= 1
-        if not lot.holding and lot.due:
-            lot.flush()
-
-    def _ran(self, p: Proc, run: Run, now: int = -1) -> bool:
-        """``run``'s token is offered: True if its next is timed, False if the run is over (or cancelled) and the
-        process is to go on with the index it reached (``now``: the clock as the caller read it, -1: not read)."""
-        if run.index < run.end and not run.steps.cancelled:
-            p.deadline += run.steps.cost(run.index)
-            self._timers.at(p.deadline, self._made, p, now)
-            return True
-        p.run = None
-        return False
-
-    def _hand(self, reader: Proc, item: TokenItem, now: int) -> None:
-        """Give ``item`` to ``reader``, a writer waiting caught up in a Get (``ParkingLot.only_getter``).  One that
-        lets the driver write for it (``Get.direct``, on a socket's or an ASGI wire) has the frame written here and
-        goes on waiting, its heartbeat counted from now; any other is woken with the item."""
-        waiting = reader.effect
-        assert type(waiting) is Get
-        direct, wire = waiting.direct, reader.wire
-        if direct is None or wire is None:
-            self._lot.unpark(reader)
-            self._wake(reader, item)
-            return
-        frame = direct.frame(item)
-        if frame is None:
-            return                                    # sent already: it goes on waiting
-        if reader.drained is None:
-            reader.drained = partial(self._written, reader)     # made once, as ``resume``
-        taken = wire.send(frame, reader.drained)
-        if taken:
-            direct.wrote(item)
-            self._lot.wrote(reader, now)
-            return
-        self._lot.unpark(reader)
-        if taken is False:
-            self._wake(reader, WRITE_FAILED)          # the peer is gone
-        else:
-            reader.held = (waiting, item)             # the wire calls ``_written`` when it has drained
-
-    def _written(self, reader: Proc, taken: bool) -> None:
-        """A frame ``_hand`` wrote for ``reader`` drained (``taken``), or the peer went away meanwhile: the writer
-        counts it and waits in its Get again, or ends."""
-        held, reader.held = reader.held, None
-        if reader not in self._live or held is None:
-            return
-        if not taken:
-            self._wake(reader, WRITE_FAILED)
-            return
-        waiting, item = held
-        assert waiting.direct is not None
-        waiting.direct.wrote(item)
-        got = get(waiting, self._now)
-        if got is Taken.EMPTY:
-            self._lot.park(reader, waiting, self._now())
-        else:
-            self._wake(reader, got)
-
     def _wake(self, p: Proc, value: object) -> None:
         """``p``'s Put/Get completed (or timed out) after a wait (the parking lot's call, or a hand-over): it is
         advanced now, inside the step under way if there is one."""
@@ -336,7 +226,7 @@ class LoopDriver:
             p.deadline = now                           # time blocked is not a debt to repay
         run = p.run
         if run is not None:                            # a run's offer waited: its next token, or the process goes on
-            if self._ran(p, run):
+            if self._lanes.ran(p, run):
                 return
             value = run.index
         if self._lot.holding:

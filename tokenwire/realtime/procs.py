@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ..core.effects import Get, Process, Put, Run, TokenItem
+from ..core.effects import Get, Process, Put, Run, RunLogged, TokenItem
 from .wires import LoopWire, Wire, split
 
 __all__ = ["UNCHECKED", "Proc"]
@@ -23,8 +23,8 @@ UNCHECKED: object = object()     # a ``Proc.hook`` no stream's hook is: the next
 class Proc:
     """A running process: see the field comments."""
 
-    __slots__ = ("deadline", "drained", "effect", "frame", "future", "gen", "held", "hook", "key", "memory", "resume",
-                 "run", "since", "timer", "until", "wire")
+    __slots__ = ("deadline", "drained", "effect", "frame", "future", "gen", "held", "hook", "key", "logged", "memory",
+                 "resume", "run", "since", "timer", "until", "wire")
 
     def __init__(self, gen: Process, wire: Wire | LoopWire | None, now: int, future: asyncio.Future[Any]) -> None:
         self.gen, self.deadline, self.future = gen, now, future     # deadline: when its pacing says it is due
@@ -33,7 +33,8 @@ class Proc:
         self.resume: Callable[[bool], None] | None = None     # what a LoopWire calls back (made once)
         self.drained: Callable[[bool], None] | None = None    # the same for a frame the driver wrote for it
         self.held: tuple[Get, TokenItem] | None = None         # that frame's Get and token, while it drains
-        self.run: Run | None = None            # the lane of steps the driver takes for it (``LoopDriver._make``)
+        self.run: Run | RunLogged | None = None   # the lane of steps the driver takes for it (``lanes``)
+        self.logged: Callable[[TokenItem | BaseException], None] | None = None   # what a RunLogged's log calls
         # What the parking lot keeps while the process waits on a stream:
         self.since = -1                        # when it parked on a full or empty channel (-1: not parked)
         self.effect: Put | Get | None = None   # the Put or Get it waits to retry

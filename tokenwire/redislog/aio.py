@@ -34,7 +34,7 @@ from .clients import OP_TIMEOUT_S, Settings, client, unavailable
 from .presence import readers_key
 from .reader import LogReader
 from .replies import Claim, claimed, create_args, created, tokens_read
-from .rounds import LOG_ROUND_BUCKETS
+from .rounds import LOG_ROUND_BUCKETS, Settles
 from .writer import LogWriter
 
 __all__ = ["AsyncRedisLog", "Settings"]
@@ -174,6 +174,10 @@ class AsyncRedisLog:
         alone.
         """
         return self._here().writer.append(stream_id, index, token)
+
+    def append_then(self, stream_id: str, index: int, token: str, told: Settles) -> None:
+        """As ``append_future``, telling ``told`` (a ``Then``: called in the round, no future made)."""
+        self._here().writer.append_then(stream_id, index, token, told)
 
     async def append(self, stream_id: str, index: int, token: str) -> None:
         await self.append_future(stream_id, index, token)

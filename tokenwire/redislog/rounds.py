@@ -1,7 +1,9 @@
 """What one round of the log writer carries: queued commands and appends, and how their askers are told.
 
 How this works: an asker gets a future when it queues a ``Command`` or an
-``Append``; ``settle`` answers it (once: an asker that gave up is told
+``Append``, or, for an append, names a call (``Then``: a producer's lane,
+told in the round itself rather than a loop turn later, with no future made
+per token); ``settle`` answers it (once: an asker that gave up is told
 nothing).  ``Appends`` turns a round's appends into what goes on the wire:
 a plain ``XADD`` for each append of a stream this instance owns, fenced by
 the epoch of its claim, with the replies expected if all of them land, and a
@@ -15,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.buckets import Buckets
 from .replies import entry_id
 from .resp import pack, pack_xadd, xadd_reply
 
-__all__ = ["ASKING", "LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "settle"]
+__all__ = ["ASKING", "LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "Settles", "Then",
+           "settle"]
 
 # The buckets of a round's time (``tokenwire_log_round_seconds``), in seconds: one pipelined round trip is
 # well under a millisecond on a LAN when all is well, and is held back by a loaded Redis or process up to
@@ -46,11 +49,56 @@ class Command:
         self.redirects = 0              # MOVED, ASK and TRYAGAIN replies it got
 
 
+class Settles(Protocol):
+    """What an append's asker is told through: an ``asyncio.Future``, or a ``Then``."""
+
+    def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...
+    def exception(self) -> BaseException | None: ...
+    def set_result(self, result: None, /) -> None: ...
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+class Then:
+    """An append's asker told by a call, at once: ``call(None)`` once it landed, ``call(error)`` if not.  An
+    error the call raises goes to the loop's exception handler, never into the round."""
+
+    __slots__ = ("_call", "_done", "_error")
+
+    def __init__(self, call: Callable[[BaseException | None], None]) -> None:
+        self._call, self._done = call, False
+        self._error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def set_result(self, result: None, /) -> None:
+        self._tell(None)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self._error = exception
+        self._tell(exception)
+
+    def _tell(self, error: BaseException | None) -> None:
+        self._done = True
+        try:
+            self._call(error)
+        except Exception as exc:  # noqa: BLE001 - the asker's bug: reported, and the round's other askers told
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "an append's asker raised", "exception": exc})
+
+
 class Append:
     __slots__ = ("asking", "data", "entry", "future", "index", "keys", "redirects", "stream_id", "token", "tries")
 
     def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
-                 future: asyncio.Future[None]) -> None:
+                 future: Settles) -> None:
         self.stream_id, self.keys, self.index, self.token, self.future = stream_id, keys, index, token, future
         self.data = token.encode()      # here, so a token UTF-8 cannot encode is its asker's error, not the round's
         self.tries = 0
@@ -82,7 +130,7 @@ class Appends:
         self.slow_calls = [("EVALSHA", sha, 3, *a.keys, owner_id, a.index, a.data, maxlen) for a in self.slow]
 
 
-def settle(future: asyncio.Future[Any], value: Any = None, error: BaseException | None = None) -> None:
+def settle(future: asyncio.Future[Any] | Settles, value: Any = None, error: BaseException | None = None) -> None:
     if future.done():
         return                      # its asker gave up (a request's timeout): the answer goes nowhere
     if error is None:

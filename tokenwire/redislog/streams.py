@@ -46,7 +46,7 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.channel import BoundedChannel
-from ..core.effects import Await, Effect, Process, Sleep, TokenItem
+from ..core.effects import Await, Effect, Process, RunLogged, Sleep, TokenItem
 from ..core.model import Model
 from ..core.sources import Fed, Source
 from ..core.stream import Attached, Stream
@@ -62,6 +62,7 @@ from ..core.tokenlog import (
     TokenLog,
 )
 from .redact import redact_url
+from .rounds import Then
 from .schemes import REDIS_SCHEMES, either
 
 if TYPE_CHECKING:
@@ -144,6 +145,39 @@ def followed(aio: AsyncRedisLog, stream: Fed, cursor: int) -> Generator[Effect, 
     return cursor
 
 
+class LoggedSteps:
+    """The owner's steps as a driver's lane takes them (``LaterSteps``): generate, queue the fenced append in
+    the writer's next round, and once that round has it, ``Stream.passing`` and the driver's ``done`` (an
+    error the round found, ``LeaseLost`` and the rest, goes to ``done`` instead)."""
+
+    __slots__ = ("_aio", "_done", "_item", "_landed", "_model", "_sid", "_stream", "cost")
+
+    def __init__(self, model: Model, aio: AsyncRedisLog, stream: Fed) -> None:
+        self.cost, self._model, self._aio, self._stream, self._sid = model.cost_ns, model, aio, stream, stream.stream_id
+        self._done: Callable[[TokenItem | BaseException], None] | None = None
+        self._item = TokenItem(-1, "")
+        self._landed = self._told                   # made once: each append's ``Then`` calls it
+
+    @property
+    def cancelled(self) -> bool:
+        """Stop before the next: cancelled, or ended under the producer (a reader found the log lost it)."""
+        return self._stream.cancelled or self._stream.ending is not None
+
+    def start(self, index: int, done: Callable[[TokenItem | BaseException], None]) -> None:
+        token = self._model.generate(index)
+        self._item, self._done = TokenItem(index, token), done
+        self._aio.append_then(self._sid, index, token, Then(self._landed))
+
+    def _told(self, error: BaseException | None) -> None:
+        done, item = self._done, self._item
+        assert done is not None
+        if error is None:
+            self._stream.passing(item)
+            done(item)
+        else:
+            done(error)
+
+
 class SharedCanned(Source):
     """The canned ``model`` on a shared log: one instance generates (the lease holder), the others follow.
 
@@ -168,6 +202,7 @@ class SharedCanned(Source):
     def produce(self, stream: Fed, start: int) -> Process:
         """Deliver ``start..total-1``: generate under the lease, or follow the owner; checks cancel first."""
         cursor, owned, check, sid = start - 1, False, True, stream.stream_id
+        steps, lane = LoggedSteps(self.model, self.aio, stream), True
         try:
             while cursor < stream.total - 1:
                 if stream.cancelled and stream.stopping:
@@ -177,6 +212,15 @@ class SharedCanned(Source):
                     stream.idle()
                     yield Await(self.aio.set_state(sid, StreamState.CANCELLED))   # releases the lease too
                     return
+                if owned and lane:            # the driver's lane (``RunLogged``): no generator step per token
+                    run, first = RunLogged(stream, steps, cursor + 1, stream.total), cursor + 1
+                    try:
+                        lane = (yield run) > first         # False: the driver took none (the virtual clock)
+                    except (LeaseLost, IndexConflict):
+                        owned = self._fenced(sid)
+                    finally:
+                        cursor, check = run.index - 1, True
+                    continue
                 if owned:
                     made = yield from self._step(stream, cursor + 1)
                     owned, check, cursor = made > cursor, True, made
@@ -214,11 +258,17 @@ class SharedCanned(Source):
         try:
             yield Await(self.aio.append_future(stream.stream_id, index, token))
         except (LeaseLost, IndexConflict):
-            self.fenced += 1        # another instance owns it now; its tokens come from the log
-            self.aio.disown(stream.stream_id)
+            self._fenced(stream.stream_id)
             return index - 1
         yield stream.pass_on(TokenItem(index, token))
         return index
+
+    def _fenced(self, stream_id: str) -> bool:
+        """An append was fenced off: another instance owns the stream now, its tokens come from the log.
+        Returns False (owned no more)."""
+        self.fenced += 1
+        self.aio.disown(stream_id)
+        return False
 
     def _fail(self, stream: Fed, exc: LogError) -> Process:
         self.failure = exc

@@ -8,19 +8,19 @@ waiting).  While other streams append here too, a round of appends alone is
 held for more until its oldest append is ``GATHER_S`` old or it carries
 ``GATHER_APPENDS`` (gathering: part of Redis's cost is per round, so fuller
 rounds cost it less per token).  A round is one pipeline on the writer's
-one connection (``rounds``, ``links``): a plain ``XADD`` for every queued append of a
-stream this instance owns, fenced by the epoch of its claim (a refused one
-is looked at with one more call, ``REFUSED``, and fails that stream's
-future alone), an ``APPEND_ONE`` call, every check made, for each append of
-a stream it holds no claim for, then the other queued commands (creations,
-resume reads, state changes, lease claims, the renewal).  The writer packs
-the round itself and hiredis parses the replies (``resp``): when every
-``XADD`` landed, their replies are one comparison of bytes, parsed by none.  Scripts are called by SHA1; a
-Redis that lost its script cache (restarted) has them loaded again and the
-refused calls go in the next round.  Any error of the round itself (Redis
-down, no answer within ``STALL_TIMEOUT_S``) fails every future in it with
-``LogUnavailable``, as does an append's own error that is not a refusal
-(Redis out of memory).
+one connection (``rounds``, ``links``): a plain ``XADD`` for every queued
+append of a stream this instance owns, fenced by the epoch of its claim (a
+refused one is looked at with one more call, ``REFUSED``, and fails that
+stream's asker alone), an ``APPEND_ONE`` call, every check made, for each
+append of a stream it holds no claim for, then the other queued commands
+(creations, resume reads, state changes, lease claims, the renewal).  The
+writer packs the round itself and hiredis parses the replies (``resp``):
+when every ``XADD`` landed, their replies are one comparison of bytes,
+parsed by none.  Scripts are called by SHA1; a Redis that lost its script
+cache (restarted) has them loaded again and the refused calls go in the
+next round.  Any error of the round itself (Redis down, no answer within
+``STALL_TIMEOUT_S``) fails every asker in it with ``LogUnavailable``, as
+does an append's own error that is not a refusal (Redis out of memory).
 
 On a Redis Cluster (``topology``: the first round asks the URL's node
 ``CLUSTER SLOTS``) a round is one such pipeline per node, sent together:
@@ -56,7 +56,7 @@ from .redirects import MAX_REDIRECTS, TRYAGAIN_S, Redirects
 from .renewal import Renewal
 from .replies import appended
 from .resp import pack
-from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, settle
+from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, Settles, settle
 from .scripts import REFUSED, SCRIPTS
 from .topology import Topology, redirect, routing_key
 
@@ -127,14 +127,17 @@ class LogWriter:
 
     def append(self, stream_id: str, index: int, token: str) -> asyncio.Future[None]:
         """Queue a fenced append; the future is done once Redis has it (or raises the core's ``LogError``)."""
-        future: asyncio.Future[None] = self.loop.create_future()
+        self.append_then(stream_id, index, token, future := self.loop.create_future())
+        return future
+
+    def append_then(self, stream_id: str, index: int, token: str, told: Settles) -> None:
+        """Queue a fenced append whose asker is told through ``told`` (a future, or a ``Then``)."""
         if not self._appends:
             self._oldest = self.loop.time()
-        self._appends.append(Append(stream_id, self.settings.keys(stream_id), index, token, future))
+        self._appends.append(Append(stream_id, self.settings.keys(stream_id), index, token, told))
         if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
             settle(self._gathering)                 # full enough: the round goes now
         self._kick()
-        return future
 
     async def ready(self) -> None:
         """Return once the writer knows whether Redis is a cluster (its first round asks); raises the round's

@@ -1,0 +1,106 @@
+"""The owner's tokens on a shared log as the driver's lane (``RunLogged``): one timer callback a token, told by
+the writer's round itself, and still never sent before Redis holds it.
+
+Each reader here asks Redis, from its own connection, how long the stream's log is at the moment each token
+reaches it: a token delivered before its round was acknowledged would find the log shorter than its index.
+"""
+
+from __future__ import annotations
+
+import redis
+from support.private_loop import connect
+from support.redis import admin
+
+from tokenwire.core.model import ANSWER
+from tokenwire.core.pipeline import RunSpec
+from tokenwire.core.reader import MemoryReader
+from tokenwire.core.stream import Ending, Stream
+from tokenwire.redislog.writer import LogWriter
+
+N = 80
+
+
+class LogCheckingReader(MemoryReader):
+    """A MemoryReader that reads the log's last entry at every delivery (``seen``: index -> the log's length then,
+    from the entry's id)."""
+
+    def __init__(self, url: str, tokens_key: str) -> None:
+        super().__init__()
+        self.raw, self.key, self.seen = redis.Redis.from_url(admin(url)), tokens_key, {}
+
+    def deliver(self, frame: bytes, now: int) -> bool:
+        before = len(self.ids)
+        taken = super().deliver(frame, now)
+        if len(self.ids) > before:
+            last = self.raw.xrevrange(self.key, count=1)     # entry ids are <epoch>-<index + 1>
+            length = int(last[0][0].split(b"-")[1]) if last else 0
+            for index in self.ids[before:]:
+                self.seen[index] = length
+        return taken
+
+
+def _log(url: str):
+    from tokenwire.redislog.blocking import RedisTokenLog
+    return RedisTokenLog(url, name="lane", lease_ms=2000, block_ms=50)
+
+
+def _stream(log) -> Stream:
+    from tokenwire.endpoints.logs import new_stream
+    return new_stream("s", RunSpec(tokens=N, producer_ms=1.0), log)
+
+
+def test_each_token_reaches_the_reader_only_once_redis_holds_it(redis_server):
+    log = _log(redis_server.url)
+    stream = _stream(log)
+    reader, results = LogCheckingReader(redis_server.url, log.keys("s")[1]), []
+    connect(stream, reader, -1, results).join(30)
+    assert results == [Ending.DONE]
+    assert reader.ids == list(range(N)) and "".join(reader.texts) == "".join(ANSWER[:N])
+    assert sorted(reader.seen) == list(range(N))
+    early = {i: length for i, length in reader.seen.items() if length < i + 1}
+    assert not early, f"tokens sent before their append landed (index: log length): {early}"
+
+
+def test_the_owner_appends_through_the_round_with_no_future_per_token(redis_server, monkeypatch):
+    futures, told = [], []
+    append, append_then = LogWriter.append, LogWriter.append_then
+
+    def counted_append(self, stream_id, index, token):
+        futures.append(index)
+        return append(self, stream_id, index, token)
+
+    def counted_then(self, stream_id, index, token, then):
+        told.append((index, type(then).__name__))
+        return append_then(self, stream_id, index, token, then)
+    monkeypatch.setattr(LogWriter, "append", counted_append)
+    monkeypatch.setattr(LogWriter, "append_then", counted_then)
+    log = _log(redis_server.url)
+    stream = _stream(log)
+    reader, results = MemoryReader(), []
+    connect(stream, reader, -1, results).join(30)
+    assert results == [Ending.DONE] and reader.ids == list(range(N))
+    assert futures == []                                  # no append awaited through a future
+    assert told == [(i, "Then") for i in range(N)]        # each told by the round that carried it, in order
+    assert [i for i, _, _ in log.entries("s")] == list(range(N))
+
+
+def test_a_driver_that_takes_no_lane_still_gets_every_token_logged_first(redis_server, monkeypatch):
+    """The simulation answers a ``RunLogged`` with its own index ("took none"): the producer then takes a Sleep,
+    an Await of the append and a Put a token itself.  A driver refusing lanes shows that path still exact."""
+    from tokenwire.core.effects import RunLogged
+    from tokenwire.realtime.lanes import Lanes
+    begin, refused = Lanes.begin, []
+
+    def no_logged_lane(self, p, run):
+        if type(run) is not RunLogged:
+            return begin(self, p, run)
+        refused.append(run.index)
+        return self._step(p, run.index, None)         # resumes the process with the index it gave: none taken
+    monkeypatch.setattr(Lanes, "begin", no_logged_lane)
+    log = _log(redis_server.url)
+    stream = _stream(log)
+    reader, results = LogCheckingReader(redis_server.url, log.keys("s")[1]), []
+    connect(stream, reader, -1, results).join(30)
+    assert refused == [0]                               # asked once, then never again
+    assert results == [Ending.DONE] and reader.ids == list(range(N))
+    assert not {i for i, length in reader.seen.items() if length < i + 1}
