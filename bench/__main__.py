@@ -38,18 +38,19 @@ ITEMS: dict[str, tuple[str, str]] = {
     "14": ("bench.floors", "CPU per token against the floors and sse-starlette, N=300; N=1000 on both servers"),
     "15": ("bench.text_cost", "CPU per token of the text answer, now vs the commit before typed parts, both servers"),
     "16": ("bench.parts_cost", "CPU per entry, the canned answer with tools vs the text answer, both servers"),
+    "17": ("bench.log_cost", "CPU per entry, the Redis log vs the memory log, text and typed parts, both servers"),
     "R": ("bench.resume", "resume latency, in-memory log vs Redis"),
 }
 # items 2 and 4 come with 1 and 3 (same module); the resume line prints as 8; "A" is the ASGI line, 9;
-# F the floors (14), T the text answer against a baseline commit (15), Q the typed parts (16)
+# F the floors (14), T the text answer against a baseline commit (15), Q the typed parts (16), L the log (17)
 ALIASES = {"2": "1", "4": "3", "8": "R", "A": "9", "C": "11", "O": "12", "M": "13", "F": "14", "T": "15",
-           "Q": "16"}
+           "Q": "16", "L": "17"}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
-    parser.add_argument("--only", default="", help="comma-separated items to run (1-7, 9-16, P, R), e.g. 1,3")
+    parser.add_argument("--only", default="", help="comma-separated items to run (1-7, 9-17, P, R), e.g. 1,3")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     return parser
 
@@ -61,7 +62,7 @@ def _selected(only: str) -> list[str]:
     for name in only.split(","):
         key = ALIASES.get(name.strip().upper(), name.strip().upper())
         if key not in ITEMS:
-            raise SystemExit(f"python -m bench: unknown item {name!r}; expected some of 1-7, 9-16, P, R")
+            raise SystemExit(f"python -m bench: unknown item {name!r}; expected some of 1-7, 9-17, P, R")
         if key not in picked:
             picked.append(key)
     return picked

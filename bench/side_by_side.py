@@ -1,4 +1,4 @@
-"""Servers measured side by side: interleaved rounds of item 5's step, medians, ratio rows (items 14-16).
+"""Servers measured side by side: interleaved rounds of item 5's step, medians, ratio rows (items 14-17).
 
 How this works: a ``Server`` names a command line (given the port), where
 it runs, what the client reads and how many entries a stream holds.

@@ -13,9 +13,9 @@ from support.requirements import ROOT
 TIMEOUT_S = 600
 
 
-# Items 14-16 (the floors, the text answer against its baseline, typed parts) run in
+# Items 14-17 (the floors, the text answer against its baseline, typed parts, the Redis log) run in
 # test_bench_side_by_side.py, which checks their rows; here every other item, so none runs twice.
-SIDE_BY_SIDE = {"14", "15", "16"}
+SIDE_BY_SIDE = {"14", "15", "16", "17"}
 
 
 def _other_items() -> str:

@@ -69,9 +69,9 @@ def test_the_owner_appends_through_the_round_with_no_future_per_token(redis_serv
         futures.append(index)
         return append(self, stream_id, index, token)
 
-    def counted_then(self, stream_id, index, token, then):
+    def counted_then(self, stream_id, keys, index, token, then):
         told.append((index, type(then).__name__))
-        return append_then(self, stream_id, index, token, then)
+        return append_then(self, stream_id, keys, index, token, then)
     monkeypatch.setattr(LogWriter, "append", counted_append)
     monkeypatch.setattr(LogWriter, "append_then", counted_then)
     log = _log(redis_server.url)

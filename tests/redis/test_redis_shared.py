@@ -186,7 +186,19 @@ def test_redis_restart_ends_the_stream_then_recovers(own_redis):
 
 
 class _Calls:
-    """An asyncio twin of the log whose calls a hand-stepped producer is answered for (no Redis here)."""
+    """An asyncio twin of the log whose calls a hand-stepped producer is answered for (no Redis here); the
+    lane's appends are kept in ``appended``."""
+
+    class log:  # noqa: N801 - the twin's ``log`` attribute: only its keys are asked for
+        @staticmethod
+        def keys(stream_id):
+            return (f"{stream_id}:meta", f"{stream_id}:tokens", f"{stream_id}:lease")
+
+    def __init__(self):
+        self.appended = []
+
+    def appender(self):
+        return lambda *args: self.appended.append(args)
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: (name, args)
@@ -261,7 +273,8 @@ def test_the_owner_s_lane_stops_where_a_reader_found_the_log_lost_the_stream():
     run = producer.send(Claim(owned=True, length=0, owner="A"))
     assert isinstance(run, RunLogged) and (run.index, run.end) == (0, 3)
     got = []
-    run.steps.start(0, got.append)                 # generated, its append queued (on the stand-in: nowhere)
+    run.steps.start(0, got.append)                 # generated, its append queued (on the stand-in: kept)
+    assert [args[:4] for args in stream.source.aio.appended] == [("s", _Calls.log.keys("s"), 0, ANSWER[0])]
     assert got == [] and stream.offered == -1      # nothing offered before the round acknowledges it
     run.steps._told(None)                          # the round: logged
     assert [(item.index, item.text) for item in got] == [(0, ANSWER[0])] and stream.offered == 0

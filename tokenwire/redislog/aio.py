@@ -175,9 +175,10 @@ class AsyncRedisLog:
         """
         return self._here().writer.append(stream_id, index, token)
 
-    def append_then(self, stream_id: str, index: int, token: str, told: Settles) -> None:
-        """As ``append_future``, telling ``told`` (a ``Then``: called in the round, no future made)."""
-        self._here().writer.append_then(stream_id, index, token, told)
+    def appender(self) -> Callable[[str, tuple[str, str, str], int, str, Settles], None]:
+        """This loop's writer's ``append_then`` (stream id, its keys, index, token, ``told``): as
+        ``append_future``, telling ``told`` (a ``Then``: called in the round, no future made)."""
+        return self._here().writer.append_then
 
     async def append(self, stream_id: str, index: int, token: str) -> None:
         await self.append_future(stream_id, index, token)

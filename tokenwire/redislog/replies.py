@@ -92,6 +92,6 @@ def entry_index(entry_id: str) -> int:
     return int(entry_id.partition("-")[2]) - 1
 
 
-def entry_id(epoch: int, index: int) -> str:
-    """The entry id of token ``index`` appended in ``epoch``."""
-    return f"{epoch}-{index + 1}"
+def entry_id(epoch: int, index: int) -> bytes:
+    """The entry id of token ``index`` appended in ``epoch``, as the ``XADD`` sends it."""
+    return b"%d-%d" % (epoch, index + 1)

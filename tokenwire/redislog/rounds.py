@@ -16,7 +16,7 @@ appends Redis took.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ..core.buckets import Buckets
@@ -24,7 +24,7 @@ from .replies import entry_id
 from .resp import pack, pack_xadd, xadd_reply
 
 __all__ = ["ASKING", "LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "Settles", "Then",
-           "settle"]
+           "logged", "settle", "told_landed"]
 
 # The buckets of a round's time (``tokenwire_log_round_seconds``), in seconds: one pipelined round trip is
 # well under a millisecond on a LAN when all is well, and is held back by a loaded Redis or process up to
@@ -119,7 +119,7 @@ class Appends:
         self.slow = [a for a in appends if a.stream_id not in owned] if len(self.fast) < len(appends) else []
         xadds, expect = [], []
         for a in self.fast:
-            entry = a.entry = entry_id(owned[a.stream_id], a.index).encode()
+            entry = a.entry = entry_id(owned[a.stream_id], a.index)
             if a.asking is not None:        # its key is being migrated to this node: ASKING lets it in
                 xadds.append(ASKING)
                 expect.append(b"+OK\r\n")
@@ -148,8 +148,27 @@ class RoundFigures:
         self.appended = 0
         self.times = Buckets(LOG_ROUND_BUCKETS)
 
-    def count(self, appends: list[Append], seconds: float) -> None:
-        """Count one round of ``seconds`` that carried ``appends`` (those settled without an error landed)."""
+    def count(self, landed: int, seconds: float) -> None:
+        """Count one round of ``seconds`` whose ``landed`` appends Redis took."""
         self.times.observe_ns(round(seconds * 1e9))
-        self.appended += sum(1 for a in appends if a.future.done() and not a.future.cancelled()
-                             and a.future.exception() is None)
+        self.appended += landed
+
+
+def logged(appends: list[Append], moved: list[Append], every: bool) -> int:
+    """Tell each of ``appends`` (a round's owned ones) it is logged, but those ``moved`` (sent again) and those
+    told their refusal already; ``every``: all landed (their replies were the bytes expected).  Returns how
+    many landed."""
+    if every:
+        for a in appends:
+            settle(a.future)
+        return len(appends)
+    again = {id(a) for a in moved}
+    kept = [a for a in appends if id(a) not in again]
+    for a in kept:
+        settle(a.future)            # a refused one was told its error already: settle tells nobody twice
+    return told_landed(kept)
+
+
+def told_landed(appends: Iterable[Append]) -> int:
+    """How many of ``appends`` were told they landed (settled without an error)."""
+    return sum(1 for a in appends if a.future.done() and not a.future.cancelled() and a.future.exception() is None)

@@ -62,7 +62,7 @@ from ..core.tokenlog import (
     TokenLog,
 )
 from .redact import redact_url
-from .rounds import Then
+from .rounds import Settles, Then
 from .schemes import REDIS_SCHEMES, either
 
 if TYPE_CHECKING:
@@ -150,10 +150,12 @@ class LoggedSteps:
     the writer's next round, and once that round has it, ``Stream.passing`` and the driver's ``done`` (an
     error the round found, ``LeaseLost`` and the rest, goes to ``done`` instead)."""
 
-    __slots__ = ("_aio", "_done", "_item", "_landed", "_model", "_sid", "_stream", "cost")
+    __slots__ = ("_aio", "_append", "_done", "_item", "_keys", "_landed", "_model", "_sid", "_stream", "cost")
 
     def __init__(self, model: Model, aio: AsyncRedisLog, stream: Fed) -> None:
         self.cost, self._model, self._aio, self._stream, self._sid = model.cost_ns, model, aio, stream, stream.stream_id
+        self._keys = aio.log.keys(self._sid)
+        self._append: Callable[[str, tuple[str, str, str], int, str, Settles], None] | None = None   # the writer's
         self._done: Callable[[TokenItem | BaseException], None] | None = None
         self._item = TokenItem(-1, "")
         self._landed = self._told                   # made once: each append's ``Then`` calls it
@@ -166,7 +168,10 @@ class LoggedSteps:
     def start(self, index: int, done: Callable[[TokenItem | BaseException], None]) -> None:
         token = self._model.generate(index)
         self._item, self._done = TokenItem(index, token), done
-        self._aio.append_then(self._sid, index, token, Then(self._landed))
+        append = self._append
+        if append is None:
+            append = self._append = self._aio.appender()     # this loop's writer, asked once
+        append(self._sid, self._keys, index, token, Then(self._landed))
 
     def _told(self, error: BaseException | None) -> None:
         done, item = self._done, self._item

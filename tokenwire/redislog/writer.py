@@ -56,7 +56,7 @@ from .redirects import MAX_REDIRECTS, TRYAGAIN_S, Redirects
 from .renewal import Renewal
 from .replies import appended
 from .resp import pack
-from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, Settles, settle
+from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, Settles, logged, settle, told_landed
 from .scripts import REFUSED, SCRIPTS
 from .topology import Topology, redirect, routing_key
 
@@ -127,14 +127,14 @@ class LogWriter:
 
     def append(self, stream_id: str, index: int, token: str) -> asyncio.Future[None]:
         """Queue a fenced append; the future is done once Redis has it (or raises the core's ``LogError``)."""
-        self.append_then(stream_id, index, token, future := self.loop.create_future())
+        self.append_then(stream_id, self.settings.keys(stream_id), index, token, future := self.loop.create_future())
         return future
 
-    def append_then(self, stream_id: str, index: int, token: str, told: Settles) -> None:
-        """Queue a fenced append whose asker is told through ``told`` (a future, or a ``Then``)."""
+    def append_then(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str, told: Settles) -> None:
+        """Queue a fenced append (``keys``: the stream's), its asker told through ``told`` (future or ``Then``)."""
         if not self._appends:
             self._oldest = self.loop.time()
-        self._appends.append(Append(stream_id, self.settings.keys(stream_id), index, token, told))
+        self._appends.append(Append(stream_id, keys, index, token, told))
         if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
             settle(self._gathering)                 # full enough: the round goes now
         self._kick()
@@ -167,8 +167,8 @@ class LogWriter:
                 commands = self._commands[:MAX_COMMANDS_PER_ROUND]
                 del self._commands[:MAX_COMMANDS_PER_ROUND]
                 started = self.loop.time()
-                await self._round(appends, commands)
-                self.figures.count(appends, self.loop.time() - started)
+                landed = await self._round(appends, commands)
+                self.figures.count(landed, self.loop.time() - started)
         finally:
             self._flushing = False
 
@@ -218,23 +218,24 @@ class LogWriter:
             link = self._links[node] = Link(self.settings, node)
         return link
 
-    async def _round(self, appends: list[Append], commands: list[Command]) -> None:
-        """Send the round: to the one Redis, or to each node its part, together (one round trip per node)."""
+    async def _round(self, appends: list[Append], commands: list[Command]) -> int:
+        """Send the round: to the one Redis, or to each node its part, together (one round trip per node);
+        returns how many of its appends landed."""
         self.rounds += 1
         topology = self.topology
         if not topology.cluster:
-            await self._node_round(topology.home, appends, commands)
-            return
+            return await self._node_round(topology.home, appends, commands)
         parts: dict[str, tuple[list[Append], list[Command]]] = {}
         for a in appends:
             parts.setdefault(a.asking or topology.node_of(a.keys[1]), ([], []))[0].append(a)
         for c in commands:
             node = c.asking or c.node or topology.node_of(routing_key(c.args))
             parts.setdefault(node, ([], []))[1].append(c)
-        await asyncio.gather(*(self._node_round(node, a, c) for node, (a, c) in parts.items()))
+        return sum(await asyncio.gather(*(self._node_round(node, a, c) for node, (a, c) in parts.items())))
 
-    async def _node_round(self, node: str, appends: list[Append], commands: list[Command]) -> None:
-        """One node's part of a round: its pipeline sent, every asker told (or its call queued again)."""
+    async def _node_round(self, node: str, appends: list[Append], commands: list[Command]) -> int:
+        """One node's part of a round: its pipeline sent, every asker told (or its call queued again); returns
+        how many of its appends landed."""
         link = self._link(node)
         try:
             out = Appends(appends, self.renewal.owned, self.settings.owner_id, self.settings.maxlen,
@@ -247,18 +248,17 @@ class LogWriter:
                 settle(a.future, error=error)
             for command in commands:
                 settle(command.future, error=error)
-            return
-        again = {id(a) for a in moved}
-        for a in out.fast:
-            if id(a) not in again:
-                settle(a.future)       # logged (a refused one was settled with its error above)
+            return 0
+        landed = logged(out.fast, moved, every=added is None)
         noscript = False
         if out.slow:
             noscript = self._checked(out.slow, replies[:len(out.slow)], moved)
             replies = replies[len(out.slow):]
+            landed += told_landed(a for a in out.slow if a not in moved)
         self._appends[:0] = moved                # sent again where the cluster said, first, in their order
         if self._commands_answered(commands, replies) or noscript:
             await link.load_scripts()
+        return landed
 
     def _commands_answered(self, commands: list[Command], replies: list[Any]) -> bool:
         """Tell each command's asker its reply, or queue it again (redirected, or NOSCRIPT: then True, the
