@@ -69,9 +69,9 @@ def test_the_owner_appends_through_the_round_with_no_future_per_token(redis_serv
         futures.append(index)
         return append(self, stream_id, index, token)
 
-    def counted_then(self, stream_id, keys, index, token, then):
-        told.append((index, type(then).__name__))
-        return append_then(self, stream_id, keys, index, token, then)
+    def counted_then(self, stream_id, keys, index, token, then, head=b""):
+        told.append((index, type(then).__name__, head.endswith(keys[1].encode() + b"\r\n$10\r\nNOMKSTREAM\r\n")))
+        return append_then(self, stream_id, keys, index, token, then, head)
     monkeypatch.setattr(LogWriter, "append", counted_append)
     monkeypatch.setattr(LogWriter, "append_then", counted_then)
     log = _log(redis_server.url)
@@ -80,7 +80,7 @@ def test_the_owner_appends_through_the_round_with_no_future_per_token(redis_serv
     connect(stream, reader, -1, results).join(30)
     assert results == [Ending.DONE] and reader.ids == list(range(N))
     assert futures == []                                  # no append awaited through a future
-    assert told == [(i, "Then") for i in range(N)]        # each told by the round that carried it, in order
+    assert told == [(i, "Then", True) for i in range(N)]  # each told by the round that carried it, in order
     assert [i for i, _, _ in log.entries("s")] == list(range(N))
 
 

@@ -175,8 +175,8 @@ class AsyncRedisLog:
         """
         return self._here().writer.append(stream_id, index, token)
 
-    def appender(self) -> Callable[[str, tuple[str, str, str], int, str, Settles], None]:
-        """This loop's writer's ``append_then`` (stream id, its keys, index, token, ``told``): as
+    def appender(self) -> Callable[[str, tuple[str, str, str], int, str, Settles, bytes], None]:
+        """This loop's writer's ``append_then`` (stream id, its keys, index, token, ``told``, its XADD's head): as
         ``append_future``, telling ``told`` (a ``Then``: called in the round, no future made)."""
         return self._here().writer.append_then
 

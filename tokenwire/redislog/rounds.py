@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ..core.buckets import Buckets
 from .replies import entry_id
-from .resp import pack, pack_xadd, xadd_reply
+from .resp import pack, pack_xadd_at, xadd_head, xadd_reply
 
 __all__ = ["ASKING", "LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "Settles", "Then",
            "logged", "settle", "told_landed"]
@@ -95,12 +95,14 @@ class Then:
 
 
 class Append:
-    __slots__ = ("asking", "data", "entry", "future", "index", "keys", "redirects", "stream_id", "token", "tries")
+    __slots__ = ("asking", "data", "entry", "future", "head", "index", "keys", "redirects", "stream_id", "token",
+                 "tries")
 
     def __init__(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str,
-                 future: Settles) -> None:
+                 future: Settles, head: bytes = b"") -> None:
         self.stream_id, self.keys, self.index, self.token, self.future = stream_id, keys, index, token, future
         self.data = token.encode()      # here, so a token UTF-8 cannot encode is its asker's error, not the round's
+        self.head = head or xadd_head(keys[1].encode())     # its XADD's start (``head``: the stream's, made once)
         self.tries = 0
         self.entry = b""                # the entry id its XADD asked for (the epoch is the round's)
         self.asking: str | None = None  # as a Command's
@@ -123,8 +125,9 @@ class Appends:
             if a.asking is not None:        # its key is being migrated to this node: ASKING lets it in
                 xadds.append(ASKING)
                 expect.append(b"+OK\r\n")
-            xadds.append(pack_xadd(a.keys[1].encode(), entry, a.data))
-            expect.append(xadd_reply(entry))
+            landed = xadd_reply(entry)
+            xadds.append(pack_xadd_at(a.head, landed, a.data))
+            expect.append(landed)
         self.xadds, self.expect = b"".join(xadds), b"".join(expect)
         self.asking = [a.asking is not None for a in self.fast]
         self.slow_calls = [("EVALSHA", sha, 3, *a.keys, owner_id, a.index, a.data, maxlen) for a in self.slow]

@@ -62,11 +62,11 @@ from ..core.tokenlog import (
     TokenLog,
 )
 from .redact import redact_url
-from .rounds import Settles, Then
 from .schemes import REDIS_SCHEMES, either
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
+    from .rounds import Settles
 
 __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", "is_shared", "open_log", "passed_on"]
 
@@ -150,12 +150,17 @@ class LoggedSteps:
     the writer's next round, and once that round has it, ``Stream.passing`` and the driver's ``done`` (an
     error the round found, ``LeaseLost`` and the rest, goes to ``done`` instead)."""
 
-    __slots__ = ("_aio", "_append", "_done", "_item", "_keys", "_landed", "_model", "_sid", "_stream", "cost")
+    __slots__ = ("_aio", "_append", "_done", "_head", "_item", "_keys", "_landed", "_model", "_sid", "_stream",
+                 "_then", "cost")
 
     def __init__(self, model: Model, aio: AsyncRedisLog, stream: Fed) -> None:
+        from .resp import xadd_head  # here: this module loads without the redis extra (the memory log's servers)
+        from .rounds import Then
+        self._then = Then
         self.cost, self._model, self._aio, self._stream, self._sid = model.cost_ns, model, aio, stream, stream.stream_id
         self._keys = aio.log.keys(self._sid)
-        self._append: Callable[[str, tuple[str, str, str], int, str, Settles], None] | None = None   # the writer's
+        self._head = xadd_head(self._keys[1].encode())       # every append's XADD starts so
+        self._append: Callable[[str, tuple[str, str, str], int, str, Settles, bytes], None] | None = None
         self._done: Callable[[TokenItem | BaseException], None] | None = None
         self._item = TokenItem(-1, "")
         self._landed = self._told                   # made once: each append's ``Then`` calls it
@@ -171,7 +176,7 @@ class LoggedSteps:
         append = self._append
         if append is None:
             append = self._append = self._aio.appender()     # this loop's writer, asked once
-        append(self._sid, self._keys, index, token, Then(self._landed))
+        append(self._sid, self._keys, index, token, self._then(self._landed), self._head)
 
     def _told(self, error: BaseException | None) -> None:
         done, item = self._done, self._item

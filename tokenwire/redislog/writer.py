@@ -63,8 +63,7 @@ from .topology import Topology, redirect, routing_key
 __all__ = ["GATHER_APPENDS", "GATHER_S", "GATHER_SIBLINGS", "MAX_APPENDS_PER_ROUND", "MAX_COMMANDS_PER_ROUND",
            "MAX_REDIRECTS", "TRYAGAIN_S", "LogWriter"]
 
-# Appends in one round: 1,024 covers a process's 1,000 streams each with a
-# token waiting; more wait one round (a script call's arguments stay ~100 KB).
+# Appends in one round: 1,024 covers a process's 1,000 streams each with a token waiting; more wait one round.
 MAX_APPENDS_PER_ROUND = 1024
 # Other commands in one round (creations, reads, state changes).
 MAX_COMMANDS_PER_ROUND = 512
@@ -130,11 +129,12 @@ class LogWriter:
         self.append_then(stream_id, self.settings.keys(stream_id), index, token, future := self.loop.create_future())
         return future
 
-    def append_then(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str, told: Settles) -> None:
-        """Queue a fenced append (``keys``: the stream's), its asker told through ``told`` (future or ``Then``)."""
+    def append_then(self, stream_id: str, keys: tuple[str, str, str], index: int, token: str, told: Settles,
+                    head: bytes = b"") -> None:
+        """Queue a fenced append (``keys``, ``head``: the stream's, see ``Append``), told through ``told``."""
         if not self._appends:
             self._oldest = self.loop.time()
-        self._appends.append(Append(stream_id, keys, index, token, told))
+        self._appends.append(Append(stream_id, keys, index, token, told, head))
         if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
             settle(self._gathering)                 # full enough: the round goes now
         self._kick()
