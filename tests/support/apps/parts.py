@@ -44,14 +44,18 @@ def record(request: StreamRequest, model: str = "model") -> None:
 def counting(request: StreamRequest, word: str = "t", model: str = "model",
              delay_s: float | None = None) -> AsyncIterator[str]:
     """Record the call, then tokens ``" <word><start>"`` .. ``" <word><n-1>"``, each after ``delay_s``
-    (None: the query's ``delay_ms``, default 5; a chat's are its body's fields)."""
+    (None: the query's ``delay_ms``, default 5; a chat's are its body's fields).  ``hold_at``: the first call
+    (``start`` 0) waits before that index until its process dies, so a test kills an owner surely mid-answer."""
     asked = request.chat.body if request.chat is not None else request.params
     n = int(asked.get("n", "20"))
     delay = float(asked.get("delay_ms", "5")) / 1000 if delay_s is None else delay_s
+    hold = int(asked.get("hold_at", "-1")) if request.start == 0 else -1
     record(request, model)
 
     async def tokens() -> AsyncIterator[str]:
         for index in range(request.start, n):
+            if index == hold:
+                await asyncio.Event().wait()        # held until the process is killed
             await asyncio.sleep(delay)
             yield f" {word}{index}"
 
