@@ -104,3 +104,46 @@ def test_a_driver_that_takes_no_lane_still_gets_every_token_logged_first(redis_s
     assert refused == [0]                               # asked once, then never again
     assert results == [Ending.DONE] and reader.ids == list(range(N))
     assert not {i for i, length in reader.seen.items() if length < i + 1}
+
+
+def test_a_round_s_time_is_sent_to_answered_not_the_tellings_after(redis_server):
+    """``tokenwire_log_round_seconds`` is a round trip: the lane's tellings (the hand-over, the writes) run in the
+    round after its replies came, and a slow one must not show as Redis's latency.  Each append's asker here
+    takes 0.2 s; the round is counted, exactly once, under 0.1 s."""
+    import asyncio
+    import time
+
+    from tokenwire.redislog.blocking import RedisTokenLog
+    from tokenwire.redislog.rounds import Then
+
+    log = RedisTokenLog(redis_server.url, name="T")
+
+    async def scene() -> tuple[list[object], object]:
+        aio = log.aio
+        await aio.create("r", {}, 10)
+        assert (await aio.claim("r")).owned
+        told: list[object] = []
+        done = asyncio.get_running_loop().create_future()
+
+        def slow(error: BaseException | None) -> None:
+            time.sleep(0.2)                          # a telling that holds the loop
+            told.append(error)
+            if len(told) == 3:
+                done.set_result(None)
+        writer = aio.appender().__self__             # this loop's writer
+        before = writer.figures.times.count
+        for index in range(3):
+            writer.append_then("r", log.keys("r"), index, f"t{index}", Then(slow))
+        await asyncio.wait_for(done, 10)
+        figures = writer.figures
+        aio.disown("r")
+        await aio.close()
+        return told, (figures.times.count - before, figures.appended, figures.times.sum_ns)
+
+    try:
+        told, (rounds, appended, total_ns) = asyncio.run(scene())
+    finally:
+        log.close()
+    assert told == [None, None, None]
+    assert appended == 3 and rounds >= 1
+    assert total_ns < 100_000_000, f"the rounds took {total_ns / 1e6:.0f} ms in all: the tellings were counted"

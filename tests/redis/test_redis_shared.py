@@ -274,10 +274,12 @@ def test_the_owner_s_lane_stops_where_a_reader_found_the_log_lost_the_stream():
     assert isinstance(run, RunLogged) and (run.index, run.end) == (0, 3)
     got = []
     run.steps.start(0, got.append)                 # generated, its append queued (on the stand-in: kept)
-    assert [args[:4] for args in stream.source.aio.appended] == [("s", _Calls.log.keys("s"), 0, ANSWER[0])]
+    (appended,) = stream.source.aio.appended
+    assert appended[:4] == ("s", _Calls.log.keys("s"), 0, ANSWER[0])
     assert got == [] and stream.offered == -1      # nothing offered before the round acknowledges it
-    run.steps._told(None)                          # the round: logged
-    assert [(item.index, item.text) for item in got] == [(0, ANSWER[0])] and stream.offered == 0
+    appended[4].set_result(None)                   # the round: logged, its Then tells the driver's call
+    assert got == [None] and stream.offered == -1
+    assert tuple(run.steps.landed()) == (0, ANSWER[0]) and stream.offered == 0     # the driver takes it
     run.index = 1
     assert not run.steps.cancelled
     stream.lose(1)

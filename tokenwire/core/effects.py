@@ -93,14 +93,16 @@ class Run:
 
 
 class LaterSteps(Protocol):
-    """Steps a shared log makes later (``RunLogged``): ``start`` generates ``index`` and queues its append, and
-    ``done`` is called with the item once the log holds it (in the round that carried it), or with the error."""
+    """Steps a shared log makes later (``RunLogged``): ``start`` generates ``index`` and queues its append;
+    ``done`` is called once the log holds it (with None, in the round that carried it) or with the error; then
+    ``landed`` gives the token, its stream's bookkeeping done (``Stream.passing``)."""
 
     @property
     def cancelled(self) -> bool: ...
 
     def cost(self, index: int) -> int: ...
-    def start(self, index: int, done: Callable[[TokenItem | BaseException], None]) -> None: ...
+    def start(self, index: int, done: Callable[[BaseException | None], None]) -> None: ...
+    def landed(self) -> TokenItem: ...
 
 
 @dataclass(slots=True)

@@ -78,12 +78,10 @@ class Lanes:
         lot.holding += 1
         try:
             try:
-                item = run.steps.make(run.index)
-            except Exception as exc:  # noqa: BLE001 - the model's or the log's error, raised inside the process
+                self.offer(p, run, run.steps.make(run.index), self._now())
+            except Exception as exc:  # noqa: BLE001 - the model's, the log's or the hand-over's error: the process's
                 p.run = None
                 self._advance(p, None, exc)
-            else:
-                self.offer(p, run, item, self._now())
         finally:
             lot.holding -= 1
         if not lot.holding and lot.due:
@@ -102,22 +100,26 @@ class Lanes:
             p.run = None
             self._step(p, None, exc)
 
-    def logged(self, p: Proc, got: TokenItem | BaseException) -> None:
-        """The log holds the run's token (``got``), or failed to: it is offered as ``make`` offers one, or the
-        error raised inside the process.  Called in the log's round, which carried every stream's append."""
+    def logged(self, p: Proc, error: BaseException | None) -> None:
+        """The log holds the run's token (``error`` None), or failed to: it is offered as ``make`` offers one,
+        or the error raised inside the process (the hand-over's too: nothing is left waiting for a call that
+        never comes).  Called in the log's round, which carried every stream's append."""
         run = p.run
         if type(run) is not RunLogged or p not in self._live:
-            return
+            return                                    # ended (``close``) while its append was in flight
         lot, now = self._lot, self._now()
         if now - p.deadline > AWAIT_DEBT_NS:          # as an Await: a long wait is not a debt to repay
             p.deadline = now
         lot.holding += 1
         try:
-            if isinstance(got, BaseException):
+            if error is None:
+                try:
+                    self.offer(p, run, run.steps.landed(), now)
+                except Exception as exc:  # noqa: BLE001 - raised inside the process, as an Await's would be
+                    error = exc
+            if error is not None:
                 p.run = None
-                self._advance(p, None, got)
-            else:
-                self.offer(p, run, got, now)
+                self._advance(p, None, error)
         finally:
             lot.holding -= 1
         if not lot.holding and lot.due:

@@ -34,7 +34,7 @@ class Proc:
         self.drained: Callable[[bool], None] | None = None    # the same for a frame the driver wrote for it
         self.held: tuple[Get, TokenItem] | None = None         # that frame's Get and token, while it drains
         self.run: Run | RunLogged | None = None   # the lane of steps the driver takes for it (``lanes``)
-        self.logged: Callable[[TokenItem | BaseException], None] | None = None   # what a RunLogged's log calls
+        self.logged: Callable[[BaseException | None], None] | None = None   # what a RunLogged's log calls
         # What the parking lot keeps while the process waits on a stream:
         self.since = -1                        # when it parked on a full or empty channel (-1: not parked)
         self.effect: Put | Get | None = None   # the Put or Get it waits to retry

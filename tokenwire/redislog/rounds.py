@@ -16,7 +16,7 @@ appends Redis took.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..core.buckets import Buckets
@@ -24,7 +24,7 @@ from .replies import entry_id
 from .resp import pack, pack_xadd_at, xadd_head, xadd_reply
 
 __all__ = ["ASKING", "LOG_ROUND_BUCKETS", "Append", "Appends", "Command", "Parse", "RoundFigures", "Settles", "Then",
-           "logged", "settle", "told_landed"]
+           "logged", "settle"]
 
 # The buckets of a round's time (``tokenwire_log_round_seconds``), in seconds: one pipelined round trip is
 # well under a millisecond on a LAN when all is well, and is held back by a loaded Redis or process up to
@@ -157,21 +157,19 @@ class RoundFigures:
         self.appended += landed
 
 
-def logged(appends: list[Append], moved: list[Append], every: bool) -> int:
+def logged(appends: list[Append], added: list[Any] | None, moved: list[Append]) -> int:
     """Tell each of ``appends`` (a round's owned ones) it is logged, but those ``moved`` (sent again) and those
-    told their refusal already; ``every``: all landed (their replies were the bytes expected).  Returns how
-    many landed."""
-    if every:
+    told their refusal already; ``added``: their replies (None: all landed, the replies were the bytes
+    expected).  Returns how many Redis holds: an entry id for a reply, or found logged since (``REFUSED``)."""
+    if added is None:
         for a in appends:
             settle(a.future)
         return len(appends)
-    again = {id(a) for a in moved}
-    kept = [a for a in appends if id(a) not in again]
-    for a in kept:
+    again, landed = {id(a) for a in moved}, 0
+    for a, reply in zip(appends, added, strict=True):
+        if id(a) in again:
+            continue
         settle(a.future)            # a refused one was told its error already: settle tells nobody twice
-    return told_landed(kept)
-
-
-def told_landed(appends: Iterable[Append]) -> int:
-    """How many of ``appends`` were told they landed (settled without an error)."""
-    return sum(1 for a in appends if a.future.done() and not a.future.cancelled() and a.future.exception() is None)
+        future = a.future
+        landed += isinstance(reply, str) or (not future.cancelled() and future.exception() is None)
+    return landed

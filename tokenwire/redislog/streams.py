@@ -147,11 +147,10 @@ def followed(aio: AsyncRedisLog, stream: Fed, cursor: int) -> Generator[Effect, 
 
 class LoggedSteps:
     """The owner's steps as a driver's lane takes them (``LaterSteps``): generate, queue the fenced append in
-    the writer's next round, and once that round has it, ``Stream.passing`` and the driver's ``done`` (an
-    error the round found, ``LeaseLost`` and the rest, goes to ``done`` instead)."""
+    the writer's next round, its ``Then`` calling the driver's ``done`` once that round has it (or with the
+    error it found, ``LeaseLost`` and the rest); ``landed``: the token, ``Stream.passing`` done."""
 
-    __slots__ = ("_aio", "_append", "_done", "_head", "_item", "_keys", "_landed", "_model", "_sid", "_stream",
-                 "_then", "cost")
+    __slots__ = ("_aio", "_append", "_head", "_item", "_keys", "_model", "_sid", "_stream", "_then", "cost")
 
     def __init__(self, model: Model, aio: AsyncRedisLog, stream: Fed) -> None:
         from .resp import xadd_head  # here: this module loads without the redis extra (the memory log's servers)
@@ -161,31 +160,25 @@ class LoggedSteps:
         self._keys = aio.log.keys(self._sid)
         self._head = xadd_head(self._keys[1].encode())       # every append's XADD starts so
         self._append: Callable[[str, tuple[str, str, str], int, str, Settles, bytes], None] | None = None
-        self._done: Callable[[TokenItem | BaseException], None] | None = None
-        self._item = TokenItem(-1, "")
-        self._landed = self._told                   # made once: each append's ``Then`` calls it
+        self._item = TokenItem(-1, "")              # the token started last
 
     @property
     def cancelled(self) -> bool:
         """Stop before the next: cancelled, or ended under the producer (a reader found the log lost it)."""
         return self._stream.cancelled or self._stream.ending is not None
 
-    def start(self, index: int, done: Callable[[TokenItem | BaseException], None]) -> None:
+    def start(self, index: int, done: Callable[[BaseException | None], None]) -> None:
         token = self._model.generate(index)
-        self._item, self._done = TokenItem(index, token), done
+        self._item = TokenItem(index, token)
         append = self._append
         if append is None:
             append = self._append = self._aio.appender()     # this loop's writer, asked once
-        append(self._sid, self._keys, index, token, self._then(self._landed), self._head)
+        append(self._sid, self._keys, index, token, self._then(done), self._head)
 
-    def _told(self, error: BaseException | None) -> None:
-        done, item = self._done, self._item
-        assert done is not None
-        if error is None:
-            self._stream.passing(item)
-            done(item)
-        else:
-            done(error)
+    def landed(self) -> TokenItem:
+        item = self._item
+        self._stream.passing(item)
+        return item
 
 
 class SharedCanned(Source):

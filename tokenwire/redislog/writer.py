@@ -29,13 +29,11 @@ writer's connection there (``links``), so a round costs one round trip per
 node, not one per stream.  A call a node redirects is sent again in the
 next round: after a ``MOVED`` to the slot's new node (and the map is asked
 again), after an ``ASK`` once to the target after ``ASKING``, after a
-``TRYAGAIN`` a moment later (``redirects``); past ``MAX_REDIRECTS`` it fails as Redis
-failing does.
-
-With ``min_replicas=N`` every round ends with ``WAIT`` (``replicas``).
-The owner's leases and the readers' presence are renewed through these
-rounds too, on the timer of ``renewal`` (the writer's ``renewal``), one
-call per slot (``Topology.by_slot``).
+``TRYAGAIN`` a moment later (``redirects``); past ``MAX_REDIRECTS`` it
+fails as Redis failing does.  With ``min_replicas=N`` every round ends
+with ``WAIT`` (``replicas``).  The owner's leases and the readers' presence
+are renewed through these rounds too, on ``renewal``'s timer, one call per
+slot (``Topology.by_slot``).
 """
 
 from __future__ import annotations
@@ -56,7 +54,7 @@ from .redirects import MAX_REDIRECTS, TRYAGAIN_S, Redirects
 from .renewal import Renewal
 from .replies import appended
 from .resp import pack
-from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, Settles, logged, settle, told_landed
+from .rounds import ASKING, Append, Appends, Command, Parse, RoundFigures, Settles, logged, settle
 from .scripts import REFUSED, SCRIPTS
 from .topology import Topology, redirect, routing_key
 
@@ -98,7 +96,7 @@ class LogWriter:
         self.shas = {name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()}
         self._appends: list[Append] = []
         self._commands: list[Command] = []
-        self._flushing = False
+        self._flushing, self._replied_at = False, 0.0     # a round under way; when it was last answered (a node)
         self._oldest = 0.0                    # loop time the oldest queued append was queued at
         self._last_appends = 0                # appends the last round carried
         self._gathering: asyncio.Future[None] | None = None   # set while a round is held for more appends
@@ -162,13 +160,12 @@ class LogWriter:
                 await self._gather()
                 await self._between_rounds()
                 appends, self._appends = self._appends[:MAX_APPENDS_PER_ROUND], self._appends[MAX_APPENDS_PER_ROUND:]
-                if appends:
-                    self._last_appends = len(appends)
+                self._last_appends = len(appends) or self._last_appends
                 commands = self._commands[:MAX_COMMANDS_PER_ROUND]
                 del self._commands[:MAX_COMMANDS_PER_ROUND]
-                started = self.loop.time()
+                started = self._replied_at = self.loop.time()
                 landed = await self._round(appends, commands)
-                self.figures.count(landed, self.loop.time() - started)
+                self.figures.count(landed, self._replied_at - started)    # sent to answered, not the tellings
         finally:
             self._flushing = False
 
@@ -243,18 +240,18 @@ class LogWriter:
             added, replies = await self._send(link, out, commands)
             moved = [] if added is None else await self._refused(link, out.fast, added)
         except Exception as exc:        # Redis down or stalled past the timeout: every asker is told
+            self._replied_at = max(self._replied_at, self.loop.time())
             error = unavailable(self.settings, exc)
             for a in appends:
                 settle(a.future, error=error)
             for command in commands:
                 settle(command.future, error=error)
             return 0
-        landed = logged(out.fast, moved, every=added is None)
-        noscript = False
+        self._replied_at = max(self._replied_at, self.loop.time())
+        landed, noscript = logged(out.fast, added, moved), False
         if out.slow:
-            noscript = self._checked(out.slow, replies[:len(out.slow)], moved)
-            replies = replies[len(out.slow):]
-            landed += told_landed(a for a in out.slow if a not in moved)
+            noscript, checked = self._checked(out.slow, replies[:len(out.slow)], moved)
+            replies, landed = replies[len(out.slow):], landed + checked
         self._appends[:0] = moved                # sent again where the cluster said, first, in their order
         if self._commands_answered(commands, replies) or noscript:
             await link.load_scripts()
@@ -355,12 +352,13 @@ class LogWriter:
                 settle(a.future, error=exc)
         return []
 
-    def _checked(self, appends: list[Append], replies: list[Any], moved: list[Append]) -> bool:
-        """Settle each checked append by its reply (or add it to ``moved``, redirected); True if the scripts
-        must be loaded again."""
+    def _checked(self, appends: list[Append], replies: list[Any], moved: list[Append]) -> tuple[bool, int]:
+        """Settle each checked append by its reply (or add it to ``moved``, redirected); returns whether the
+        scripts must be loaded again, and how many landed."""
         missing = [(a, reply) for a, reply in zip(appends, replies, strict=True) if isinstance(reply, NoScriptError)]
         if missing:
             self._again([a for a, _ in missing], self._appends, missing[0][1])
+        landed = 0
         for a, reply in zip(appends, replies, strict=True):
             if isinstance(reply, NoScriptError):
                 continue
@@ -374,8 +372,10 @@ class LogWriter:
                 appended(a.stream_id, a.index, reply[0], reply[1])
             except LogError as exc:
                 settle(a.future, error=exc)
+                continue
             settle(a.future)
-        return bool(missing)
+            landed += 1
+        return bool(missing), landed
 
     def _answered(self, command: Command, reply: Any) -> None:
         if isinstance(reply, Exception):
