@@ -130,7 +130,7 @@ def test_a_round_s_time_is_sent_to_answered_not_the_tellings_after(redis_server)
             told.append(error)
             if len(told) == 3:
                 done.set_result(None)
-        writer = aio.appender().__self__             # this loop's writer
+        writer = aio.writer                          # this loop's
         before = writer.figures.times.count
         for index in range(3):
             writer.append_then("r", log.keys("r"), index, f"t{index}", Then(slow))
@@ -147,3 +147,47 @@ def test_a_round_s_time_is_sent_to_answered_not_the_tellings_after(redis_server)
     assert told == [None, None, None]
     assert appended == 3 and rounds >= 1
     assert total_ns < 100_000_000, f"the rounds took {total_ns / 1e6:.0f} ms in all: the tellings were counted"
+
+
+def test_a_lane_whose_log_was_closed_appends_through_the_loop_s_new_writer(redis_server):
+    """``AsyncRedisLog.close`` (a server stopping its log before its streams) leaves a lane's cached writer
+    closed: the next token is appended through the writer the log makes again, and the closed one opens no
+    connection again."""
+    import asyncio
+
+    from tokenwire.endpoints.logs import new_stream
+    from tokenwire.redislog.streams import LoggedSteps
+
+    log = _log(redis_server.url)
+    stream = new_stream("c", RunSpec(tokens=4, producer_ms=1.0), log)
+
+    async def scene() -> tuple[list[object], bool, bool]:
+        aio = log.aio
+        assert (await aio.claim("c")).owned
+        steps = LoggedSteps(stream.source.model, aio, stream)
+        told: list[object] = []
+        landed = asyncio.Event()
+
+        def done(error: BaseException | None) -> None:
+            told.append(error)
+            landed.set()
+        first = aio.writer
+        steps.start(0, done)
+        await asyncio.wait_for(landed.wait(), 10)
+        steps.landed()
+        await aio.close()                           # the log closed under the lane
+        assert (await aio.claim("c")).owned         # the log is used again: a new writer, the lease taken again
+        landed.clear()
+        steps.start(1, done)
+        await asyncio.wait_for(landed.wait(), 10)
+        second = aio.writer
+        again = second is not first and not first.links
+        aio.disown("c")
+        await aio.close()
+        return told, again, first.closed
+    try:
+        told, again, closed = asyncio.run(scene())
+        assert [i for i, _, _ in log.entries("c")] == [0, 1]
+    finally:
+        log.close()
+    assert told == [None, None] and again and closed

@@ -34,7 +34,7 @@ from .clients import OP_TIMEOUT_S, Settings, client, unavailable
 from .presence import readers_key
 from .reader import LogReader
 from .replies import Claim, claimed, create_args, created, tokens_read
-from .rounds import LOG_ROUND_BUCKETS, Settles
+from .rounds import LOG_ROUND_BUCKETS
 from .writer import LogWriter
 
 __all__ = ["AsyncRedisLog", "Settings"]
@@ -174,11 +174,6 @@ class AsyncRedisLog:
         alone.
         """
         return self._here().writer.append(stream_id, index, token)
-
-    def appender(self) -> Callable[[str, tuple[str, str, str], int, str, Settles, bytes], None]:
-        """This loop's writer's ``append_then`` (stream id, its keys, index, token, ``told``, its XADD's head): as
-        ``append_future``, telling ``told`` (a ``Then``: called in the round, no future made)."""
-        return self._here().writer.append_then
 
     async def append(self, stream_id: str, index: int, token: str) -> None:
         await self.append_future(stream_id, index, token)

@@ -66,7 +66,7 @@ from .schemes import REDIS_SCHEMES, either
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
-    from .rounds import Settles
+    from .writer import LogWriter
 
 __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", "is_shared", "open_log", "passed_on"]
 
@@ -150,7 +150,7 @@ class LoggedSteps:
     the writer's next round, its ``Then`` calling the driver's ``done`` once that round has it (or with the
     error it found, ``LeaseLost`` and the rest); ``landed``: the token, ``Stream.passing`` done."""
 
-    __slots__ = ("_aio", "_append", "_head", "_item", "_keys", "_model", "_sid", "_stream", "_then", "cost")
+    __slots__ = ("_aio", "_head", "_item", "_keys", "_model", "_sid", "_stream", "_then", "_writer", "cost")
 
     def __init__(self, model: Model, aio: AsyncRedisLog, stream: Fed) -> None:
         from .resp import xadd_head  # here: this module loads without the redis extra (the memory log's servers)
@@ -159,7 +159,7 @@ class LoggedSteps:
         self.cost, self._model, self._aio, self._stream, self._sid = model.cost_ns, model, aio, stream, stream.stream_id
         self._keys = aio.log.keys(self._sid)
         self._head = xadd_head(self._keys[1].encode())       # every append's XADD starts so
-        self._append: Callable[[str, tuple[str, str, str], int, str, Settles, bytes], None] | None = None
+        self._writer: LogWriter | None = None      # this loop's (``append_then``: told through a ``Then``)
         self._item = TokenItem(-1, "")              # the token started last
 
     @property
@@ -170,10 +170,10 @@ class LoggedSteps:
     def start(self, index: int, done: Callable[[BaseException | None], None]) -> None:
         token = self._model.generate(index)
         self._item = TokenItem(index, token)
-        append = self._append
-        if append is None:
-            append = self._append = self._aio.appender()     # this loop's writer, asked once
-        append(self._sid, self._keys, index, token, self._then(done), self._head)
+        writer = self._writer
+        if writer is None or writer.closed:
+            writer = self._writer = self._aio.writer          # asked once a run (again if the log was closed)
+        writer.append_then(self._sid, self._keys, index, token, self._then(done), self._head)
 
     def landed(self) -> TokenItem:
         item = self._item

@@ -97,6 +97,7 @@ class LogWriter:
         self._appends: list[Append] = []
         self._commands: list[Command] = []
         self._flushing, self._replied_at = False, 0.0     # a round under way; when it was last answered (a node)
+        self.closed = False                   # ``close`` was called: a holder of this writer asks for another
         self._oldest = 0.0                    # loop time the oldest queued append was queued at
         self._last_appends = 0                # appends the last round carried
         self._gathering: asyncio.Future[None] | None = None   # set while a round is held for more appends
@@ -211,9 +212,7 @@ class LogWriter:
 
     def _link(self, node: str) -> Link:
         link = self._links.get(node)
-        if link is None:
-            link = self._links[node] = Link(self.settings, node)
-        return link
+        return link if link is not None else self._links.setdefault(node, Link(self.settings, node))
 
     async def _round(self, appends: list[Append], commands: list[Command]) -> int:
         """Send the round: to the one Redis, or to each node its part, together (one round trip per node);
@@ -395,6 +394,6 @@ class LogWriter:
 
     async def close(self) -> None:
         self.renewal.stop()
-        links, self._links = list(self._links.values()), {}
+        links, self._links, self.closed = list(self._links.values()), {}, True
         for link in links:
             await link.close()
