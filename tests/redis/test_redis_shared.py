@@ -196,9 +196,11 @@ class _Calls:
 
     def __init__(self):
         self.appended = []
+        self.writer = self                  # the loop's writer: ``append_then`` keeps what it is given
+        self.closed = False
 
-    def appender(self):
-        return lambda *args: self.appended.append(args)
+    def append_then(self, *args):
+        self.appended.append(args)
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: (name, args)

@@ -150,7 +150,7 @@ class LoopDriver:
         connection behind the wire alive until it fired) and its wires."""
         self._lot.forget(p)
         p.wire = p.memory = None
-        p.resume = p.drained = p.held = p.run = p.logged = None
+        p.resume = p.drained = p.held = p.run = p.logged = p.awaited = None
         p.hook = UNCHECKED
 
     def _step(self, p: Proc, value: object = None, error: BaseException | None = None) -> None:
@@ -212,7 +212,9 @@ class LoopDriver:
                 return
             elif type(effect) is Await:
                 task = asyncio.ensure_future(effect.awaitable, loop=self.loop)
-                task.add_done_callback(partial(self._awaited, p))
+                if p.awaited is None:
+                    p.awaited = partial(self._awaited, p)      # made once, as ``resume``
+                task.add_done_callback(p.awaited)
                 return
             else:
                 value, error = None, TypeError(f"a process yielded {effect!r}, not an effect")

@@ -23,8 +23,8 @@ UNCHECKED: object = object()     # a ``Proc.hook`` no stream's hook is: the next
 class Proc:
     """A running process: see the field comments."""
 
-    __slots__ = ("deadline", "drained", "effect", "frame", "future", "gen", "held", "hook", "key", "logged", "memory",
-                 "resume", "run", "since", "timer", "until", "wire")
+    __slots__ = ("awaited", "deadline", "drained", "effect", "frame", "future", "gen", "held", "hook", "key", "logged",
+                 "memory", "resume", "run", "since", "timer", "until", "wire")
 
     def __init__(self, gen: Process, wire: Wire | LoopWire | None, now: int, future: asyncio.Future[Any]) -> None:
         self.gen, self.deadline, self.future = gen, now, future     # deadline: when its pacing says it is due
@@ -35,6 +35,7 @@ class Proc:
         self.held: tuple[Get, TokenItem] | None = None         # that frame's Get and token, while it drains
         self.run: Run | RunLogged | None = None   # the lane of steps the driver takes for it (``lanes``)
         self.logged: Callable[[BaseException | None], None] | None = None   # what a RunLogged's log calls
+        self.awaited: Callable[[asyncio.Future[Any]], None] | None = None   # what an Await's future calls
         # What the parking lot keeps while the process waits on a stream:
         self.since = -1                        # when it parked on a full or empty channel (-1: not parked)
         self.effect: Put | Get | None = None   # the Put or Get it waits to retry
