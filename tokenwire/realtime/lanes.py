@@ -74,18 +74,7 @@ class Lanes:
         run = p.run
         if type(run) is not Run:
             return                                    # the process ended (``close``) while its timer was due
-        lot = self._lot
-        lot.holding += 1
-        try:
-            try:
-                self.offer(p, run, run.steps.make(run.index), self._now())
-            except Exception as exc:  # noqa: BLE001 - the model's, the log's or the hand-over's error: the process's
-                p.run = None
-                self._advance(p, None, exc)
-        finally:
-            lot.holding -= 1
-        if not lot.holding and lot.due:
-            lot.flush()
+        self._take(p, run, None, self._now())
 
     def start(self, p: Proc) -> None:
         """A ``RunLogged``'s next token is due: it is generated and its append queued; ``logged`` goes on."""
@@ -107,15 +96,25 @@ class Lanes:
         run = p.run
         if type(run) is not RunLogged or p not in self._live:
             return                                    # ended (``close``) while its append was in flight
-        lot, now = self._lot, self._now()
+        now = self._now()
         if now - p.deadline > AWAIT_DEBT_NS:          # as an Await: a long wait is not a debt to repay
             p.deadline = now
+        self._take(p, run, error, now)
+
+    def _take(self, p: Proc, run: Run | RunLogged, error: BaseException | None, now: int) -> None:
+        """``run``'s token is due (``error`` None: made, or taken from the log that holds it) and offered, or
+        ``error`` (the log's, or any the making and the hand-over raise) is raised inside the process; the
+        processes this wakes go on once it is done (``ParkingLot.flush``)."""
+        lot = self._lot
         lot.holding += 1
         try:
             if error is None:
                 try:
-                    self.offer(p, run, run.steps.landed(), now)
-                except Exception as exc:  # noqa: BLE001 - raised inside the process, as an Await's would be
+                    if isinstance(run, Run):
+                        self.offer(p, run, run.steps.make(run.index), now)
+                    else:
+                        self.offer(p, run, run.steps.landed(), now)
+                except Exception as exc:  # noqa: BLE001 - the model's, the log's or the hand-over's: the process's
                     error = exc
             if error is not None:
                 p.run = None

@@ -220,7 +220,8 @@ class SharedCanned(Source):
                     try:
                         lane = (yield run) > first         # False: the driver took none (the virtual clock)
                     except (LeaseLost, IndexConflict):
-                        owned = self._fenced(sid)
+                        self._fenced(sid)
+                        owned = False
                     finally:
                         cursor, check = run.index - 1, True
                     continue
@@ -266,12 +267,10 @@ class SharedCanned(Source):
         yield stream.pass_on(TokenItem(index, token))
         return index
 
-    def _fenced(self, stream_id: str) -> bool:
-        """An append was fenced off: another instance owns the stream now, its tokens come from the log.
-        Returns False (owned no more)."""
+    def _fenced(self, stream_id: str) -> None:
+        """An append was fenced off: another instance owns the stream now, its tokens come from the log."""
         self.fenced += 1
         self.aio.disown(stream_id)
-        return False
 
     def _fail(self, stream: Fed, exc: LogError) -> Process:
         self.failure = exc
