@@ -25,13 +25,15 @@ set).  It is only ever sent between two frames, never inside one.
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+from collections.abc import Callable
+from functools import partial
+from typing import NamedTuple, cast
 
 from .parts import PART_MARK, decode
 from .sse import encode, encode_comment
 
 __all__ = ["DEFAULT_RETRY_MS", "HEARTBEAT", "TOKEN_MARK", "TokenItem", "done_frame", "entry_frame", "failed_frame",
-           "open_frame", "token_frame"]
+           "new_item", "open_frame", "token_frame"]
 
 # How a wire tells a token frame from the others (``TOKEN_MARK in frame``):
 # its event line, which always follows its id line.  A data line always
@@ -49,6 +51,11 @@ class TokenItem(NamedTuple):
 
     index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose: it is the token index
     text: str
+
+
+# ``TokenItem(index, text)`` made from the pair, as the tuple it is: the named tuple's own ``__new__`` is a Python
+# function, and the per-token paths (``Steps.make``, a log's landed token) make one for every token.
+new_item = cast(Callable[[tuple[int, str]], TokenItem], partial(tuple.__new__, TokenItem))
 
 
 # What the page shows: short enough that a dropped connection is back within
@@ -73,10 +80,9 @@ def entry_frame(item: TokenItem) -> bytes:
     """Return the frame for one log entry: a token's for text, else an event named after the part's kind
     (``reasoning``, ``tool-call-start``, ...; never ``error``) whose data is the part's JSON."""
     index, entry = item
+    if "\n" not in entry and "\r" not in entry and entry[:1] != PART_MARK:     # one token per frame: encode's own
+        return f"id: {index}\nevent: token\ndata: {entry}\n\n".encode()     # fast path, without its call
     if entry[:1] != PART_MARK:
-        frame = f"id: {index}\nevent: token\ndata: {entry}\n\n"     # one token per frame: encode's own fast path,
-        if frame.count("\n") == 4 and "\r" not in frame:             # without its call (the id is an int's digits)
-            return frame.encode()
         return encode(entry, event="token", id=str(index))
     part = decode(entry)
     if isinstance(part, str):                 # a text that began with the mark itself

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import random
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .parts import Finish, Reasoning, Step, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolResult, Usage, encode
@@ -156,10 +156,6 @@ class Steps(Mapping[int, int]):
     def __init__(self, n: int) -> None:
         self._counts = bytearray(n)
 
-    def add(self, index: int) -> None:
-        if self._counts[index] < 255:
-            self._counts[index] += 1
-
     def __getitem__(self, index: int) -> int:
         if not 0 <= index < len(self._counts) or not self._counts[index]:
             raise KeyError(index)
@@ -183,26 +179,28 @@ class Model:
     every model of the same answer and timing.
     """
 
-    __slots__ = ("_costs", "steps", "timing", "tokens")
+    __slots__ = ("_counts", "cost_ns", "steps", "timing", "tokens")
+
+    cost_ns: Callable[[int], int]
+    """Return how long generating an index takes (ns): the costs' own ``__getitem__``, called once a token."""
 
     def __init__(self, tokens: tuple[str, ...], timing: TimingModel) -> None:
         if not tokens:
             raise ValueError("tokens must not be empty")
         self.tokens = tokens
         self.timing = timing
-        self._costs = timing.costs(len(tokens))
+        self.cost_ns = timing.costs(len(tokens)).__getitem__
         self.steps = Steps(len(tokens))
+        self._counts = self.steps._counts      # what ``generate`` counts in
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def cost_ns(self, index: int) -> int:
-        """Return how long generating ``index`` takes."""
-        return self._costs[index]
-
     def generate(self, index: int) -> str:
-        """Run one model step; returns the token and counts the step."""
-        self.steps.add(index)
+        """Run one model step; returns the token and counts the step in its ``steps``."""
+        counts = self._counts
+        if counts[index] < 255:
+            counts[index] += 1
         return self.tokens[index]
 
     @property

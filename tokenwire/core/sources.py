@@ -27,7 +27,7 @@ from typing import Protocol
 
 from .effects import Mailbox, Process, Put, Run, Sleep
 from .endings import EarlyEnd
-from .frames import TokenItem
+from .frames import TokenItem, new_item
 from .model import Model
 from .tokenlog import LogError, StreamState, TokenLog
 
@@ -200,6 +200,6 @@ class CannedSteps:
     def make(self, index: int) -> TokenItem:
         token = self._generate(index)
         self._append(self._sid, index, token)
-        item = TokenItem(index, token)
+        item = new_item((index, token))
         self._passing(item)
         return item

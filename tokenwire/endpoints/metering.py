@@ -79,10 +79,11 @@ class Meter:
 class Metered:
     """A connection's rendering, counting and timing its token frames (see the module)."""
 
-    __slots__ = ("_before", "_before_ns", "_inner", "_live_from", "_meter", "_ttft_from")
+    __slots__ = ("_before", "_before_ns", "_inner", "_live_from", "_meter", "_token", "_ttft_from")
 
     def __init__(self, inner: Rendering, meter: Meter, arrived_ns: int, cursor: int) -> None:
         self._inner, self._meter = inner, meter
+        self._token = inner.token                              # looked up once: it renders every token
         self._ttft_from = arrived_ns if cursor < 0 else 0      # 0: this connection's first token is no TTFT
         self._live_from = 0
         self._before, self._before_ns = -2, 0                  # the last sampled token before a gap, and when
@@ -104,7 +105,7 @@ class Metered:
                 self._before, self._before_ns = index, _now()
         elif phase == 0 and self._before == index - 1:         # the token after it: the gap is timed
             meter.itl.observe_ns(_now() - self._before_ns)
-        return self._inner.token(item)
+        return self._token(item)
 
     def closing(self, stream: Rendered, delivered_from: int, dropped: int) -> bytes:
         return self._inner.closing(stream, delivered_from, dropped)

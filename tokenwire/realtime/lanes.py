@@ -5,10 +5,12 @@ reader is caught up (its writer waits in a ``Get`` on its empty channel):
 the token's timer fires (``make``); the token is made (``Steps.make``:
 generated, appended to the log, the stream's bookkeeping); ``offer`` asks
 ``ParkingLot.only_getter`` for the writer, the only process parked on the
-stream, ``Stream.hand_over`` counts the token on its channel, and ``hand``
-renders the frame with the writer's own ``Writer`` (``Get.direct``) and
-writes it to the wire; then ``ran`` times the next token.  One callback, no
-loop turn, no wake-up of the writer, no generator resumed.
+stream, ``Stream.hand_over`` counts the token on its channel, and the frame
+is rendered with the writer's own ``Writer`` (``Get.direct``) and written to
+the wire; then the next token is timed.  One callback, no loop turn, no
+wake-up of the writer, no generator resumed; ``offer`` writes that path out
+in one method (``hand`` and ``ran`` hold the same steps for the other
+callers).
 
 On a shared log (``RunLogged``) the timer starts the token instead
 (``start``: generated, its fenced append queued in the log writer's next
@@ -110,10 +112,7 @@ class Lanes:
         try:
             if error is None:
                 try:
-                    if isinstance(run, Run):
-                        self.offer(p, run, run.steps.make(run.index), now)
-                    else:
-                        self.offer(p, run, run.steps.landed(), now)
+                    self.offer(p, run, run.steps.make(run.index) if isinstance(run, Run) else run.steps.landed(), now)
                 except Exception as exc:  # noqa: BLE001 - the model's, the log's or the hand-over's: the process's
                     error = exc
             if error is not None:
@@ -126,19 +125,43 @@ class Lanes:
 
     def offer(self, p: Proc, run: Run | RunLogged, item: TokenItem, now: int) -> None:
         """``run``'s token ``item`` is made: written to a caught-up reader, or offered to the stream's channel (a
-        full ``block`` channel parks the producer); then the next token is timed, or the process goes on."""
+        full ``block`` channel parks the producer); then the next token is timed, or the process goes on.
+
+        The caught-up reader whose wire takes the frame at once is the path
+        of nearly every token, so it is written out here rather than called:
+        ``hand``'s frame and write, ``ParkingLot.wrote``'s heartbeat, ``ran``'s
+        timing of the next token."""
         run.index += 1
         stream, lot = run.stream, self._lot
         reader = lot.only_getter(stream)
         if reader is not None and stream.hand_over(item):     # caught up: its token is written now
-            self.hand(reader, item, now)
+            waiting, wire = reader.effect, reader.wire
+            assert type(waiting) is Get
+            direct = waiting.direct
+            if direct is None or wire is None or reader.drained is None:
+                self.hand(reader, item, now)
+            else:
+                frame = direct.frame(item)
+                if frame is not None:
+                    taken = wire.send(frame, reader.drained)
+                    if taken:
+                        direct.wrote(item)
+                        if reader.until >= 0 and waiting.timeout_ns is not None:     # ``ParkingLot.wrote``
+                            reader.until = now + max(0, waiting.timeout_ns)
+                    else:
+                        self._unsent(reader, waiting, item, taken)
         else:
             offer = Put(stream, item)
             if put(offer, -1, self._now) is Outcome.FULL:
                 lot.park(p, offer, self._now())
                 return
-        if not self.ran(p, run, now):
-            self._advance(p, run.index, None)
+        steps = run.steps
+        if run.index < run.end and not steps.cancelled:       # ``ran``, the next token timed
+            p.deadline += steps.cost(run.index)
+            self._timers.at(p.deadline, self._made if type(run) is Run else self._started, p, now)
+            return
+        p.run = None
+        self._advance(p, run.index, None)
 
     def ran(self, p: Proc, run: Run | RunLogged, now: int = -1) -> bool:
         """``run``'s token is offered: True if its next is timed, False if the run is over (or cancelled) and the
@@ -170,7 +193,12 @@ class Lanes:
         if taken:
             direct.wrote(item)
             self._lot.wrote(reader, now)
-            return
+        else:
+            self._unsent(reader, waiting, item, taken)
+
+    def _unsent(self, reader: Proc, waiting: Get, item: TokenItem, taken: bool | None) -> None:
+        """``hand``'s write was not taken at once: the peer is gone (``taken`` False), or (None) ``written`` is
+        called once the wire has drained."""
         self._lot.unpark(reader)
         if taken is False:
             self._wake(reader, WRITE_FAILED)          # the peer is gone

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, RunLogged, Sleep, TokenItem
+from ..core.frames import new_item
 from ..core.model import Model
 from ..core.sources import Fed, Source
 from ..core.stream import Attached, Stream
@@ -169,7 +170,7 @@ class LoggedSteps:
 
     def start(self, index: int, done: Callable[[BaseException | None], None]) -> None:
         token = self._model.generate(index)
-        self._item = TokenItem(index, token)
+        self._item = new_item((index, token))
         writer = self._writer
         if writer is None or writer.closed:
             writer = self._writer = self._aio.writer          # asked once a run (again if the log was closed)
