@@ -47,6 +47,16 @@ GOAL_CPU_RATIO = 1.5
 GOAL_REDIS_US = 4.0
 GOAL_CONNECTIONS = 8
 SAMPLE_S = 0.2
+IDLE_S = 2.0     # how long Redis's upkeep is measured, idle, before a run (``idle_rate``)
+
+
+def idle_rate(cpu_s: Callable[[], float], seconds: float = IDLE_S) -> float:
+    """CPU seconds a second that ``cpu_s`` (a Redis's ``run_s``, or several nodes' summed) spends with nothing
+    asked of it, over ``seconds`` before a run: its own upkeep (``serverCron``; a cluster's bus and
+    ``clusterCron`` too), which the run's CPU per token includes and which does not grow with the tokens."""
+    before = cpu_s()
+    time.sleep(seconds)
+    return (cpu_s() - before) / seconds
 
 
 class RedisServer:
@@ -91,6 +101,15 @@ class RedisServer:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def run_s(self) -> float:
+        """CPU seconds so far, every thread's, to the nanosecond (``/proc/<pid>/task/*/schedstat``): what
+        ``idle_rate`` reads, where ``cpu_s``'s 10 ms ticks are too coarse for a few seconds of near idleness."""
+        total = 0
+        for task in os.listdir(f"/proc/{self.proc.pid}/task"):
+            with open(f"/proc/{self.proc.pid}/task/{task}/schedstat", encoding="ascii") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+
     def rounds(self) -> int:
         """Script calls since the stats were reset: every append round, and a few calls per stream."""
         for line in self.ask(b"INFO commandstats").decode().split("\r\n"):
@@ -100,8 +119,9 @@ class RedisServer:
 
     def watch(self) -> Callable[[], str]:
         """Start sampling connections and CPU; returns what stops it and gives the figures as JSON."""
+        idle = idle_rate(self.run_s)
         self.ask(b"CONFIG RESETSTAT")
-        cpu0, most, stop = self.cpu_s(), [0], threading.Event()
+        cpu0, most, stop, began = self.cpu_s(), [0], threading.Event(), time.monotonic()
 
         def sample() -> None:
             while not stop.wait(SAMPLE_S):
@@ -112,7 +132,8 @@ class RedisServer:
         def done() -> str:
             stop.set()
             thread.join(5)
-            return json.dumps({"redis_cpu_s": self.cpu_s() - cpu0, "connections": most[0], "rounds": self.rounds()})
+            return json.dumps({"redis_cpu_s": self.cpu_s() - cpu0, "connections": most[0], "rounds": self.rounds(),
+                               "idle_cpu_s": idle * (time.monotonic() - began)})
         return done
 
     def stop(self) -> None:
@@ -147,6 +168,7 @@ class Measured:
     redis_cpu_s: float | None = None
     connections: int | None = None
     rounds: int | None = None
+    idle_cpu_s: float | None = None     # what Redis's own upkeep took over the run (``idle_rate``), included above
 
     @property
     def tokens(self) -> int:
@@ -172,7 +194,10 @@ class Measured:
                 f"{'-' if ratio is None else f'{ratio:.2f}x'}, TTFT p95 {'-' if ttft is None else f'{ttft:.0f} ms'}, "
                 f"server CPU {self.cpu_us:.0f} us/token")
         if self.redis_us is not None:
-            text += f", Redis CPU {self.redis_us:.1f} us/token, Redis connections {self.connections}"
+            text += f", Redis CPU {self.redis_us:.1f} us/token"
+            if self.idle_cpu_s is not None:
+                text += f" (of it {self.idle_cpu_s / self.tokens * 1e6:.1f} its upkeep when idle)"
+            text += f", Redis connections {self.connections}"
             if self.per_round is not None:
                 text += f", {self.per_round:.0f} tokens a script call"
         if c["errors"] or c["timed_out"]:
@@ -191,7 +216,8 @@ def measure(server: str, log_name: str, n: int, tokens: int) -> Measured:
     finally:
         redis.stop()
     said = json.loads(step.client["beside"])
-    return Measured(server, log_name, step, said["redis_cpu_s"], said["connections"], said["rounds"])
+    return Measured(server, log_name, step, said["redis_cpu_s"], said["connections"], said["rounds"],
+                    said.get("idle_cpu_s"))
 
 
 def _rows(n: int, memory: Measured, shared: Measured) -> list[Row]:
