@@ -9,7 +9,7 @@ first node), and item 5's client reads N streams of the 277-token answer at
 20 ms a token.  The server's CPU comes from ``/proc/<pid>/stat`` over the
 client's run; Redis's is every node's summed (the notes say how much of it
 the nodes spend idle, measured for 2 s before the run: a cluster's bus and
-cron cost about 0.1 core-% a node whatever the tokens), and its connections are the
+cron cost about 0.3% of a core a node, whatever the tokens), and its connections are the
 most any one node held (``CLIENT LIST`` every 0.2 s, less the sampler's
 own).  The goals are issue 33's: every stream complete, the server's CPU
 per token on the cluster at most 1.3x its CPU on one Redis, Redis's CPU per
