@@ -97,6 +97,8 @@ class AsgiWire:
         self._send, self.loop = send, loop
         self.write_timeout_s = write_timeout_s
         self.eager = eager_send(send) if eager is None else eager
+        # An eager send is a server's coroutine method: ``send`` steps what it returns by hand.
+        self._eager = cast(Callable[[dict[str, Any]], _Write], send)
         self.failure: str | None = None
         self.bytes_sent = self.frames_sent = self.tokens_sent = 0
         self._frame: bytes | None = None               # a frame for the task to write
@@ -112,24 +114,24 @@ class AsgiWire:
 
     # -- the LoopWire side (called by the driver) ---------------------------------
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
-        """Write ``frame``: True if the server took it now, False if the peer is gone, None: ``resume`` comes later."""
+        """Write ``frame``: True if the server took it now, False if the peer is gone, None: ``resume`` comes later.
+
+        A caught-up reader's every token comes here, so the eager write is
+        written out in this method: the server's coroutine started and
+        stepped once (a server that takes the frame at once finishes it)."""
         if self.failure is not None:
             return False
         if self.eager and not self._busy:
-            return self._send_now(frame, resume)
-        self._frame, self._resume = frame, resume
-        self._poke()
-        return None
-
-    def _send_now(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None:
-        write = cast(_Write, self._send(_body(frame)))     # an eager send is a server's coroutine method
-        try:
-            waits_on = write.send(None)
-        except StopIteration:
-            return self._sent(frame)
-        except (OSError, RuntimeError) as exc:
-            return self._failed(exc)
-        self._started, self._resume, self._since = (write, waits_on, frame), resume, self.loop.time()
+            write = self._eager({"type": "http.response.body", "body": frame, "more_body": True})    # as ``_body``
+            try:
+                waits_on = write.send(None)
+            except StopIteration:
+                return self._sent(frame)
+            except (OSError, RuntimeError) as exc:
+                return self._failed(exc)
+            self._started, self._resume, self._since = (write, waits_on, frame), resume, self.loop.time()
+        else:
+            self._frame, self._resume = frame, resume
         self._poke()
         return None
 
@@ -139,12 +141,12 @@ class AsgiWire:
         return False
 
     def _sent(self, frame: bytes) -> bool:
+        """The server took ``frame``: counted, unless the peer was declared gone meanwhile (False)."""
         if self.failure is not None:
             return False
         self.bytes_sent += len(frame)
         self.frames_sent += 1
-        if TOKEN_MARK in frame:
-            self.tokens_sent += frame.count(TOKEN_MARK)     # several when written together (a replay)
+        self.tokens_sent += frame.count(TOKEN_MARK)     # several when written together (a replay)
         return True
 
     def snapshot(self) -> tuple[int, int]:

@@ -56,9 +56,13 @@ class LiveStream:
 SPEC_KEY = "spec"
 
 
+# A spec's field names, read once (``dataclasses.fields`` builds its tuple anew at every call).
+_SPEC_FIELDS = tuple(f.name for f in fields(RunSpec))
+
+
 def spec_to_meta(spec: RunSpec) -> dict[str, Any]:
     """Return the JSON-able meta a token log keeps for a live stream (enough to rebuild it)."""
-    values = ((f.name, getattr(spec, f.name)) for f in fields(spec))     # flat: no deep copy (asdict makes one)
+    values = ((name, getattr(spec, name)) for name in _SPEC_FIELDS)     # flat: no deep copy (asdict makes one)
     return {SPEC_KEY: {key: getattr(value, "value", value) for key, value in values}}
 
 

@@ -6,14 +6,16 @@ None and calls ``resume`` with the answer later (its transport drained, timed
 out or lost the peer).  An in-memory ``Wire`` (``MemoryReader``) says when it
 can next accept a frame and takes it then; the driver waits for it with a
 timer.  ``LoopWire`` is a runtime-checkable protocol: ``split`` checks a
-wire against it once per process, and the driver keeps the answer, so no
-``Send`` looks at the wire's attributes.
+wire's class against it once (a protocol's ``isinstance`` looks at every
+attribute it names, tens of microseconds a call, and every connection
+starts a process), and the driver keeps the answer, so no ``Send`` looks at
+the wire's attributes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from ..core.reader import Wire
 
@@ -27,10 +29,18 @@ class LoopWire(Protocol):
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None: ...
 
 
+# Whether a class of wire is a LoopWire, as ``isinstance`` first said for one of its instances.
+_LOOP_WIRE_CLASSES: dict[type, bool] = {}
+
+
 def split(wire: Wire | LoopWire | None) -> tuple[LoopWire | None, Wire | None]:
     """Return ``(wire, None)`` for a ``LoopWire``, ``(None, wire)`` for an in-memory one, ``(None, None)`` for none."""
     if wire is None:
         return None, None
-    if isinstance(wire, LoopWire):
-        return wire, None
-    return None, wire
+    kind = type(wire)
+    loop_wire = _LOOP_WIRE_CLASSES.get(kind)
+    if loop_wire is None:
+        loop_wire = _LOOP_WIRE_CLASSES[kind] = isinstance(wire, LoopWire)
+    if loop_wire:
+        return cast(LoopWire, wire), None
+    return None, cast(Wire, wire)
