@@ -11,7 +11,7 @@ from tokenwire.endpoints.params import RequestError, resume_cursor, spec_from_qu
 
 def test_live_parameters_are_split_from_the_report_ones() -> None:
     rest, live = split_query("tokens=30&cut_after=5&scenario=block&last_event_id=3")
-    assert rest == "tokens=30&scenario=block" and live == {"cut_after": "5", "last_event_id": "3"}
+    assert rest == [("tokens", "30"), ("scenario", "block")] and live == {"cut_after": "5", "last_event_id": "3"}
     with pytest.raises(RequestError, match=r"parameter 'cut_after' given more than once \('1' and '2'\); give it once"):
         split_query("cut_after=1&cut_after=2")
     spec, cut = spec_from_query("tokens=30&scenario=drop-newest&buffer=8&cut_after=5")

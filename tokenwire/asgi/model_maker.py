@@ -32,7 +32,6 @@ import secrets
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
 from ..core.channel import Policy
 from ..core.stream import OnDisconnect, Stream
@@ -155,7 +154,7 @@ class ModelMaker:
             raise RequestError(400, "last_event_id applies to /streams/<id>/events, not to a new stream")
         cut = _cut(live["cut_after"]) if "cut_after" in live else None
         params: dict[str, str] = {}
-        for name, value in parse_qsl(rest, keep_blank_values=True):
+        for name, value in rest:
             if name in params:
                 raise RequestError(400, f"parameter {name!r} given more than once; give it once")
             params[name] = value

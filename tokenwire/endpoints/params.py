@@ -98,8 +98,10 @@ def echo(value: str) -> str:
     return f"{value[:MAX_ECHO_CHARS]!r}... ({len(value)} characters)"
 
 
-def split_query(query: str) -> tuple[str, dict[str, str]]:
-    """Return the report part of ``query`` and the live-only parameters; raises ``RequestError``."""
+def split_query(query: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Return the report part of ``query`` (its decoded pairs, in order) and the live-only parameters; raises
+    ``RequestError``.  Every event-stream request splits its query: the pairs are not encoded again unless a
+    caller needs them as a query string (``spec_from_query``, remembered per query)."""
     rest: list[tuple[str, str]] = []
     live: dict[str, str] = {}
     try:
@@ -114,7 +116,7 @@ def split_query(query: str) -> tuple[str, dict[str, str]]:
                                     f"{echo(value)}); give it once")
         else:
             live[name] = value
-    return urlencode(rest), live
+    return rest, live
 
 
 def parse_count(name: str, value: str) -> int:
@@ -156,12 +158,12 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
     Pure, so remembered per query string: a thousand clients opening the
     same stream URL parse it once.
     """
-    rest, live = split_query(query)
+    pairs, live = split_query(query)
     if "last_event_id" in live:
         raise RequestError(400, "last_event_id applies to /streams/<id>/events, not to a new stream")
-    _check_create_names(rest)
+    _check_create_names(pairs)
     try:
-        spec = spec_from_params(parse_query(rest))
+        spec = spec_from_params(parse_query(urlencode(pairs)))
     except (ParamError, ValueError) as exc:
         raise RequestError(400, str(exc)) from None
     if "parts" in live:
@@ -174,10 +176,10 @@ def spec_from_query(query: str) -> tuple[RunSpec, int | None]:
     return spec, cut
 
 
-def _check_create_names(rest: str) -> None:
+def _check_create_names(pairs: list[tuple[str, str]]) -> None:
     """Refuse (400) a create parameter that is unknown or the report's alone; the values are checked after."""
     allowed = ", ".join(CREATE_PARAMS)
-    for name, value in parse_qsl(rest, keep_blank_values=True):
+    for name, value in pairs:
         if name in REPORT_ONLY_PARAMS:
             raise RequestError(400, f"parameter {name!r} (given {echo(value)}) is the report's, not a live "
                                     f"stream's: its reader is the client, on the real clock; allowed: {allowed}")

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from ..core.stream import Stream
 from ..core.tokenlog import LogError, LogGap, LogUnavailable, StreamLost, StreamState, UnknownStream
@@ -276,7 +276,7 @@ def events_request(query: str, header_values: list[str], stream: Stream, generat
     """
     rest, params = split_query(query)
     if not created and rest:
-        raise RequestError(400, f"an events URL takes only last_event_id and cut_after, got {rest!r}")
+        raise RequestError(400, f"an events URL takes only last_event_id and cut_after, got {urlencode(rest)!r}")
     header = last_event_id(header_values, created)
     cursor = resume_cursor(header, params.get("last_event_id"), stream.total, generated)
     requested = parse_count("cut_after", params["cut_after"]) if "cut_after" in params and not created else None
