@@ -14,6 +14,7 @@ the wire's attributes.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Protocol, cast, runtime_checkable
 
@@ -29,8 +30,9 @@ class LoopWire(Protocol):
     def send(self, frame: bytes, resume: Callable[[bool], None]) -> bool | None: ...
 
 
-# Whether a class of wire is a LoopWire, as ``isinstance`` first said for one of its instances.
-_LOOP_WIRE_CLASSES: dict[type, bool] = {}
+# Whether a class of wire is a LoopWire, as ``isinstance`` first said for one of its instances (weakly: a class
+# made on the fly, a test's, goes when nothing else holds it).
+_LOOP_WIRE_CLASSES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 
 
 def split(wire: Wire | LoopWire | None) -> tuple[LoopWire | None, Wire | None]:
