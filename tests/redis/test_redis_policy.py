@@ -31,7 +31,11 @@ class _Said(logging.Handler):
 
 
 @pytest.fixture
-def said():
+def said(monkeypatch):
+    # The servers asked are remembered per process by URL: a worker that ran an earlier test's Redis on the same
+    # port would say nothing of this one.  Each test starts with none asked.
+    from tokenwire.redislog import policy
+    monkeypatch.setattr(policy, "_asked", set())
     logger = logging.getLogger("tokenwire")
     handler, level = _Said(), logger.level
     logger.addHandler(handler)
