@@ -122,7 +122,7 @@ class AsgiWire:
         if self.failure is not None:
             return False
         if self.eager and not self._busy:
-            write = self._eager({"type": "http.response.body", "body": frame, "more_body": True})    # as ``_body``
+            write = self._eager(_body(frame))
             try:
                 waits_on = write.send(None)
             except StopIteration:

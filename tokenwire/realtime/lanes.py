@@ -8,8 +8,8 @@ generated, appended to the log, the stream's bookkeeping); ``offer`` asks
 stream, ``Stream.hand_over`` counts the token on its channel, and the frame
 is rendered with the writer's own ``Writer`` (``Get.direct``) and written to
 the wire; then the next token is timed.  One callback, no loop turn, no
-wake-up of the writer, no generator resumed; ``offer`` writes that path out
-in one method (``hand`` and ``ran`` hold the same steps for the other
+wake-up of the writer, no generator resumed; ``offer`` writes ``hand``'s
+frame and write out for that path (``hand`` holds them for the other
 callers).
 
 On a shared log (``RunLogged``) the timer starts the token instead
@@ -128,9 +128,8 @@ class Lanes:
         full ``block`` channel parks the producer); then the next token is timed, or the process goes on.
 
         The caught-up reader whose wire takes the frame at once is the path
-        of nearly every token, so it is written out here rather than called:
-        ``hand``'s frame and write, ``ParkingLot.wrote``'s heartbeat, ``ran``'s
-        timing of the next token."""
+        of nearly every token, so ``hand``'s frame and write are written out
+        here rather than called."""
         run.index += 1
         stream, lot = run.stream, self._lot
         reader = lot.only_getter(stream)
@@ -146,8 +145,7 @@ class Lanes:
                     taken = wire.send(frame, reader.drained)
                     if taken:
                         direct.wrote(item)
-                        if reader.until >= 0 and waiting.timeout_ns is not None:     # ``ParkingLot.wrote``
-                            reader.until = now + max(0, waiting.timeout_ns)
+                        lot.wrote(reader, now)
                     else:
                         self._unsent(reader, waiting, item, taken)
         else:
@@ -155,13 +153,8 @@ class Lanes:
             if put(offer, -1, self._now) is Outcome.FULL:
                 lot.park(p, offer, self._now())
                 return
-        steps = run.steps
-        if run.index < run.end and not steps.cancelled:       # ``ran``, the next token timed
-            p.deadline += steps.cost(run.index)
-            self._timers.at(p.deadline, self._made if type(run) is Run else self._started, p, now)
-            return
-        p.run = None
-        self._advance(p, run.index, None)
+        if not self.ran(p, run, now):
+            self._advance(p, run.index, None)
 
     def ran(self, p: Proc, run: Run | RunLogged, now: int = -1) -> bool:
         """``run``'s token is offered: True if its next is timed, False if the run is over (or cancelled) and the
