@@ -1,27 +1,28 @@
 """A Sentinel failover under tokenwire, on real servers: a primary, two replicas, three ``redis-sentinel``s.
 
-Two ``tokenwire serve`` processes point at the sentinels (``redis+sentinel://...``).  The primary is
-SIGKILLed under 50 streams being read, with ``min_replicas=1``: every reader reconnects (``Last-Event-ID``)
-until it has the whole answer, exactly as the log holds it, and none is lost (no reader was sent a token
-the promoted replica lacks); both processes create streams again within 10 s of the switch, with no
-restart.  An old primary that comes back empty answers as a primary for ~10 s until a sentinel demotes
-it, and a sentinel that missed the failover (down meanwhile) names it for a while: every stream created
-then lives (the processes write where the newest configuration of a majority of the sentinels says the
-primary is, never there; redis-py's first sentinel's word put 4 of 20 there in a run), and the banner
-warned that the primary had replicas and ``min_replicas`` was 0.  With replication cut off at the
-primary (the replicas' user turned off there), it takes tokens no replica has: under ``min_replicas=1`` no
-reader is sent them; the primary is killed and a lagging replica promoted, and every reader of every stream, on either
-process, gets one version of each index and the whole answer (without ``min_replicas`` the readers held
-tokens the promoted log lacks: lost, 410).  A failover asked of the sentinels (``SENTINEL FAILOVER``, the old
-primary demoted under the log's connections) is followed too, and the stream made before it reads whole.
-All of it holds over TLS (``rediss+sentinel://``, a client certificate to the sentinels and the primary).
+Two ``tokenwire serve`` processes point at the sentinels (``redis+sentinel://...``). The primary is SIGKILLed
+under 50 streams being read, with ``min_replicas=1``: every reader reconnects (``Last-Event-ID``) until it has
+the whole answer, exactly as the log holds it, and none is lost (no reader was sent a token the promoted
+replica lacks); both processes create streams again within 10 s of the switch (the other replica following the
+promoted one: ``min_replicas=1`` needs it), with no restart. An old primary that comes back empty answers as a
+primary for ~10 s until a sentinel demotes it, and a sentinel that missed the failover (down meanwhile) names
+it for a while: every stream created then lives (the processes write where the newest configuration of a
+majority of the sentinels says the primary is, never there; redis-py's first sentinel's word put 4 of 20 there
+in a run), and the banner warned that the primary had replicas and ``min_replicas`` was 0. With replication
+cut off at the primary (the replicas' user turned off there), it takes tokens no replica has: under
+``min_replicas=1`` no reader is sent them; the primary is killed and a lagging replica promoted, and every
+reader of every stream, on either process, gets one version of each index and the whole answer (without
+``min_replicas`` the readers held tokens the promoted log lacks: lost, 410). A failover asked of the sentinels
+(``SENTINEL FAILOVER``, the old primary demoted under the log's connections) is followed too, and the stream
+made before it reads whole. All of it holds over TLS (``rediss+sentinel://``, a client certificate to the
+sentinels and the primary).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,20 +122,26 @@ def _created_again(port: int, query: str) -> str:
     return made[0]
 
 
-def _created_within(ports: list[int], timeout_s: float) -> None:
-    """Return once a create answers 201 on every one of ``ports``; fail after ``timeout_s``."""
+def _created_within(ports: list[int], timeout_s: float, seen: Callable[[], str] = str) -> None:
+    """Return once a create answers 201 on every one of ``ports``; fail after ``timeout_s``, saying what each
+    port answered last and what ``seen`` says."""
+    said: dict[int, object] = {}
+
     def made(port: int) -> bool:
         try:
-            return request(port, "POST", f"/streams?{STREAMS}").status == 201
-        except OSError:
+            reply = request(port, "POST", f"/streams?{STREAMS}")
+        except OSError as error:
+            said[port] = error
             return False
+        said[port] = (reply.status, reply.body[:300])
+        return reply.status == 201
     pending = set(ports)
 
     def everywhere() -> bool:
         pending.difference_update({port for port in pending if made(port)})
         return not pending
-    wait_until(everywhere, lambda: f"a create answered 201 on every instance (not yet on {sorted(pending)})",
-               timeout_s)
+    wait_until(everywhere, lambda: f"a create answered 201 on every instance (not yet on {sorted(pending)}: "
+               f"{ {port: said.get(port) for port in sorted(pending)} }); {seen()}", timeout_s)
 
 
 def _whole(port: int, path: str) -> list[str]:
@@ -161,8 +168,9 @@ def _read_as_the_primary_is_killed(redis: SentinelSet, ports: list[int], paths: 
                    READ_TIMEOUT_S)
         old = redis.primary.port
         kill(redis.primary)
-        redis.until_switched(old)
-        _created_within(ports, CREATE_AGAIN_S)
+        new = redis.until_switched(old)
+        redis.until_followed(new)       # min_replicas=1: a round needs the replica the sentinels point at it
+        _created_within(ports, CREATE_AGAIN_S, lambda: f"the new primary's replication: {redis.replication(new)}")
     return readers
 
 

@@ -8,7 +8,8 @@ milliseconds 1000`` and ``failover-timeout 3000``: a primary killed is replaced 
 sentinels (they learn that from each other's hello messages, within a few seconds), so a failover can
 happen at once.  ``url`` is the ``redis+sentinel://`` URL naming the three sentinels.  ``kill`` is SIGKILL
 (a crash: nothing is handed over); ``primary`` asks the sentinels who the primary is now, and
-``until_switched`` waits until every sentinel names another one; ``cut_replication`` makes the replicas
+``until_switched`` waits until every sentinel names another one, ``until_followed`` until a replica
+follows it; ``cut_replication`` makes the replicas
 lag for real (the primary refuses their links).  Every wait is bounded, a condition
 asked of the servers, never a sleep.
 
@@ -232,6 +233,23 @@ class SentinelSet:
             port = self.primary_port(among)
             return port if port not in (None, old) else None
         return wait_until(switched, f"the sentinels to name a primary other than port {old}", FAILOVER_TIMEOUT_S)
+
+    def replication(self, port: int) -> dict[str, Any]:
+        """What the server on ``port`` says of its replication (``INFO replication``), or the error asking it."""
+        try:
+            return dict(ask(port, "INFO", "replication"))
+        except Exception as error:  # noqa: BLE001 - said in a failure's message, whatever it was
+            return {"error": repr(error)}
+
+    def until_followed(self, port: int) -> None:
+        """Return once the primary on ``port`` has a replica online (the sentinels point the others at a promoted
+        replica after the switch; ``min_replicas=1`` has nobody to acknowledge a round before that)."""
+        def followed() -> bool:
+            said = self.replication(port)
+            return any(key.startswith("slave") and isinstance(value, dict) and value.get("state") == "online"
+                       for key, value in said.items())
+        wait_until(followed, lambda: f"a replica online at the new primary {port}: {self.replication(port)}",
+                   FAILOVER_TIMEOUT_S)
 
     def cut_replication(self) -> None:
         """Stop the primary replicating to anyone: its replicas' links are dropped and refused from now on (their
