@@ -74,3 +74,66 @@ def test_buffer_shrinking_is_validated_and_read_back() -> None:
             shrink_buffers(sock, rcvbuf=0)
     with pytest.raises(ValueError, match="write_timeout_s must be a positive number"):
         TransportWire(None, None, write_timeout_s=0)  # type: ignore[arg-type]
+
+
+def test_a_ticks_writes_go_out_once_its_calls_are_done_in_order_and_before_a_close() -> None:
+    """Writes made inside a tick of the driver's timers are held until the tick's calls are done, then written in
+    the order they were made; a wire that ends inside the tick writes what is held before its connection closes;
+    a write the kernel does not take whole pauses its connection, and the wire's next send waits."""
+    import asyncio
+
+    from tokenwire.core.clock import RealClock
+    from tokenwire.realtime.timers import TICK_NS, Timers
+
+    class Flow(asyncio.Protocol):
+        wire: TransportWire | None = None
+
+        def pause_writing(self) -> None:
+            assert self.wire is not None
+            self.wire.pause()
+
+    async def scenario() -> None:
+        loop, clock = asyncio.get_running_loop(), RealClock()
+        timers: Timers[int] = Timers(loop, clock.now, precise=False)
+        pairs = [socket.socketpair() for _ in range(3)]
+        wires = []
+        for left, _ in pairs:
+            transport, flow = await loop.create_connection(Flow, sock=left)
+            wire = flow.wire = TransportWire(transport, loop, write_timeout_s=1.0, writes=timers.writes)
+            wire.on_end = transport.close
+            wires.append(wire)
+        shrink_buffers(pairs[2][0], sndbuf=4096)
+        seen: list[int] = []
+        big = b"x" * (1 << 20)                                  # more than the kernel takes at once
+        answered: list[bool | None] = []
+
+        def call(i: int) -> None:
+            wire = wires[i % 2]
+            assert wire.send(token_frame(TokenItem(i, str(i))), lambda ok: None) is True
+            seen.append(recv_queue_bytes(pairs[i % 2][1]))      # nothing is written while the tick's calls run
+            if i == 4:
+                wires[0].end()                                  # its frames go out first, then the close
+            if i == 5:
+                answered.append(wires[2].send(big, lambda ok: None))
+        due = clock.now() + 3 * TICK_NS
+        for i in range(6):
+            timers.at(due, call, i)
+        await asyncio.sleep(0.05)
+        while len(seen) < 6:
+            await asyncio.sleep(0.01)
+        assert seen[:5] == [0, 0, 0, 0, 0], seen
+        assert answered == [True] and wires[2].paused               # paused by the write, at the tick's end
+        assert wires[2].send(b"more", lambda ok: None) is None     # so the next send waits for the drain
+        pairs[0][1].setblocking(True)
+        got = b""
+        while chunk := pairs[0][1].recv(4096):                     # to the close: every frame, in order
+            got += chunk
+        assert got == b"".join(token_frame(TokenItem(i, str(i))) for i in (0, 2, 4))
+        assert recv_queue_bytes(pairs[1][1]) == sum(len(token_frame(TokenItem(i, str(i)))) for i in (1, 3, 5))
+        for wire in wires[1:]:
+            wire.transport.abort()
+        for _, right in pairs:
+            right.close()
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())

@@ -186,7 +186,8 @@ class TokenStreams:
             await self._write(decision, receive, send)
 
     async def _write(self, decision: OpenStream, receive: Receive, send: Send) -> None:
-        wire = AsgiWire(send, asyncio.get_running_loop(), write_timeout_s=self.config.write_timeout_s)
+        wire = AsgiWire(send, asyncio.get_running_loop(), write_timeout_s=self.config.write_timeout_s,
+                        writes=self.registry.loop_driver().writes)
         started = False
 
         def start(wire: AsgiWire) -> None:

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
 from ..core.frames import TOKEN_MARK
+from ..realtime.held import HeldWrites
 
 __all__ = ["AsgiWire", "Receive", "Send", "eager_send"]
 
@@ -91,7 +92,7 @@ class AsgiWire:
     """
 
     def __init__(self, send: Send, loop: asyncio.AbstractEventLoop, *, write_timeout_s: float,
-                 eager: bool | None = None) -> None:
+                 eager: bool | None = None, writes: HeldWrites | None = None) -> None:
         if not write_timeout_s > 0:
             raise ValueError(f"write_timeout_s must be a positive number of seconds, got {write_timeout_s!r}")
         self._send, self.loop = send, loop
@@ -101,8 +102,10 @@ class AsgiWire:
         self._eager = cast(Callable[[dict[str, Any]], _Write], send)
         self.failure: str | None = None
         self.bytes_sent = self.frames_sent = self.tokens_sent = 0
+        self._writes = writes if writes is not None else HeldWrites()   # a tick's frames, held (``realtime.held``)
         self._frame: bytes | None = None               # a frame for the task to write
-        self._started: tuple[_Write, Any, bytes] | None = None   # a write begun by hand: coroutine, yielded, frame
+        self._backlog: list[bytes] = []                # held frames (counted) for the task to write first
+        self._started: tuple[_Write, Any, bytes | None] | None = None   # begun by hand: coroutine, yielded, frame
         self._resume: Callable[[bool], None] | None = None
         self._wake: asyncio.Future[None] | None = None
         self._busy = True                              # the task is writing (or not yet waiting)
@@ -121,7 +124,11 @@ class AsgiWire:
         stepped once (a server that takes the frame at once finishes it)."""
         if self.failure is not None:
             return False
-        if self.eager and not self._busy:
+        if self.eager and not self._busy and self._started is None and not self._backlog:
+            held = self._writes.held
+            if held is not None:                        # in a tick: written with the tick's others (``write``)
+                held.append((self, frame))
+                return self._sent(frame)
             write = self._eager(_body(frame))
             try:
                 waits_on = write.send(None)
@@ -134,6 +141,27 @@ class AsgiWire:
             self._frame, self._resume = frame, resume
         self._poke()
         return None
+
+    def is_closing(self) -> bool:
+        return self.failure is not None
+
+    def write(self, frame: bytes) -> None:
+        """Write a held ``frame`` (counted, and its writer told it was taken): stepped at once as ``send`` does,
+        else finished by the response's task, before any frame sent after it."""
+        if self._started is not None or self._backlog or self._busy:
+            self._backlog.append(frame)
+            self._poke()
+            return
+        write = self._eager(_body(frame))
+        try:
+            waits_on = write.send(None)
+        except StopIteration:
+            return
+        except (OSError, RuntimeError) as exc:
+            self._failed(exc)
+            return
+        self._started, self._since = (write, waits_on, None), self.loop.time()
+        self._poke()
 
     def _failed(self, exc: BaseException) -> bool:
         """A send raised ``exc``: the peer is taken for gone (False, what ``send`` answers then)."""
@@ -156,6 +184,7 @@ class AsgiWire:
     def end(self) -> None:
         """The writer has finished: the response ends once the last frame is written."""
         self._ended = True
+        self._writes.release(done=False)        # in a tick: what is held goes out before the response ends
         self._poke()
 
     def lost(self, why: str) -> None:
@@ -164,6 +193,7 @@ class AsgiWire:
             return
         self.failure = why
         self._frame = None
+        self._backlog.clear()
         resume, self._resume = self._resume, None
         self._poke()
         self.on_gone()
@@ -209,7 +239,15 @@ class AsgiWire:
     async def _pump(self) -> None:
         while True:
             if self._started is not None:
+                held = self._started[2] is None
                 ok = await self._finish(*self._started)
+                if held:
+                    continue                        # a held frame's writer was told already
+            elif self._backlog:
+                frames = b"".join(self._backlog)
+                self._backlog.clear()
+                await self._write(frames, counted=True)
+                continue
             elif self._frame is not None:
                 frame, self._frame = self._frame, None
                 ok = await self._write(frame)
@@ -224,7 +262,8 @@ class AsgiWire:
             if resume is not None:
                 resume(ok)
 
-    async def _write(self, frame: bytes) -> bool:
+    async def _write(self, frame: bytes, *, counted: bool = False) -> bool:
+        """Write ``frame`` through the server's ``send``; True once it took it (``counted``: counted already)."""
         self._since = self.loop.time()
         try:
             await self._send(_body(frame))
@@ -232,10 +271,11 @@ class AsgiWire:
             return self._failed(exc)
         finally:
             self._since = None
-        return self._sent(frame)
+        return self.failure is None if counted else self._sent(frame)
 
-    async def _finish(self, write: _Write, waits_on: Any, frame: bytes) -> bool:
-        """Run a write begun by hand to its end in this task (it was waiting on ``waits_on``)."""
+    async def _finish(self, write: _Write, waits_on: Any, frame: bytes | None) -> bool:
+        """Run a write begun by hand to its end in this task (it was waiting on ``waits_on``; ``frame`` None: a
+        held frame, counted already)."""
         self._started = None
         try:
             while True:
@@ -248,7 +288,7 @@ class AsgiWire:
                     continue
                 waits_on = write.send(None)
         except StopIteration:
-            return self._sent(frame)
+            return self.failure is None if frame is None else self._sent(frame)
         except (OSError, RuntimeError) as exc:
             return self._failed(exc)
         finally:

@@ -111,7 +111,7 @@ class Routes:
             shrink_buffers(transport.get_extra_info("socket"), sndbuf=config.sndbuf)
         transport.write(head_bytes(200, (*SSE_HEADERS, *decision.headers)))
         wire = TransportWire(transport, connection.loop, write_timeout_s=config.write_timeout_s,
-                             sample=config.sample_queues)
+                             sample=config.sample_queues, writes=server.endpoints.registry.loop_driver().writes)
 
         def ended() -> None:
             connection.log(request, 200, wire.bytes_sent)

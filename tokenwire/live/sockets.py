@@ -35,6 +35,7 @@ from typing import Protocol
 
 from ..core.frames import TOKEN_MARK
 from ..endpoints.config import DEFAULT_WRITE_TIMEOUT_S
+from ..realtime.held import HeldWrites
 
 __all__ = [
     "MAX_BUFFER_BYTES",
@@ -133,17 +134,21 @@ class TransportWire:
     goes on.  ``bytes_sent``/``frames_sent`` count what was written;
     ``failure`` names why the peer was declared gone (None while it is not);
     ``send_queue_high`` is the deepest ``TIOCOUTQ`` seen after a send when
-    ``sample`` is on.
+    ``sample`` is on.  ``writes``: the driver's, which holds a tick's writes
+    until its tokens are made (``realtime.held``; not when ``sample`` is on,
+    which reads the kernel's queue after each write).
     """
 
     def __init__(self, transport: asyncio.WriteTransport, loop: asyncio.AbstractEventLoop, *,
-                 write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S, sample: bool = False) -> None:
+                 write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S, sample: bool = False,
+                 writes: HeldWrites | None = None) -> None:
         if not write_timeout_s > 0:
             raise ValueError(f"write_timeout_s must be a positive number of seconds, got {write_timeout_s!r}")
         self.transport, self.loop = transport, loop
         self.sock = transport.get_extra_info("socket")
         self.write_timeout_s = write_timeout_s
         self.sample = sample
+        self._writes = writes if writes is not None and not sample else HeldWrites()
         self.bytes_sent = 0
         self.frames_sent = 0
         self.tokens_sent = 0
@@ -163,7 +168,11 @@ class TransportWire:
         if self.failure is not None or transport.is_closing():
             self.failure = self.failure or "connection closed"
             return False
-        transport.write(frame)
+        held = self._writes.held
+        if held is None:
+            transport.write(frame)
+        else:
+            held.append((transport, frame))
         self.bytes_sent += len(frame)
         self.frames_sent += 1
         marks = frame.count(TOKEN_MARK)     # one token frame, several written together (a replay), or none
@@ -184,6 +193,7 @@ class TransportWire:
         ``on_end`` is dropped after it runs (a closure over this wire would keep it and its connection in a
         cycle only the garbage collector breaks, with the request's body in it)."""
         on_end, self.on_end = self.on_end, _nothing
+        self._writes.release(done=False)    # in a tick: what is held goes out before the close
         on_end()
 
     def pause(self) -> None:

@@ -47,6 +47,7 @@ from ..core.channel import Outcome, Taken
 from ..core.clock import RealClock
 from ..core.effects import Await, Get, Process, Put, Run, RunLogged, Send, Sleep, Spawn
 from ..core.exchange import get, put
+from .held import HeldWrites
 from .lanes import AWAIT_DEBT_NS, Lanes
 from .parking import ParkingLot
 from .private import PrivateLoop
@@ -86,6 +87,11 @@ class LoopDriver:
         self._lanes = Lanes(self._lot, self._timers, self._now, self._live, advance=self._advance, step=self._step,
                             wake=self._wake)
         self._private: PrivateLoop | None = None
+
+    @property
+    def writes(self) -> HeldWrites:
+        """Where a socket's wire writes: held while a tick's tokens are made (``held``)."""
+        return self._timers.writes
 
     @property
     def precise(self) -> bool:

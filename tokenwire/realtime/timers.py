@@ -5,7 +5,8 @@ call at it.  A deadline already passed is a call on the next loop turn.
 A server's deadlines share one loop timer per millisecond (``TICK_NS``):
 the loop's timers are only as fine as the selector's millisecond anyway,
 and a thousand streams then cost a timer per millisecond, not one per
-token; the calls of one tick run in the order they were asked for.  A
+token; the calls of one tick run in the order they were asked for, and the
+socket writes they make go out together once they are done (``held``).  A
 ``precise`` driver (a report's private run, where one 0.5 ms step matters)
 sets the timer a little early instead and finishes the wait by spinning;
 the spin holds the loop, so nothing else runs during the last ``SPIN_NS``
@@ -20,6 +21,8 @@ import os
 import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
+
+from .held import HeldWrites
 
 __all__ = ["SPIN_NS", "TICK_NS", "Timers"]
 
@@ -37,11 +40,12 @@ T = TypeVar("T")
 class Timers(Generic[T]):
     """Call ``callback(arg)`` at a deadline on ``now``'s clock, on ``loop``; ``precise`` spins the last stretch."""
 
-    __slots__ = ("_loop", "_now", "_ticks", "precise")
+    __slots__ = ("_loop", "_now", "_ticks", "precise", "writes")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], int], precise: bool) -> None:
         self._loop, self._now, self.precise = loop, now, precise
         self._ticks: dict[int, list[tuple[Callable[[T], None], T]]] = {}
+        self.writes = HeldWrites()            # a tick's socket writes, written once its calls are done
 
     def at(self, deadline: int, callback: Callable[[T], None], arg: T, now: int = -1) -> None:
         """Call ``callback(arg)`` at ``deadline`` (ns on the clock), or on the next loop turn if it has passed;
@@ -64,8 +68,13 @@ class Timers(Generic[T]):
             self._loop.call_soon(self._spin, deadline, callback, arg)
 
     def _tick(self, tick: int) -> None:
-        for callback, arg in self._ticks.pop(tick, ()):
-            callback(arg)
+        writes = self.writes
+        writes.holding()
+        try:
+            for callback, arg in self._ticks.pop(tick, ()):
+                callback(arg)
+        finally:
+            writes.release()
 
     def _spin(self, deadline: int, callback: Callable[[T], None], arg: T) -> None:
         now = self._now
