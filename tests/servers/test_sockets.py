@@ -137,3 +137,40 @@ def test_a_ticks_writes_go_out_once_its_calls_are_done_in_order_and_before_a_clo
         await asyncio.sleep(0)
 
     asyncio.run(scenario())
+
+
+def test_writes_outside_a_tick_are_held_to_the_end_of_the_loop_turn_and_a_precise_drivers_are_not() -> None:
+    """A write made anywhere else (a Redis round's replies, a task's token) is held until the callbacks ready in
+    its turn have run; the writes of a driver without a loop to hold them on go out at once."""
+    import asyncio
+
+    from tokenwire.realtime.held import HeldWrites
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        left, right = socket.socketpair()
+        transport, _ = await loop.create_connection(asyncio.Protocol, sock=left)
+        held = TransportWire(transport, loop, write_timeout_s=1.0, writes=HeldWrites(loop))
+        frames = [token_frame(TokenItem(i, "x")) for i in range(2)]
+        seen: list[int] = []
+        done = loop.create_future()
+
+        def first() -> None:
+            held.send(frames[0], lambda ok: None)
+            seen.append(recv_queue_bytes(right))
+
+        def second() -> None:                               # ready in the same turn: held with the first
+            held.send(frames[1], lambda ok: None)
+            seen.append(recv_queue_bytes(right))
+            loop.call_soon(lambda: done.set_result(recv_queue_bytes(right)))    # the next turn
+        loop.call_soon(first)
+        loop.call_soon(second)
+        assert await done == sum(map(len, frames)) and seen == [0, 0], seen
+        at_once = TransportWire(transport, loop, write_timeout_s=1.0, writes=HeldWrites(None))
+        at_once.send(frames[0], lambda ok: None)
+        assert recv_queue_bytes(right) == 3 * len(frames[0])
+        transport.abort()
+        right.close()
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())

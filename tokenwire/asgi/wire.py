@@ -102,7 +102,7 @@ class AsgiWire:
         self._eager = cast(Callable[[dict[str, Any]], _Write], send)
         self.failure: str | None = None
         self.bytes_sent = self.frames_sent = self.tokens_sent = 0
-        self._writes = writes if writes is not None else HeldWrites()   # a tick's frames, held (``realtime.held``)
+        self._writes = writes if writes is not None else HeldWrites()   # a turn's frames, held (``realtime.held``)
         self._frame: bytes | None = None               # a frame for the task to write
         self._backlog: list[bytes] = []                # held frames (counted) for the task to write first
         self._started: tuple[_Write, Any, bytes | None] | None = None   # begun by hand: coroutine, yielded, frame
@@ -126,7 +126,9 @@ class AsgiWire:
             return False
         if self.eager and not self._busy and self._started is None and not self._backlog:
             held = self._writes.held
-            if held is not None:                        # in a tick: written with the tick's others (``write``)
+            if held is None:
+                held = self._writes.hold()
+            if held is not None:                        # written with the turn's others (``write``)
                 held.append((self, frame))
                 return self._sent(frame)
             write = self._eager(_body(frame))
@@ -184,7 +186,7 @@ class AsgiWire:
     def end(self) -> None:
         """The writer has finished: the response ends once the last frame is written."""
         self._ended = True
-        self._writes.release(done=False)        # in a tick: what is held goes out before the response ends
+        self._writes.release(done=False)        # what is held goes out before the response ends
         self._poke()
 
     def lost(self, why: str) -> None:

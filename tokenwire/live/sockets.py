@@ -134,7 +134,7 @@ class TransportWire:
     goes on.  ``bytes_sent``/``frames_sent`` count what was written;
     ``failure`` names why the peer was declared gone (None while it is not);
     ``send_queue_high`` is the deepest ``TIOCOUTQ`` seen after a send when
-    ``sample`` is on.  ``writes``: the driver's, which holds a tick's writes
+    ``sample`` is on.  ``writes``: the driver's, which holds a turn's writes
     until its tokens are made (``realtime.held``; not when ``sample`` is on,
     which reads the kernel's queue after each write).
     """
@@ -170,6 +170,8 @@ class TransportWire:
             return False
         held = self._writes.held
         if held is None:
+            held = self._writes.hold()
+        if held is None:
             transport.write(frame)
         else:
             held.append((transport, frame))
@@ -193,7 +195,7 @@ class TransportWire:
         ``on_end`` is dropped after it runs (a closure over this wire would keep it and its connection in a
         cycle only the garbage collector breaks, with the request's body in it)."""
         on_end, self.on_end = self.on_end, _nothing
-        self._writes.release(done=False)    # in a tick: what is held goes out before the close
+        self._writes.release(done=False)    # what is held goes out before the close
         on_end()
 
     def pause(self) -> None:

@@ -9,7 +9,7 @@ How this works, one module per responsibility:
   itself (a canned answer's ``Run``, a shared log's ``RunLogged``).
 - ``timers``: deadline timers (one loop timer per millisecond for a
   server's deadlines; a ``precise`` mode that spins the last stretch).
-- ``held``: a tick's socket writes, held until its tokens are made, then
+- ``held``: a turn's socket writes, held until its tokens are made, then
   written back to back (a write wakes its reader, who would take the core).
 - ``parking``: processes waiting on a stream, retried when its notifier rings.
 - ``wires``: ``LoopWire``, the protocol a socket's or an ASGI response's wire

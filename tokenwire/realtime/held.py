@@ -1,23 +1,28 @@
-"""A tick's socket writes, held until the tick's tokens are made and then written back to back.
+"""A loop turn's socket writes, held until the turn's tokens are made and then written back to back.
 
 Why: every write to a socket wakes its reader.  On a machine as busy as its clients (the benches' 2 cores,
 a server beside its load balancer), the woken client takes the core while the server is making the next
 token, so a server that writes as it goes is switched out once a token: 29,700 context switches in 4 s at
-300 streams of 50 tokens a second, against 5,000 with each tick's writes held (``perf stat``, bench/RESULTS.md).
-Holding costs a token no time it would not wait anyway: the tick's tokens were due together, and the writes go
-out before the loop turns.
+300 streams of 50 tokens a second, against 5,000 with the writes held (``perf stat``, bench/RESULTS.md).
+Holding costs a token no time it would not wait anyway: the turn's tokens were ready together, and the
+writes go out before the loop waits again.
 
-How this works: ``Timers`` opens the hold around a tick's calls (``holding``) and writes what was held when they
-are done (``release``), in the order it was asked for.  A wire whose connection ends inside the tick writes what
-is held first (``release``, which keeps the hold open), so nothing is written after its close.  A write the
-kernel does not take whole pauses its connection when it is made, as it would have at once; the wire's next
-send then waits for the drain, one frame later than an unheld write would have.  A transport closed or aborted
-before the release (its peer gone) is skipped.  An ASGI response's wire holds its frames the same way, and
-writes them through its server's ``send`` at the release (``AsgiWire.write``).
+How this works: a wire asks ``hold`` for the list to put a write on.  Inside a tick of the driver's timers
+(``holding``, then ``release`` once its calls are done) that is the tick's; anywhere else (a Redis round's
+replies, a model's token that arrived by a task) the first write of a turn opens a hold that a callback the
+loop runs after every one ready now releases.  The writes go out in the order they were asked for.  A wire
+whose connection ends meanwhile writes what is held first (``release(done=False)``, which keeps the hold
+open), so nothing is written after its close.  A write the kernel does not take whole pauses its
+connection when it is made; the wire's next send then waits for the drain, one frame later than an
+unheld write would have.  A transport closed or aborted before the release (its peer gone) is skipped.
+An ASGI response's wire holds its frames the same way, and writes them through its server's ``send`` at
+the release (``AsgiWire.write``).  Without a loop (a precise driver's: a report's run, where each write's
+moment is the point) nothing is held outside a tick, and a precise driver has no ticks.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 __all__ = ["HeldWrites", "Writable"]
@@ -32,23 +37,34 @@ class Writable(Protocol):
 
 
 class HeldWrites:
-    """Writes held while a tick's calls run (``held`` is None outside one: a wire writes at once)."""
+    """Writes held until the loop turn (or the tick) that made them is done; ``held`` is None while none is."""
 
-    __slots__ = ("held",)
+    __slots__ = ("_loop", "_release", "held")
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._loop = loop
+        self._release = self.release          # the loop's call, made once
         self.held: list[tuple[Writable, bytes]] | None = None
 
+    def hold(self) -> list[tuple[Writable, bytes]] | None:
+        """The list a write goes on, opened for this turn if none is; None: write at once (no loop)."""
+        held = self.held
+        if held is None and self._loop is not None:
+            held = self.held = []
+            self._loop.call_soon(self._release)
+        return held
+
     def holding(self) -> None:
-        """A tick's calls begin: writes are held from now on."""
-        self.held = []
+        """A tick's calls begin: writes are held from now on (with those of the turn held already)."""
+        if self.held is None:
+            self.held = []
 
     def release(self, *, done: bool = True) -> None:
-        """Write what is held, in order; ``done``: the tick is over and writes go out at once again."""
+        """Write what is held, in order; ``done``: writes go out at once again until the next hold."""
         held = self.held
         if held is None:
             return
         self.held = None if done else []
-        for transport, data in held or ():
-            if not transport.is_closing():
-                transport.write(data)
+        for target, data in held:
+            if not target.is_closing():
+                target.write(data)

@@ -45,7 +45,7 @@ class Timers(Generic[T]):
     def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], int], precise: bool) -> None:
         self._loop, self._now, self.precise = loop, now, precise
         self._ticks: dict[int, list[tuple[Callable[[T], None], T]]] = {}
-        self.writes = HeldWrites()            # a tick's socket writes, written once its calls are done
+        self.writes = HeldWrites(None if precise else loop)   # writes, held to the end of a tick or a turn
 
     def at(self, deadline: int, callback: Callable[[T], None], arg: T, now: int = -1) -> None:
         """Call ``callback(arg)`` at ``deadline`` (ns on the clock), or on the next loop turn if it has passed;
