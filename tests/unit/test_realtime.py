@@ -114,7 +114,7 @@ def test_timers_fire_in_deadline_order_whatever_the_order_asked(precise: bool) -
         assert all(t >= deadlines[name] for name, t in fired)
 
 
-def test_a_servers_deadlines_in_one_millisecond_share_a_loop_timer_and_keep_their_order() -> None:
+def test_a_servers_deadlines_in_one_tick_share_a_loop_timer_and_keep_their_order() -> None:
     loop, clock = asyncio.new_event_loop(), RealClock()
     try:
         loop_timers: list[float] = []
@@ -133,7 +133,7 @@ def test_a_servers_deadlines_in_one_millisecond_share_a_loop_timer_and_keep_thei
             fired.append(i)
             if len(fired) == 10:
                 all_fired.set_result(None)
-        due = (clock.now() // TICK_NS + 5) * TICK_NS        # the start of a tick 4-5 ms away
+        due = (clock.now() // TICK_NS + 5) * TICK_NS        # the start of a tick 4-5 ticks away
         for i in range(10):
             timers.at(due - i * 1000, fire, i)              # ten deadlines within one tick, latest first
         assert len(loop_timers) == 1

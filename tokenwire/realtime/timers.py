@@ -2,11 +2,11 @@
 
 How this works: a process's ``Sleep`` advances its deadline and asks for a
 call at it.  A deadline already passed is a call on the next loop turn.
-A server's deadlines share one loop timer per millisecond (``TICK_NS``):
+A server's deadlines share one loop timer per tick of 2 ms (``TICK_NS``):
 the loop's timers are only as fine as the selector's millisecond anyway,
-and a thousand streams then cost a timer per millisecond, not one per
-token; the calls of one tick run in the order they were asked for, and the
-socket writes they make go out together once they are done (``held``).  A
+and a thousand streams then cost a timer per tick, not one per token; the
+calls of one tick run in the order they were asked for, and the socket
+writes they make go out together once they are done (``held``).  A
 ``precise`` driver (a report's private run, where one 0.5 ms step matters)
 sets the timer a little early instead and finishes the wait by spinning;
 the spin holds the loop, so nothing else runs during the last ``SPIN_NS``
@@ -30,8 +30,10 @@ __all__ = ["SPIN_NS", "TICK_NS", "Timers"]
 # fires up to 1 ms late; a precise driver wakes this much early and spins
 # the rest (os.sched_yield releases the GIL and returns in under 1 us).
 SPIN_NS = 1_200_000
-# The grain of a server's timers: deadlines within one tick share a loop timer.
-TICK_NS = 1_000_000
+# The grain of a server's timers: deadlines within one tick share a loop timer (and their writes go out
+# together).  2 ms against 1: 5-15% less CPU a token measured side by side at 300 streams (fewer wake-ups,
+# larger bursts of writes), ITL p95 1.12-1.15x against 1.11-1.12x of 20 ms; a token is at most a tick late.
+TICK_NS = 2_000_000
 _YIELD: Callable[[], object] = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 T = TypeVar("T")
