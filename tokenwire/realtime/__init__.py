@@ -7,7 +7,7 @@ How this works, one module per responsibility:
   ``exchange``, shared with the simulation.
 - ``lanes``: the per-token path, a producer's tokens the driver takes
   itself (a canned answer's ``Run``, a shared log's ``RunLogged``).
-- ``timers``: deadline timers (one loop timer per 2 ms tick for a
+- ``timers``: deadline timers (one loop timer per 1 ms tick for a
   server's deadlines; a ``precise`` mode that spins the last stretch).
 - ``held``: a turn's socket writes, held until its tokens are made, then
   written back to back (a write wakes its reader, who would take the core).

@@ -2,7 +2,7 @@
 
 How this works: a process's ``Sleep`` advances its deadline and asks for a
 call at it.  A deadline already passed is a call on the next loop turn.
-A server's deadlines share one loop timer per tick of 2 ms (``TICK_NS``):
+A server's deadlines share one loop timer per tick of 1 ms (``TICK_NS``):
 the loop's timers are only as fine as the selector's millisecond anyway,
 and a thousand streams then cost a timer per tick, not one per token; the
 calls of one tick run in the order they were asked for, and the socket
@@ -31,9 +31,10 @@ __all__ = ["SPIN_NS", "TICK_NS", "Timers"]
 # the rest (os.sched_yield releases the GIL and returns in under 1 us).
 SPIN_NS = 1_200_000
 # The grain of a server's timers: deadlines within one tick share a loop timer (and their writes go out
-# together).  2 ms against 1: 5-15% less CPU a token measured side by side at 300 streams (fewer wake-ups,
-# larger bursts of writes), ITL p95 1.12-1.15x against 1.11-1.12x of 20 ms; a token is at most a tick late.
-TICK_NS = 2_000_000
+# together).  2 ms measured 5-15% less CPU a token side by side at 300 streams (fewer wake-ups, larger
+# bursts of writes), but a token may then be 2 ms late: on the Redis log, whose rounds gather up to 3 ms
+# more, ITL p95 went from 1.16-1.17x to 1.19-1.20x of 20 ms, at the edge of item 14's 1.25x.
+TICK_NS = 1_000_000
 _YIELD: Callable[[], object] = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 T = TypeVar("T")
