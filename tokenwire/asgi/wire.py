@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
 from ..core.frames import TOKEN_MARK
-from ..realtime.held import HeldWrites
+from ..realtime.held import HeldWrites, Writable
 
 __all__ = ["AsgiWire", "Receive", "Send", "eager_send"]
 
@@ -105,6 +105,7 @@ class AsgiWire:
         self._writes = writes if writes is not None else HeldWrites()   # a turn's frames, held (``realtime.held``)
         self._frame: bytes | None = None               # a frame for the task to write
         self._backlog: list[bytes] = []                # held frames (counted) for the task to write first
+        self._held_in: list[tuple[Writable, bytes]] | None = None     # the hold this wire's last frame went on
         self._started: tuple[_Write, Any, bytes | None] | None = None   # begun by hand: coroutine, yielded, frame
         self._resume: Callable[[bool], None] | None = None
         self._wake: asyncio.Future[None] | None = None
@@ -124,12 +125,11 @@ class AsgiWire:
         stepped once (a server that takes the frame at once finishes it)."""
         if self.failure is not None:
             return False
+        held = self._writes.hold_for(self._held_in) if self.eager and not self._busy else None
         if self.eager and not self._busy and self._started is None and not self._backlog:
-            held = self._writes.held
-            if held is None:
-                held = self._writes.hold()
             if held is not None:                        # written with the turn's others (``write``)
                 held.append((self, frame))
+                self._held_in = held
                 return self._sent(frame)
             write = self._eager(_body(frame))
             try:

@@ -312,6 +312,8 @@ class HttpConnection(asyncio.Protocol):
             if abort:
                 self.transport.abort()
             else:
+                if self.wire is not None:
+                    self.wire.flush()                   # frames held this turn go out before the close
                 self.transport.close()
 
     def close_after(self, flush_s: float) -> None:

@@ -35,7 +35,7 @@ from typing import Protocol
 
 from ..core.frames import TOKEN_MARK
 from ..endpoints.config import DEFAULT_WRITE_TIMEOUT_S
-from ..realtime.held import HeldWrites
+from ..realtime.held import HeldWrites, Writable
 
 __all__ = [
     "MAX_BUFFER_BYTES",
@@ -149,6 +149,7 @@ class TransportWire:
         self.write_timeout_s = write_timeout_s
         self.sample = sample
         self._writes = writes if writes is not None and not sample else HeldWrites()
+        self._held_in: list[tuple[Writable, bytes]] | None = None     # the hold this wire's last write went on
         self.bytes_sent = 0
         self.frames_sent = 0
         self.tokens_sent = 0
@@ -168,13 +169,12 @@ class TransportWire:
         if self.failure is not None or transport.is_closing():
             self.failure = self.failure or "connection closed"
             return False
-        held = self._writes.held
-        if held is None:
-            held = self._writes.hold()
+        held = self._writes.hold_for(self._held_in)
         if held is None:
             transport.write(frame)
         else:
             held.append((transport, frame))
+            self._held_in = held
         self.bytes_sent += len(frame)
         self.frames_sent += 1
         marks = frame.count(TOKEN_MARK)     # one token frame, several written together (a replay), or none
@@ -189,6 +189,10 @@ class TransportWire:
         self._waiter = resume
         self._timer = self.loop.call_later(self.write_timeout_s, self._timed_out)
         return None
+
+    def flush(self) -> None:
+        """Write what is held now (the connection is closing)."""
+        self._writes.release(done=False)
 
     def end(self) -> None:
         """The writer has ended: the connection closes once what was written has drained.  Called once:

@@ -7,25 +7,29 @@ token, so a server that writes as it goes is switched out once a token: 29,700 c
 Holding costs a token no time it would not wait anyway: the turn's tokens were ready together, and the
 writes go out before the loop waits again.
 
-How this works: a wire asks ``hold`` for the list to put a write on.  Inside a tick of the driver's timers
+How this works: a wire asks ``hold_for`` for the list to put a write on. Inside a tick of the driver's timers
 (``holding``, then ``release`` once its calls are done) that is the tick's; anywhere else (a Redis round's
 replies, a model's token that arrived by a task) the first write of a turn opens a hold that a callback the
-loop runs after every one ready now releases.  The writes go out in the order they were asked for.  A wire
-whose connection ends meanwhile writes what is held first (``release(done=False)``, which keeps the hold
-open), so nothing is written after its close.  A write the kernel does not take whole pauses its
-connection when it is made; the wire's next send then waits for the drain, one frame later than an
-unheld write would have.  A transport closed or aborted before the release (its peer gone) is skipped.
-An ASGI response's wire holds its frames the same way, and writes them through its server's ``send`` at
-the release (``AsgiWire.write``).  Without a loop (a precise driver's: a report's run, where each write's
-moment is the point) nothing is held outside a tick, and a precise driver has no ticks.
+loop runs after every one ready now releases. The writes go out in the order they were asked for. A wire whose
+connection ends meanwhile writes what is held first (``release(done=False)``, which keeps the hold open), so
+nothing is written after its close. A wire holds one frame a turn: its second (a replay's next batch) writes
+the first and itself at once, so a write the kernel does not take whole pauses the connection then, and the
+writer waits for the drain as it would unheld (after one more frame, at most). A transport closed or aborted
+before the release (its peer gone) is skipped. An ASGI response's wire holds its frames the same way, and
+writes them through its server's ``send`` at the release (``AsgiWire.write``). Without a loop (a precise
+driver's: a report's run, where each write's moment is the point) nothing is held outside a tick, and a
+precise driver has no ticks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Protocol
 
 __all__ = ["HeldWrites", "Writable"]
+
+logger = logging.getLogger("tokenwire")
 
 
 class Writable(Protocol):
@@ -46,12 +50,20 @@ class HeldWrites:
         self._release = self.release          # the loop's call, made once
         self.held: list[tuple[Writable, bytes]] | None = None
 
-    def hold(self) -> list[tuple[Writable, bytes]] | None:
-        """The list a write goes on, opened for this turn if none is; None: write at once (no loop)."""
+    def hold_for(self, last: list[tuple[Writable, bytes]] | None) -> list[tuple[Writable, bytes]] | None:
+        """The list a wire's write goes on (``last``: the one its previous write went on), opened for this turn if
+        none is.  None: write at once, when there is no loop, or when the wire has a frame held already: that is
+        written now, first, so a writer that sends again in one turn (a replay) meets its connection's
+        backpressure as an unheld one does, after one frame, not after a turn's worth."""
         held = self.held
-        if held is None and self._loop is not None:
+        if held is None:
+            if self._loop is None:
+                return None
             held = self.held = []
             self._loop.call_soon(self._release)
+        elif held is last:
+            self.release(done=False)
+            return None
         return held
 
     def holding(self) -> None:
@@ -67,4 +79,8 @@ class HeldWrites:
         self.held = None if done else []
         for target, data in held:
             if not target.is_closing():
-                target.write(data)
+                try:
+                    target.write(data)
+                except Exception as exc:  # noqa: BLE001 - one target's bug must not drop the others' frames
+                    logger.error("a held write failed: %s: %s", type(exc).__name__, exc)
+        held.clear()                          # a wire's ``last`` keeps the list, not its frames
