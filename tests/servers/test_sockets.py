@@ -5,6 +5,7 @@ read back.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
@@ -14,16 +15,18 @@ from tokenwire.core.frames import token_frame
 from tokenwire.live.sockets import TransportWire, buffer_sizes, recv_queue_bytes, shrink_buffers
 
 
+class _Pausing(asyncio.Protocol):
+    """A connection that tells its wire when the transport pauses."""
+
+    wire: TransportWire | None = None
+
+    def pause_writing(self) -> None:
+        assert self.wire is not None
+        self.wire.pause()
+
+
 def test_the_wire_counts_token_frames_and_reports_a_gone_peer() -> None:
-    import asyncio
-
-    class Flow(asyncio.Protocol):
-        wire: TransportWire | None = None
-
-        def pause_writing(self) -> None:
-            assert self.wire is not None
-            self.wire.pause()
-
+    class Flow(_Pausing):
         def resume_writing(self) -> None:
             assert self.wire is not None
             self.wire.resume()
@@ -80,17 +83,8 @@ def test_a_ticks_writes_go_out_once_its_calls_are_done_in_order_and_before_a_clo
     """Writes made inside a tick of the driver's timers are held until the tick's calls are done, then written in
     the order they were made; a wire that ends inside the tick writes what is held before its connection closes;
     a write the kernel does not take whole pauses its connection, and the wire's next send waits."""
-    import asyncio
-
     from tokenwire.core.clock import RealClock
     from tokenwire.realtime.timers import TICK_NS, Timers
-
-    class Flow(asyncio.Protocol):
-        wire: TransportWire | None = None
-
-        def pause_writing(self) -> None:
-            assert self.wire is not None
-            self.wire.pause()
 
     async def scenario() -> None:
         loop, clock = asyncio.get_running_loop(), RealClock()
@@ -98,7 +92,7 @@ def test_a_ticks_writes_go_out_once_its_calls_are_done_in_order_and_before_a_clo
         pairs = [socket.socketpair() for _ in range(4)]
         wires = []
         for left, _ in pairs:
-            transport, flow = await loop.create_connection(Flow, sock=left)
+            transport, flow = await loop.create_connection(_Pausing, sock=left)
             wire = flow.wire = TransportWire(transport, loop, write_timeout_s=1.0, writes=timers.writes)
             wire.on_end = transport.close
             wires.append(wire)
@@ -142,8 +136,6 @@ def test_a_ticks_writes_go_out_once_its_calls_are_done_in_order_and_before_a_clo
 def test_writes_outside_a_tick_are_held_to_the_end_of_the_loop_turn_and_a_precise_drivers_are_not() -> None:
     """A write made anywhere else (a Redis round's replies, a task's token) is held until the callbacks ready in
     its turn have run; the writes of a driver without a loop to hold them on go out at once."""
-    import asyncio
-
     from tokenwire.realtime.held import HeldWrites
 
     async def scenario() -> None:
@@ -185,22 +177,13 @@ def test_writes_outside_a_tick_are_held_to_the_end_of_the_loop_turn_and_a_precis
 def test_a_wire_that_sends_again_in_one_turn_meets_its_slow_readers_backpressure_after_a_frame() -> None:
     """A replay to a reader that reads nothing sends frame after frame in one turn: the second writes the first
     and itself at once, so the connection pauses then and the writer waits, as unheld (not 64 frames on)."""
-    import asyncio
-
     from tokenwire.realtime.held import HeldWrites
-
-    class Flow(asyncio.Protocol):
-        wire: TransportWire | None = None
-
-        def pause_writing(self) -> None:
-            assert self.wire is not None
-            self.wire.pause()
 
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
         left, right = socket.socketpair()
         shrink_buffers(left, sndbuf=4096)
-        transport, flow = await loop.create_connection(Flow, sock=left)
+        transport, flow = await loop.create_connection(_Pausing, sock=left)
         wire = flow.wire = TransportWire(transport, loop, write_timeout_s=1.0, writes=HeldWrites(loop))
         frame = b"x" * 4096
         taken = 0
