@@ -125,23 +125,35 @@ class AsgiWire:
         stepped once (a server that takes the frame at once finishes it)."""
         if self.failure is not None:
             return False
-        held = self._writes.hold_for(self._held_in) if self.eager and not self._busy else None
-        if self.eager and not self._busy and self._started is None and not self._backlog:
-            if held is not None:                        # written with the turn's others (``write``)
-                held.append((self, frame))
-                self._held_in = held
-                return self._sent(frame)
-            write = self._eager(_body(frame))
-            try:
-                waits_on = write.send(None)
-            except StopIteration:
-                return self._sent(frame)
-            except (OSError, RuntimeError) as exc:
-                return self._failed(exc)
-            self._started, self._resume, self._since = (write, waits_on, frame), resume, self.loop.time()
-        else:
-            self._frame, self._resume = frame, resume
+        if self.eager and not self._busy:
+            held = self._writes.hold_for(self._held_in)     # (a frame of this wire held already goes out now)
+            if self._started is None and not self._backlog:
+                if held is not None:                        # written with the turn's others (``write``)
+                    held.append((self, frame))
+                    self._held_in = held
+                    return self._sent(frame)
+                done = self._begin(frame, frame)
+                if done is not None:
+                    return self._sent(frame) if done else False
+                self._resume = resume
+                self._poke()
+                return None
+        self._frame, self._resume = frame, resume
         self._poke()
+        return None
+
+    def _begin(self, frame: bytes, counts: bytes | None) -> bool | None:
+        """Start the server's write of ``frame`` and step it once: True if it finished, False if it failed (the
+        peer is gone), None if it waits, begun (``_started``, for the task; ``counts``: what to count once it
+        is done, None for a held frame, counted already)."""
+        write = self._eager(_body(frame))
+        try:
+            waits_on = write.send(None)
+        except StopIteration:
+            return True
+        except (OSError, RuntimeError) as exc:
+            return self._failed(exc)
+        self._started, self._since = (write, waits_on, counts), self.loop.time()
         return None
 
     def is_closing(self) -> bool:
@@ -153,17 +165,8 @@ class AsgiWire:
         if self._started is not None or self._backlog or self._busy:
             self._backlog.append(frame)
             self._poke()
-            return
-        write = self._eager(_body(frame))
-        try:
-            waits_on = write.send(None)
-        except StopIteration:
-            return
-        except (OSError, RuntimeError) as exc:
-            self._failed(exc)
-            return
-        self._started, self._since = (write, waits_on, None), self.loop.time()
-        self._poke()
+        elif self._begin(frame, None) is None:
+            self._poke()
 
     def _failed(self, exc: BaseException) -> bool:
         """A send raised ``exc``: the peer is taken for gone (False, what ``send`` answers then)."""

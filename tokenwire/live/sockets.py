@@ -199,7 +199,7 @@ class TransportWire:
         ``on_end`` is dropped after it runs (a closure over this wire would keep it and its connection in a
         cycle only the garbage collector breaks, with the request's body in it)."""
         on_end, self.on_end = self.on_end, _nothing
-        self._writes.release(done=False)    # what is held goes out before the close
+        self.flush()                        # what is held goes out before the close
         on_end()
 
     def pause(self) -> None:

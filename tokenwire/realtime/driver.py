@@ -90,7 +90,7 @@ class LoopDriver:
 
     @property
     def writes(self) -> HeldWrites:
-        """Where a socket's wire writes: held while a tick's tokens are made (``held``)."""
+        """Where a socket's wire writes: held to the end of a tick or a loop turn (``held``)."""
         return self._timers.writes
 
     @property
