@@ -170,7 +170,8 @@ def _read_as_the_primary_is_killed(redis: SentinelSet, ports: list[int], paths: 
         kill(redis.primary)
         new = redis.until_switched(old)
         redis.until_followed(new)       # min_replicas=1: a round needs the replica the sentinels point at it
-        _created_within(ports, CREATE_AGAIN_S, lambda: f"the new primary's replication: {redis.replication(new)}")
+        _created_within(ports, CREATE_AGAIN_S, lambda: f"the new primary's replication: {redis.replication(new)}; "
+                        f"the others': {[redis.replication(r.port) for r in redis.replicas if r.port != new]}")
     return readers
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import redis.asyncio
+from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from ..core.tokenlog import LogUnavailable
 from . import sentinel
@@ -58,6 +58,7 @@ def client(settings: Settings, socket_timeout_s: float, node: str | None = None)
     """
     options: dict[str, Any] = {"decode_responses": True, "max_connections": 1, "socket_timeout": socket_timeout_s,
                "socket_connect_timeout": OP_TIMEOUT_S, "retry": Retry(NoBackoff(), 1)}   # one retry: a reconnect
+    # (the asyncio Retry: redis-py 8 warns on stderr when an asyncio client is given the blocking one)
     if sentinel.is_sentinel(settings.url):
         return sentinel.client(settings.url, **options)     # to the primary the sentinels name, asked at connect
     made = redis.asyncio.Redis.from_url(settings.url, **options)
