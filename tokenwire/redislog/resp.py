@@ -36,7 +36,7 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-__all__ = ["Replies", "pack", "pack_xadd", "pack_xadd_at", "xadd_head", "xadd_reply"]
+__all__ = ["Replies", "pack", "pack_xadd", "xadd_at", "xadd_head", "xadd_reply"]
 
 # Bytes taken from the stream at a time: a 1,000-entry resume read (~30 KB) comes in one or two.
 _READ_BYTES = 1 << 16
@@ -58,7 +58,7 @@ def pack(args: Iterable[object]) -> bytes:
 
 def pack_xadd(key: bytes, entry: bytes, text: bytes) -> bytes:
     """``XADD key NOMKSTREAM entry t text``: an append that never makes a stream that expired."""
-    return pack_xadd_at(xadd_head(key), xadd_reply(entry), text)
+    return xadd_at(xadd_head(key), entry, text)[0]
 
 
 def xadd_head(key: bytes) -> bytes:
@@ -66,10 +66,11 @@ def xadd_head(key: bytes) -> bytes:
     return b"*6\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$10\r\nNOMKSTREAM\r\n" % (len(key), key)
 
 
-def pack_xadd_at(head: bytes, entry_bulk: bytes, text: bytes) -> bytes:
-    """``pack_xadd`` from its ``xadd_head`` and its entry id as a bulk string (``xadd_reply``: the command
-    carries the very bytes Redis answers when it lands)."""
-    return b"%s%s$1\r\nt\r\n$%d\r\n%s\r\n" % (head, entry_bulk, len(text), text)
+def xadd_at(head: bytes, entry: bytes, text: bytes) -> tuple[bytes, bytes]:
+    """``pack_xadd`` from its ``xadd_head``, and what Redis answers when it lands (``xadd_reply``): the
+    command carries the very bytes of that answer, its entry id as a bulk string.  One call a token."""
+    reply = b"$%d\r\n%s\r\n" % (len(entry), entry)
+    return b"%s%s$1\r\nt\r\n$%d\r\n%s\r\n" % (head, reply, len(text), text), reply
 
 
 def xadd_reply(entry: bytes) -> bytes:

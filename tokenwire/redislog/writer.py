@@ -136,7 +136,8 @@ class LogWriter:
         self._appends.append(Append(stream_id, keys, index, token, told, head))
         if self._gathering is not None and len(self._appends) >= GATHER_APPENDS:
             settle(self._gathering)                 # full enough: the round goes now
-        self._kick()
+        if not self._flushing:                      # ``_kick``'s test, a call fewer per token
+            self._kick()
 
     async def ready(self) -> None:
         """Return once the writer knows whether Redis is a cluster (its first round asks); raises the round's
