@@ -1,0 +1,117 @@
+"""How far the Python of a lane can go: ``tokenwire serve`` with its caught-up lane cut to the least a token must do.
+
+``python -m bench.floor_lane [--rounds 5] [--n 300] [--tokens 277]`` runs three servers side
+by side (``bench.side_by_side.rounds``: item 5's step, interleaved, medians)
+and prints each one's CPU per token (utime + stime):
+
+- ``tokenwire serve``, as item 14 measures it;
+- ``serve, least lane``: the same server, but a canned answer's token due
+  for a reader waiting caught up takes the least path there is: the model's
+  step, the memory log's append, the frame rendered with an f-string, the
+  write held for the tick, the socket wire's counts, the next token timed.
+  No channel, no metering, no parking lot, no stream bookkeeping: what no
+  redesign of the lane in Python can go below while it logs and writes;
+- ``bench.floor_protocol``, item 14's floor (no log, preformatted frames).
+
+The least lane is an experiment, not a server: it keeps no metrics and
+counts nothing on the channel, so it is started only here, by patching
+``Lanes.make`` in the server process (``python -m bench.floor_lane serve
+...``), and every stream is still checked complete and contiguous.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from typing import Any
+
+from .scale import Step
+from .side_by_side import Server, floor_protocol, rounds, serve
+
+__all__ = ["least_make", "main"]
+
+
+
+def least_make(lanes: Any, p: Any) -> None:  # pragma: no cover - runs in the patched server process
+    """``Lanes.make`` cut to the least a caught-up token must do (see the module); any other token, the real one."""
+    run = p.run
+    if type(run) is not RUN:
+        return
+    waiting = lanes._lot._parked.get(id(run.stream))
+    if waiting is None or len(waiting) != 1 or waiting[0].wire is None or waiting[0].effect.direct is None:
+        REAL_MAKE(lanes, p)
+        return
+    reader, index = waiting[0], run.index
+    steps: Any = run.steps                      # a CannedSteps: its model and log, as bound at the start
+    wire = reader.wire
+    token = steps._generate(index)
+    steps._append(steps._sid, index, token)
+    frame = f"id: {index}\nevent: token\ndata: {token}\n\n".encode()
+    writes = wire._writes
+    if writes.held is None:
+        writes.holding()
+    writes.held.append((wire.transport, frame))
+    wire.bytes_sent += len(frame)
+    wire.frames_sent += 1
+    wire.tokens_sent += 1
+    reader.effect.direct.last = index
+    run.index = index + 1
+    if run.index < run.end:
+        p.deadline += steps.cost(run.index)
+        lanes._timers.at(p.deadline, lanes._made, p)
+        return
+    p.run = None
+    lanes._advance(p, run.index, None)
+
+
+REAL_MAKE: Any = None      # the real ``Lanes.make``, and the ``Run`` effect's type: set in the server process
+RUN: Any = None
+
+
+def _serve_least(argv: list[str]) -> int:  # pragma: no cover - the server process
+    global REAL_MAKE, RUN
+    from tokenwire.cli import main as cli
+    from tokenwire.core.effects import Run
+    from tokenwire.realtime import lanes
+    REAL_MAKE, RUN = lanes.Lanes.make, Run
+    lanes.Lanes.make = least_make  # type: ignore[method-assign,assignment]
+    return cli(["serve", *argv])
+
+
+def _cpu(step: Step) -> float:
+    return float(step.cpu_s / max(1, step.client["tokens_received"]) * 1e6)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["serve"]:
+        return _serve_least(args[1:])
+    parser = argparse.ArgumentParser(prog="python -m bench.floor_lane")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--tokens", type=int, default=277, help="a stream's tokens, at 20 ms (item 5's answer: 277)")
+    opts = parser.parse_args(args)
+    full = serve("tokenwire serve", opts.n)
+    least = Server("serve, least lane",
+                   lambda port: [sys.executable, "-m", "bench.floor_lane", *full.command(port)[3:]])   # its flags
+    servers = [full, least, floor_protocol()]
+    done = rounds(0, servers, opts.n, opts.tokens, opts.rounds)
+    floor = done.median_us(servers[-1].name) if done.ran(servers[-1].name) else None
+    for server in servers:
+        if not done.ran(server.name):
+            print(f"{server.name}: did not run: {done.failed.get(server.name)}")
+            continue
+        us = [_cpu(s) for s in done.steps[server.name]]
+        median = statistics.median(us)
+        than = f", {median / floor:.2f}x the floor" if floor else ""
+        print(f"{server.name}: {median:.1f} us a token (rounds {', '.join(f'{u:.1f}' for u in us)}){than}; "
+              f"complete {done.completes(server.name)}")
+    print(f"N={opts.n}, {opts.tokens} tokens at 20 ms, {opts.rounds} interleaved rounds; load average "
+          f"{os.getloadavg()[0]:.2f} at the end")
+    return 0 if all(done.complete(s.name) for s in servers) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,25 @@
+"""``python -m bench.floor_lane``: serve, serve with its lane cut to the least, and the Protocol floor each deliver
+every stream whole (no timing is asserted: the figures mean something only on a quiet machine)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from support.requirements import ROOT
+
+N, TOKENS = 20, 30
+
+
+def test_the_least_lane_delivers_every_stream_whole_beside_serve_and_the_floor() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "-m", "bench.floor_lane", "--rounds", "1", "--n", str(N), "--tokens",
+                           str(TOKENS)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout, done.stderr[-4000:])
+    lines = done.stdout.splitlines()
+    for name, line in zip(("tokenwire serve", "serve, least lane", "bench.floor_protocol"), lines, strict=False):
+        assert re.fullmatch(rf"{re.escape(name)}: \d+\.\d us a token \(rounds \d+\.\d\), \d+\.\d\dx the floor; "
+                            rf"complete {N}/{N}", line), line
+    assert lines[3].startswith(f"N={N}, {TOKENS} tokens at 20 ms, 1 interleaved rounds"), lines
