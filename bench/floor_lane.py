@@ -9,8 +9,9 @@ and prints each one's CPU per token (utime + stime):
   for a reader waiting caught up takes the least path there is: the model's
   step, the memory log's append, the frame rendered with an f-string, the
   write held for the tick, the socket wire's counts, the next token timed.
-  No channel, no metering, no parking lot, no stream bookkeeping: what no
-  redesign of the lane in Python can go below while it logs and writes;
+  No channel, no metering, no heartbeat pushed back, no stream
+  bookkeeping: what no redesign of the lane in Python can go below while it
+  logs and writes (any other token, or a cancelled run, takes the real path);
 - ``bench.floor_protocol``, item 14's floor (no log, preformatted frames).
 
 The least lane is an experiment, not a server: it keeps no metrics and
@@ -40,7 +41,8 @@ def least_make(lanes: Any, p: Any) -> None:  # pragma: no cover - runs in the pa
     if type(run) is not RUN:
         return
     waiting = lanes._lot._parked.get(id(run.stream))
-    if waiting is None or len(waiting) != 1 or waiting[0].wire is None or waiting[0].effect.direct is None:
+    if (waiting is None or len(waiting) != 1 or waiting[0].wire is None or type(waiting[0].effect) is not GET
+            or waiting[0].effect.direct is None or run.steps.cancelled):
         REAL_MAKE(lanes, p)
         return
     reader, index = waiting[0], run.index
@@ -66,16 +68,17 @@ def least_make(lanes: Any, p: Any) -> None:  # pragma: no cover - runs in the pa
     lanes._advance(p, run.index, None)
 
 
-REAL_MAKE: Any = None      # the real ``Lanes.make``, and the ``Run`` effect's type: set in the server process
+REAL_MAKE: Any = None      # the real ``Lanes.make``, the ``Run`` and ``Get`` effects' types: set in the server
 RUN: Any = None
+GET: Any = None
 
 
 def _serve_least(argv: list[str]) -> int:  # pragma: no cover - the server process
-    global REAL_MAKE, RUN
+    global REAL_MAKE, RUN, GET
     from tokenwire.cli import main as cli
-    from tokenwire.core.effects import Run
+    from tokenwire.core.effects import Get, Run
     from tokenwire.realtime import lanes
-    REAL_MAKE, RUN = lanes.Lanes.make, Run
+    REAL_MAKE, RUN, GET = lanes.Lanes.make, Run, Get
     lanes.Lanes.make = least_make  # type: ignore[method-assign,assignment]
     return cli(["serve", *argv])
 

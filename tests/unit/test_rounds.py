@@ -1,4 +1,4 @@
-"""A round's askers (``tokenwire.redislog.rounds``): a lane's one ``Then`` armed again, and an XADD's bytes."""
+"""A round's askers (``tokenwire.redislog.rounds``): a ``Then`` told by a call, and an XADD's bytes."""
 
 from __future__ import annotations
 
@@ -10,20 +10,16 @@ from tokenwire.redislog.resp import pack, pack_xadd, xadd_at, xadd_head, xadd_re
 from tokenwire.redislog.rounds import Then  # noqa: E402
 
 
-def test_a_told_then_is_armed_again_for_the_next_call_and_an_untold_one_is_not() -> None:
-    calls: list[tuple[str, BaseException | None]] = []
-    first = Then(lambda error: calls.append(("first", error)))
-    assert first.again(lambda error: calls.append(("x", error))) is not first      # in flight: a new one
-    first.set_result(None)
-    assert first.done() and first.exception() is None
-    second = first.again(lambda error: calls.append(("second", error)))
-    assert second is first and not second.done()                                   # told: armed again
+def test_a_then_is_told_once_with_what_the_round_found() -> None:
+    calls: list[BaseException | None] = []
+    landed, refused = Then(calls.append), Then(calls.append)
+    assert not landed.done() and not landed.cancelled()
+    landed.set_result(None)
     failure = RuntimeError("lease lost")
-    second.set_exception(failure)
-    assert second.done() and second.exception() is failure
-    third = second.again(lambda error: calls.append(("third", error)))
-    assert third.exception() is None and not third.done()
-    assert calls == [("first", None), ("second", failure)]
+    refused.set_exception(failure)
+    assert landed.done() and landed.exception() is None
+    assert refused.done() and refused.exception() is failure      # what ``logged`` reads again after the round
+    assert calls == [None, failure]
 
 
 @pytest.mark.parametrize("text", [b"", b"t", "h\u00e9llo\r\n".encode(), b"x" * 100_000])
@@ -43,11 +39,10 @@ def test_a_then_whose_call_raises_reports_it_to_the_loop_and_counts_as_told() ->
     async def tell() -> list[dict[str, object]]:
         seen: list[dict[str, object]] = []
         asyncio.get_running_loop().set_exception_handler(lambda loop, context: seen.append(context))
-        then = Then(bug)
-        then.set_result(None)           # the round goes on: nothing raised here
-        again = then.again(bug)
-        again.set_exception(KeyError("gone"))
-        assert again.done() and isinstance(again.exception(), KeyError)
+        Then(bug).set_result(None)      # the round goes on: nothing raised here
+        refused = Then(bug)
+        refused.set_exception(KeyError("gone"))
+        assert refused.done() and isinstance(refused.exception(), KeyError)
         return seen
 
     seen = asyncio.run(tell())

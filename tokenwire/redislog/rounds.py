@@ -61,22 +61,14 @@ class Settles(Protocol):
 
 class Then:
     """An append's asker told by a call, at once: ``call(None)`` once it landed, ``call(error)`` if not.  An
-    error the call raises goes to the loop's exception handler, never into the round.  A lane, which has one
-    append in flight at a time, arms its one ``Then`` again for the next (``again``) once it was told."""
+    error the call raises goes to the loop's exception handler, never into the round.  One an append, never
+    armed again: a round looks at a refused append's ``Then`` again after telling it (``logged``)."""
 
     __slots__ = ("_call", "_done", "_error")
 
     def __init__(self, call: Callable[[BaseException | None], None]) -> None:
         self._call, self._done = call, False
         self._error: BaseException | None = None
-
-    def again(self, call: Callable[[BaseException | None], None]) -> Then:
-        """This ``Then``, calling ``call``, for the next append if it was told (its append is over), else a new
-        one: an append in flight (sent again after a redirect) keeps its own."""
-        if not self._done:
-            return Then(call)
-        self._call, self._done, self._error = call, False, None
-        return self
 
     def done(self) -> bool:
         return self._done

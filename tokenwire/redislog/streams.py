@@ -67,7 +67,6 @@ from .schemes import REDIS_SCHEMES, either
 
 if TYPE_CHECKING:
     from .aio import AsyncRedisLog
-    from .rounds import Then
     from .writer import LogWriter
 
 __all__ = ["LOG_URL_ENV", "AwaitedReads", "SharedCanned", "aio_of", "followed", "is_shared", "open_log", "passed_on"]
@@ -152,7 +151,7 @@ class LoggedSteps:
     the writer's next round, its ``Then`` calling the driver's ``done`` once that round has it (or with the
     error it found, ``LeaseLost`` and the rest); ``landed``: the token, ``Stream.passing`` done."""
 
-    __slots__ = ("_aio", "_head", "_item", "_keys", "_model", "_sid", "_stream", "_then", "_told", "_writer", "cost")
+    __slots__ = ("_aio", "_head", "_item", "_keys", "_model", "_sid", "_stream", "_then", "_writer", "cost")
 
     def __init__(self, model: Model, aio: AsyncRedisLog, stream: Fed) -> None:
         from .resp import xadd_head  # here: this module loads without the redis extra (the memory log's servers)
@@ -163,7 +162,6 @@ class LoggedSteps:
         self._head = xadd_head(self._keys[1].encode())       # every append's XADD starts so
         self._writer: LogWriter | None = None      # this loop's (``append_then``: told through a ``Then``)
         self._item = TokenItem(-1, "")              # the token started last
-        self._told: Then | None = None              # how the last append's round told ``done`` (armed again)
 
     @property
     def cancelled(self) -> bool:
@@ -176,9 +174,7 @@ class LoggedSteps:
         writer = self._writer
         if writer is None or writer.closed:
             writer = self._writer = self._aio.writer          # asked once a run (again if the log was closed)
-        told = self._told
-        told = self._told = self._then(done) if told is None else told.again(done)
-        writer.append_then(self._sid, self._keys, index, token, told, self._head)
+        writer.append_then(self._sid, self._keys, index, token, self._then(done), self._head)
 
     def landed(self) -> TokenItem:
         item = self._item
