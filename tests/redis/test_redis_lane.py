@@ -191,3 +191,32 @@ def test_a_lane_whose_log_was_closed_appends_through_the_loop_s_new_writer(redis
     finally:
         log.close()
     assert told == [None, None] and again and closed
+
+
+def test_a_bug_under_the_owner_ends_its_reader_with_failed_and_says_so_in_the_log(redis_server, monkeypatch):
+    """The canned model's step 5 raises (a bug, not a log error): the reader here gets tokens 0-4 and then
+    ``failed`` naming the error's type, not heartbeats for ever; the log says cancelled, with that failure, and
+    the lease is let go; the error itself goes to the driver (the private run raises it)."""
+    import pytest
+
+    from tokenwire.core.model import Model
+    from tokenwire.core.tokenlog import StreamState
+    generate = Model.generate
+
+    def failing(self, index):
+        if index == 5:
+            raise ZeroDivisionError("a bug with a secret in its text")
+        return generate(self, index)
+    monkeypatch.setattr(Model, "generate", failing)
+    log = _log(redis_server.url)
+    stream = _stream(log)
+    reader, results = MemoryReader(), []
+    with pytest.raises(ZeroDivisionError):
+        connect(stream, reader, -1, results).join(30)
+    assert reader.ids == list(range(5))
+    last = reader.frames[-1][-1]                   # the connection's last frame
+    assert last.startswith(b"id: 4\nevent: failed\n"), last
+    assert b'"the model raised ZeroDivisionError"' in last and b"secret" not in last
+    assert log.state("s") is StreamState.CANCELLED
+    assert log.failure("s") == "the model raised ZeroDivisionError"
+    assert log.owner("s") is None

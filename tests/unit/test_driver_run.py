@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from tokenwire.core.effects import Process
 from tokenwire.core.model import ANSWER, Model, TimingModel
 from tokenwire.core.simulate import Simulation
@@ -146,3 +148,52 @@ def test_closing_the_driver_with_a_runs_token_due_ends_it_quietly() -> None:
 
     producer = asyncio.run(main())
     assert producer.cancelled() and not errors
+
+
+class _Failing(Model):
+    """The canned answer, whose step at ``at`` raises (a bug under the producer)."""
+
+    def __init__(self, tokens: int, at: int) -> None:
+        super().__init__(ANSWER[:tokens], TimingModel(step_ns=STEP_NS, ttft_ns=STEP_NS, jitter=0))
+        self.at = at
+
+    def generate(self, index: int) -> str:
+        if index == self.at:
+            raise ZeroDivisionError("a bug with a secret in its text")
+        return super().generate(index)
+
+
+def _failing_stream(tokens: int, at: int) -> Stream:
+    return Stream("r", _Failing(tokens, at), MemoryTokenLog(lambda: 0), keep_trace=False)
+
+
+def test_a_bug_under_a_run_ends_its_reader_with_failed_after_what_the_log_holds_and_is_reported() -> None:
+    """Not left waiting on heartbeats: the reader gets tokens 0-4, then ``failed`` naming the error's type (not
+    its text), and the driver's error handler gets the error itself."""
+    wire, errors = _Taking(), []      # type: _Taking, list[BaseException]
+
+    async def main() -> object:
+        stream = _failing_stream(40, at=5)
+        driver = LoopDriver(on_error=errors.append)
+        return await asyncio.wait_for(driver.spawn(stream.serve(-1, stream.new_channel()), wire), 5)
+
+    ending = asyncio.run(main())
+    assert getattr(ending, "value", None) == "done"          # the connection reached its closing frame
+    assert _ids(wire.writes) == list(range(5))
+    last = wire.writes[-1]
+    assert last.startswith(b"id: 4\nevent: failed\n"), last
+    assert b'"the model raised ZeroDivisionError"' in last and b"secret" not in last
+    assert [type(e) for e in errors] == [ZeroDivisionError], errors
+
+
+def test_the_same_bug_on_the_virtual_clock_ends_the_stream_as_failed() -> None:
+    from tokenwire.core.reader import MemoryReader
+
+    stream, reader = _failing_stream(40, at=5), MemoryReader()
+    sim = Simulation()
+    sim.spawn(stream.serve(-1, stream.new_channel()), reader)
+    with pytest.raises(ZeroDivisionError):
+        sim.run()                                             # a simulation stops at the first error
+    assert reader.ids == list(range(5))
+    assert stream.ending is not None and stream.ending.error == "the model raised ZeroDivisionError"
+    assert stream.log.state("r") is StreamState.CANCELLED

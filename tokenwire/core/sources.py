@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from .effects import Mailbox, Process, Put, Run, Sleep
-from .endings import EarlyEnd
+from .endings import EarlyEnd, ending_state, failed
 from .frames import TokenItem, new_item
 from .model import Model
 from .tokenlog import LogError, StreamState, TokenLog
@@ -162,6 +162,9 @@ class Canned(Source):
         except LogError as exc:
             stream.abandon(exc)
             raise
+        except Exception as exc:      # a bug under the producer (the model's, a hand-over's): raised to the driver
+            _failed(stream, exc)      # and its readers told now, not left waiting on heartbeats for ever
+            raise
 
     def stop_generating(self, stream: Fed) -> None:
         """As ``Source``'s; the log says ``stopped`` now (a finished stream stays ``done``)."""
@@ -181,6 +184,18 @@ class Canned(Source):
             return
         stream.idle()
         stream.log.set_state(stream.stream_id, StreamState.CANCELLED)
+
+
+def _failed(stream: Fed, exc: Exception) -> None:
+    """End ``stream`` as failed after what its log holds: every reader drains, then gets ``failed`` naming the
+    error's type (its text, which may hold anything, goes only to the driver's error handler)."""
+    ending = failed(f"the model raised {type(exc).__name__}")
+    try:
+        reached = stream.log.length(stream.stream_id)
+        stream.log.set_state(stream.stream_id, ending_state(ending))     # as a user model's failure is logged
+    except LogError:
+        reached = stream.offered + 1
+    stream.ended(reached, ending)
 
 
 class CannedSteps:

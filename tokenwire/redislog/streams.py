@@ -41,12 +41,14 @@ and imports none of them).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, RunLogged, Sleep, TokenItem
+from ..core.endings import failed
 from ..core.frames import new_item
 from ..core.model import Model
 from ..core.sources import Fed, Source
@@ -254,6 +256,9 @@ class SharedCanned(Source):
         except LogError as exc:     # unavailable, evicted, trimmed: end the connection, keep the process
             yield from self._fail(stream, exc)
             return
+        except Exception as exc:    # a bug under the producer: its readers here get ``failed`` now, not heartbeats
+            yield from self._failed(stream, exc)    # for ever; the error goes on to the driver
+            raise
         stream.ended(stream.total)
 
     def _step(self, stream: Fed, index: int) -> Process:
@@ -272,6 +277,14 @@ class SharedCanned(Source):
         """An append was fenced off: another instance owns the stream now, its tokens come from the log."""
         self.fenced += 1
         self.aio.disown(stream_id)
+
+    def _failed(self, stream: Fed, exc: Exception) -> Process:
+        """End ``stream`` here as failed after what was offered, naming the error's type (never its text), and
+        say so in the log, which lets the lease go (``set_state``: a later claim anywhere may generate again)."""
+        ending = failed(f"the model raised {type(exc).__name__}")
+        stream.ended(stream.offered + 1, ending)
+        with contextlib.suppress(LogError):     # Redis away as well: the lease expires by itself
+            yield Await(self.aio.set_state(stream.stream_id, StreamState.CANCELLED, ending.error))
 
     def _fail(self, stream: Fed, exc: LogError) -> Process:
         self.failure = exc
