@@ -197,3 +197,15 @@ def test_the_same_bug_on_the_virtual_clock_ends_the_stream_as_failed() -> None:
     assert reader.ids == list(range(5))
     assert stream.ending is not None and stream.ending.error == "the model raised ZeroDivisionError"
     assert stream.log.state("r") is StreamState.CANCELLED
+
+
+def test_a_bug_after_the_stream_ended_under_the_producer_leaves_that_ending() -> None:
+    """The log lost the stream (a reader found out, ``lose``), then the producer's step raised: the readers still
+    get "lost", not "failed"."""
+    from tokenwire.core.endings import LOST
+    from tokenwire.core.sources import _failed
+
+    stream = _failing_stream(40, at=5)
+    stream.lose(3)
+    _failed(stream, ZeroDivisionError("late"))
+    assert stream.ending == LOST and stream.total == 3

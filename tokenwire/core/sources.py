@@ -188,7 +188,10 @@ class Canned(Source):
 
 def _failed(stream: Fed, exc: Exception) -> None:
     """End ``stream`` as failed after what its log holds: every reader drains, then gets ``failed`` naming the
-    error's type (its text, which may hold anything, goes only to the driver's error handler)."""
+    error's type (its text, which may hold anything, goes only to the driver's error handler).  A stream that
+    ended already (a reader found the log lost it) keeps its ending."""
+    if stream.ending is not None:
+        return
     ending = failed(f"the model raised {type(exc).__name__}")
     try:
         reached = stream.log.length(stream.stream_id)

@@ -281,6 +281,8 @@ class SharedCanned(Source):
     def _failed(self, stream: Fed, exc: Exception) -> Process:
         """End ``stream`` here as failed after what was offered, naming the error's type (never its text), and
         say so in the log, which lets the lease go (``set_state``: a later claim anywhere may generate again)."""
+        if stream.ending is not None:
+            return                              # ended already (the log lost it): that ending stands
         ending = failed(f"the model raised {type(exc).__name__}")
         stream.ended(stream.offered + 1, ending)
         with contextlib.suppress(LogError):     # Redis away as well: the lease expires by itself
