@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         us = [_cpu(s) for s in done.steps[server.name]]
         median = statistics.median(us)
-        than = f", {median / floor:.2f}x the floor" if floor else ""
+        than = f", {median / floor:.2f}x the floor" if floor else ", no ratio (the floor's CPU read 0 clock ticks)"
         print(f"{server.name}: {median:.1f} us a token (rounds {', '.join(f'{u:.1f}' for u in us)}){than}; "
               f"complete {done.completes(server.name)}")
     print(f"N={opts.n}, {opts.tokens} tokens at 20 ms, {opts.rounds} interleaved rounds; load average "

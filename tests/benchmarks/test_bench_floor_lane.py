@@ -20,6 +20,7 @@ def test_the_least_lane_delivers_every_stream_whole_beside_serve_and_the_floor()
     assert done.returncode == 0, (done.stdout, done.stderr[-4000:])
     lines = done.stdout.splitlines()
     for name, line in zip(("tokenwire serve", "serve, least lane", "bench.floor_protocol"), lines, strict=False):
-        assert re.fullmatch(rf"{re.escape(name)}: \d+\.\d us a token \(rounds \d+\.\d\), \d+\.\d\dx the floor; "
-                            rf"complete {N}/{N}", line), line
+        # The floor's CPU over a run this small may read 0 ticks of /proc's clock: then no ratio is printed.
+        assert re.fullmatch(rf"{re.escape(name)}: \d+\.\d us a token \(rounds \d+\.\d\), (\d+\.\d\dx the floor|"
+                            rf"no ratio \(the floor's CPU read 0 clock ticks\)); complete {N}/{N}", line), line
     assert lines[3].startswith(f"N={N}, {TOKENS} tokens at 20 ms, 1 interleaved rounds"), lines

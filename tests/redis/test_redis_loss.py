@@ -23,7 +23,7 @@ import httpx
 import pytest
 from support.asgi import Read, Uvicorn, read_stream, uvicorn
 from support.instances import Instance, create, log_at, request
-from support.live import await_until
+from support.live import await_until, wait_until
 from support.private_loop import connect
 from support.redis import redis_command, run_scene, running_redis
 
@@ -242,6 +242,23 @@ def _two_apps(calls: Path) -> Iterator[tuple[RedisTokenLog, Uvicorn, Uvicorn]]:
             log.close()
 
 
+def _made(url: str) -> dict:
+    """POST ``url`` (a create) until it is answered 201, its body returned.  A fresh process's first calls to Redis
+    may be answered 503 with Retry-After on a machine as busy as CI (each waits at most 1 s for Redis); those
+    are asked again, and any other answer fails, saying what it was."""
+    said: list[httpx.Response] = []
+
+    def created() -> dict | None:
+        reply = httpx.post(url)
+        said.append(reply)
+        if reply.status_code == 503:
+            return None
+        assert reply.status_code == 201, (reply.status_code, reply.text)
+        return dict(reply.json())
+    return wait_until(created, lambda: f"a create answered 201 (the last: {said[-1].status_code} {said[-1].text})",
+                      20)
+
+
 def _evict(log: RedisTokenLog, stream_id: str) -> None:
     redis_command(log.url, "DEL", log.keys(stream_id)[1])
 
@@ -262,7 +279,7 @@ def _lost_ending(read: Read) -> dict:
 def test_a_model_whose_tokens_are_evicted_while_it_generates_ends_every_reader_with_lost(tmp_path, app):
     calls = tmp_path / "calls.jsonl"
     with _two_apps(calls) as (log, one, other):
-        made = httpx.post(f"{one.url}/{app}/streams?n=300&delay_ms=20").json()
+        made = _made(f"{one.url}/{app}/streams?n=300&delay_ms=20")
         url = made["events_url"]
         following, there = threading.Event(), []
         follower = threading.Thread(target=lambda: there.append(request(
@@ -291,7 +308,7 @@ def test_a_model_whose_owner_died_and_whose_tokens_are_evicted_is_not_continued_
     """The case that was wrong: a take-over found length 0 and called the factory again with start=0."""
     calls = tmp_path / "calls.jsonl"
     with _two_apps(calls) as (log, one, other):
-        made = httpx.post(f"{one.url}/continued/streams?n=300&delay_ms=20").json()
+        made = _made(f"{one.url}/continued/streams?n=300&delay_ms=20")
         url = other.url + made["events_url"]
         first = read_stream(url, stop_after=10)
         one.stop(signal.SIGKILL)
@@ -304,7 +321,7 @@ def test_a_model_whose_owner_died_and_whose_tokens_are_evicted_is_not_continued_
 
 def test_a_finished_model_stream_whose_tokens_are_evicted_is_410_never_an_empty_done(tmp_path):
     with _two_apps(tmp_path / "calls.jsonl") as (log, one, _):
-        made = httpx.post(f"{one.url}/ended/streams?n=12&delay_ms=1").json()
+        made = _made(f"{one.url}/ended/streams?n=12&delay_ms=1")
         whole = read_stream(one.url + made["events_url"])
         _evict(log, made["stream_id"])
         again = httpx.get(one.url + made["events_url"])
