@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from ..core.effects import Await, Process, TokenItem
-from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, ending_state, failed
+from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, ending_state, failed, raised
 from ..core.parts import PartError
 from ..core.sources import Fed, Source
 from ..core.tokenlog import LogError, StreamLost, StreamState, StreamStopped
@@ -69,7 +69,7 @@ def _raised(exc: Exception, index: int) -> str:
     secret), and for a part the model could not make (``PartError``, tokenwire's own words) what was wrong."""
     if isinstance(exc, PartError):
         return f"part {index}: the model raised PartError: {exc}"
-    return f"the model raised {type(exc).__name__}"
+    return raised(exc)
 
 
 class _End:

@@ -21,7 +21,7 @@ from enum import StrEnum
 from .tokenlog import StreamState
 
 __all__ = ["CANCELLED", "LOST", "OWNER_LOST", "PREFIX_TRIMMED", "STOPPED", "STOPPED_REASON", "EarlyEnd", "Ending",
-           "ending_state", "failed"]
+           "ending_state", "failed", "raised"]
 
 # Why an answer stopped early when someone asked it to (``POST /streams/<id>/stop``).
 STOPPED_REASON = "stopped"
@@ -50,6 +50,12 @@ PREFIX_TRIMMED = EarlyEnd("prefix trimmed")
 def failed(message: str) -> EarlyEnd:
     """The ending of a model that failed: the ``failed`` event says ``message``."""
     return EarlyEnd("failed", message)
+
+
+def raised(exc: BaseException) -> str:
+    """What the ``failed`` event says of a model (or its producer) that raised ``exc``: its type, never its
+    message, which may hold a secret (the server's log line has that)."""
+    return f"the model raised {type(exc).__name__}"
 
 
 def ending_state(ending: EarlyEnd | None) -> StreamState:

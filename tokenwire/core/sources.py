@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from .effects import Mailbox, Process, Put, Run, Sleep
-from .endings import EarlyEnd, ending_state, failed
+from .endings import EarlyEnd, ending_state, failed, raised
 from .frames import TokenItem, new_item
 from .model import Model
 from .tokenlog import LogError, StreamState, TokenLog
@@ -192,7 +192,7 @@ def _failed(stream: Fed, exc: Exception) -> None:
     ended already (a reader found the log lost it) keeps its ending."""
     if stream.ending is not None:
         return
-    ending = failed(f"the model raised {type(exc).__name__}")
+    ending = failed(raised(exc))
     try:
         reached = stream.log.length(stream.stream_id)
         stream.log.set_state(stream.stream_id, ending_state(ending))     # as a user model's failure is logged

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core.channel import BoundedChannel
 from ..core.effects import Await, Effect, Process, RunLogged, Sleep, TokenItem
-from ..core.endings import failed
+from ..core.endings import failed, raised
 from ..core.frames import new_item
 from ..core.model import Model
 from ..core.sources import Fed, Source
@@ -283,7 +283,7 @@ class SharedCanned(Source):
         say so in the log, which lets the lease go (``set_state``: a later claim anywhere may generate again)."""
         if stream.ending is not None:
             return                              # ended already (the log lost it): that ending stands
-        ending = failed(f"the model raised {type(exc).__name__}")
+        ending = failed(raised(exc))
         stream.ended(stream.offered + 1, ending)
         with contextlib.suppress(LogError):     # Redis away as well: the lease expires by itself
             yield Await(self.aio.set_state(stream.stream_id, StreamState.CANCELLED, ending.error))
