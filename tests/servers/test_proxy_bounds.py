@@ -5,7 +5,8 @@ front of an upstream that misbehaves (``support.misbehaving_upstream``), read wi
   ``max_answer_s`` (``UpstreamOvertime``), whichever runs out first, and the upstream's request is closed;
 - ``: ping`` comments alone, forever: ``failed`` (``UpstreamStalled``) after ``read_timeout_s``: a comment is no data;
 - a ``302`` or a ``200 text/html``: a failure whose logged cause names the status or the content type;
-- the command's flags set the bounds, each refused by name, and its log lines are its own (``tokenwire proxy:``).
+- the command's flags set the bounds, each refused by name, and its log lines are its own (``tokenwire proxy:``):
+  an upstream's failure is one line naming its kind and cause, with no traceback.
 
 The proxy runs in this process (uvicorn in a thread), so its log lines are caught; the command runs as typed.
 """
@@ -98,6 +99,19 @@ def test_an_answer_that_is_no_event_stream_names_its_status_or_type(upstream: Mi
     said = logged(caplog)
     assert f"{kind}: the upstream at {upstream.url}/chat/completions {cause}" in said
     assert "before the answer's end" not in said
+
+
+def test_an_upstream_failure_is_one_log_line_without_a_traceback(upstream: MisbehavingUpstream,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """An upstream that fails is the operator's news, not a bug of the proxy: one line, its kind and its cause."""
+    assert relay(upstream, "redirect") == ("", "the model raised UpstreamStatus")
+    lines = [record for record in caplog.records if "the model raised" in record.getMessage()]
+    assert len(lines) == 1 and lines[0].exc_info is None, [record.getMessage() for record in lines]
+    said = lines[0].getMessage()
+    assert "\n" not in said and "Traceback" not in said
+    assert said.endswith(f": the model raised UpstreamStatus: the upstream at {upstream.url}/chat/completions "
+                         f"answered 302 Found, to 'http://elsewhere.invalid/v1/chat/completions', not 200 with an "
+                         f"event stream"), said
 
 
 def test_the_bounds_have_stated_defaults_and_are_refused_by_name() -> None:

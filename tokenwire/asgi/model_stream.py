@@ -48,8 +48,8 @@ from ..core.endings import CANCELLED, LOST, OWNER_LOST, STOPPED, EarlyEnd, endin
 from ..core.parts import PartError
 from ..core.sources import Fed, Source
 from ..core.tokenlog import LogError, StreamLost, StreamState, StreamStopped
-from ..endpoints.access import told
-from ..models import MAX_MODEL_TOKENS, ModelFactory, ModelParts, StreamRequest, token_problem
+from ..endpoints.access import redacted, told
+from ..models import MAX_MODEL_TOKENS, ModelFactory, ModelFailure, ModelParts, StreamRequest, token_problem
 
 __all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelLog", "ModelRun", "ModelTokens", "StreamRequest", "token_problem"]
 
@@ -242,8 +242,12 @@ class ModelRun:
 
     def failing(self, stream: Fed, total: int, message: str, log: ModelLog,
                 exc: BaseException | None = None) -> Process:
-        """The model failed after ``total`` tokens: logged once here (no credentials), ``failed`` for readers."""
-        told_exc = "" if exc is None else "\n" + told(exc, self.headers)
+        """The model failed after ``total`` tokens: logged once here (no credentials; a ``ModelFailure`` as one line,
+        its message, the rest with its traceback), ``failed`` for readers."""
+        if isinstance(exc, ModelFailure):
+            told_exc = ": " + redacted(str(exc), self.headers)
+        else:
+            told_exc = "" if exc is None else "\n" + told(exc, self.headers)
         logger.error("tokenwire stream %s: %s%s", stream.stream_id, message, told_exc)
         yield from log.end(stream, total, failed(message))
 

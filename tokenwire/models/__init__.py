@@ -8,7 +8,7 @@ when its objects are yielded.
 
 from __future__ import annotations
 
-from .request import MAX_MODEL_TOKENS, ModelFactory, StreamRequest, Tokens
+from .request import MAX_MODEL_TOKENS, ModelFactory, ModelFailure, StreamRequest, Tokens
 from .yields import ModelParts, token_problem
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelParts", "StreamRequest", "Tokens", "token_problem"]
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelFailure", "ModelParts", "StreamRequest", "Tokens", "token_problem"]

@@ -17,12 +17,18 @@ from ..core.tokenlog import DEFAULT_MAX_TOKENS
 from ..endpoints.access import shown
 from ..endpoints.decisions import ChatRequest, OpenAIRequest
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "StreamRequest", "Tokens"]
+__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelFailure", "StreamRequest", "Tokens"]
 
 # The most parts one model stream may yield: what a stream's token log keeps
 # (DEFAULT_MAX_TOKENS), far past any LLM answer; a model that goes on past
 # it ends with `failed` rather than losing the start of its answer.
 MAX_MODEL_TOKENS = DEFAULT_MAX_TOKENS
+
+
+class ModelFailure(Exception):
+    """A model's failure that its message says whole (an upstream that refused, stalled, broke off): the server logs
+    it as one line, its type and its message, without a traceback of the code it passed through.  Its message is
+    the operator's: a reader's ``failed`` event names its type only, as for any exception."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.parts import Part, PartError
 from ..core.sse import Decoder, SSEError
+from ..models import ModelFailure
 from ..models.openai_chat import ChunkParts
 
 __all__ = ["UpstreamBroken", "UpstreamError", "UpstreamFailed", "UpstreamFrames", "UpstreamMalformed",
@@ -32,8 +33,9 @@ __all__ = ["UpstreamBroken", "UpstreamError", "UpstreamFailed", "UpstreamFrames"
 QUOTE_CHARS = 120
 
 
-class UpstreamError(Exception):
-    """The upstream model server failed; the subclass says how (its name is what a reader's ``failed`` says)."""
+class UpstreamError(ModelFailure):
+    """The upstream model server failed; the subclass says how (its name is what a reader's ``failed`` says, its
+    message the one line the proxy logs)."""
 
 
 class UpstreamRefused(UpstreamError):
