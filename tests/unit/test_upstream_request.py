@@ -97,6 +97,13 @@ def test_the_assistants_text_and_its_calls_are_one_message() -> None:
      "input_audio, got '{\"type\": \"video\"}'"),
     (asked("responses", input=[{"type": "function_call", "call_id": "a", "arguments": "{}"}]),
      "input[0].name must be a string, got 'null'"),
+    (asked("responses", input=[{"type": "function_call_output", "call_id": "a", "output": "sunny"}],
+           previous_response_id="resp_1"),
+     "previous_response_id cannot be relayed: the proxy keeps no conversation to send the upstream, so send the "
+     "earlier turns in input, got '\"resp_1\"'"),
+    (asked("responses", input="hi", conversation={"id": "conv_1"}),
+     "conversation cannot be relayed: the proxy keeps no conversation to send the upstream, so send the earlier "
+     "turns in input, got '{\"id\": \"conv_1\"}'"),
 ])
 def test_what_a_chat_completion_cannot_carry_is_named(request_: StreamRequest, message: str) -> None:
     with pytest.raises(ValueError) as raised:

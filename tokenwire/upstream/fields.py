@@ -21,9 +21,12 @@ it, never two answers spliced into one).  Every other field goes on as sent:
   and a ``tool_choice`` naming one take the chat completion's shape.  A tool
   the upstream cannot run (a built-in one, such as ``web_search``) is a 400
   naming it; the fields about the response itself (``input``,
-  ``instructions``, ``store``, ``background``, ``previous_response_id``,
-  ``include``, ``truncation``...) are tokenwire's or have no chat completion
-  field, and are not sent.
+  ``instructions``, ``store``, ``background``, ``include``,
+  ``truncation``...) are tokenwire's or have no chat completion field, and
+  are not sent.  A response that continues a conversation the server keeps
+  (``previous_response_id``, ``conversation``) is a 400 naming the field:
+  the proxy keeps no conversation to send, and an upstream asked without it
+  would answer a conversation cut short.
 """
 
 from __future__ import annotations
@@ -82,7 +85,15 @@ def fields_of(request: StreamRequest) -> dict[str, Any]:
     return taken
 
 
+# A response's fields that name a conversation kept on the server: the upstream would be asked without it.
+KEPT_CONVERSATION = ("previous_response_id", "conversation")
+
+
 def _response_fields(body: Mapping[str, Any]) -> dict[str, Any]:
+    for name in KEPT_CONVERSATION:
+        if body.get(name) is not None:
+            raise ValueError(f"{name} cannot be relayed: the proxy keeps no conversation to send the upstream, so "
+                             f"send the earlier turns in input, got {_shown(body[name])}")
     taken = {name: body[name] for name in RESPONSE_FIELDS if name in body}
     if "max_output_tokens" in body:
         taken["max_tokens"] = body["max_output_tokens"]
