@@ -114,6 +114,28 @@ def test_an_upstream_failure_is_one_log_line_without_a_traceback(upstream: Misbe
                          f"event stream"), said
 
 
+def test_a_model_list_the_upstream_never_sends_is_a_stall() -> None:
+    """An upstream that takes the connection and never answers ``GET /models`` is named stalled, not refused."""
+    import asyncio
+    import socket
+
+    from tokenwire.upstream import UpstreamStalled
+    with socket.socket() as silent:                  # listens, never accepts: the kernel completes the connect
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+
+        async def listed() -> None:
+            upstream = Upstream(UpstreamConfig(url, read_timeout_s=0.3))
+            try:
+                await upstream.model_ids()
+            finally:
+                await upstream.aclose()
+        with pytest.raises(UpstreamStalled) as stalled:
+            asyncio.run(listed())
+    assert str(stalled.value) == f"the upstream at {url}/models did not answer within 0.3 s"
+
+
 def test_the_bounds_have_stated_defaults_and_are_refused_by_name() -> None:
     config = UpstreamConfig("http://127.0.0.1:1/v1")
     assert (config.max_answer_tokens, config.max_answer_s) == (32_768, 1800.0)

@@ -242,13 +242,17 @@ class Upstream:
     async def model_ids(self) -> list[str]:
         """The models ``GET /v1/models`` lists: ``--model``, else the upstream's own ``/models``.
 
-        Raises an ``UpstreamError`` kind (refused, a status, a body that is not a model list).
+        Raises an ``UpstreamError`` kind (refused, stalled: no answer within the read timeout, a status, a body that
+        is not a model list).
         """
         if self.config.model is not None:
             return [self.config.model]
         url = self.config.url.rstrip("/") + "/models"
         try:
             response = await self._client().get(url)
+        except (httpx.ReadTimeout, httpx.PoolTimeout):
+            raise UpstreamStalled(f"the upstream at {redact_url(url)} did not answer within "
+                                  f"{self.config.read_timeout_s:g} s") from None
         except httpx.TransportError as exc:
             raise UpstreamRefused(f"cannot list the models of the upstream at {redact_url(url)}: "
                                   f"{type(exc).__name__}") \
