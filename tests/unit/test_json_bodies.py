@@ -71,6 +71,32 @@ def test_a_body_that_is_no_json_says_so_whatever_its_brackets() -> None:
     assert refused(b'{"x": [' + b"]" * 100 + b"}").startswith("the body must be JSON: ")
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"])
+def test_a_body_in_another_unicode_encoding_is_refused_before_its_checks_are_fooled(encoding: str) -> None:
+    """UTF-16 and UTF-32 bytes hide a lone surrogate and every bracket from the checks that read UTF-8."""
+    for body in ('{"model": "m\\ud800"}', '{"x": ' + "[" * 960 + "]" * 960 + "}"):
+        message = refused(body.encode(encoding))
+        assert message.startswith("the body must be JSON in UTF-8, got what reads as UTF-"), message
+    assert json_object(b'\xef\xbb\xbf{"a": 1}', "the body") == {"a": 1}      # UTF-8's byte order mark is UTF-8
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"temperature": NaN}', "it holds NaN, which is no JSON number (JSON has no NaN or Infinity)"),
+    (b'{"temperature": Infinity}', "it holds Infinity, which is no JSON number (JSON has no NaN or Infinity)"),
+    (b'{"top_p": -Infinity}', "it holds -Infinity, which is no JSON number (JSON has no NaN or Infinity)"),
+    (b'{"temperature": 1e400}', "it holds the number '1e400', past a double's range"),
+    (b'{"tokens": ' + b"9" * 4001 + b"}", "it holds an integer of 4001 digits, longer than the 100 any field takes"),
+    (b'{"seed": -' + b"1" * 101 + b"}", "it holds an integer of 101 digits, longer than the 100 any field takes"),
+])
+def test_numbers_json_has_not_are_refused_in_its_own_words(body: bytes, message: str) -> None:
+    assert refused(body) == f"the body must be JSON: {message}"
+
+
+def test_numbers_json_has_are_read() -> None:
+    assert json_object(b'{"a": -' + b"9" * 100 + b', "b": 1.5e300, "c": 5e-400, "d": -0}', "the body") == \
+        {"a": -int("9" * 100), "b": 1.5e300, "c": 0.0, "d": 0}
+
+
 def depth_of(value: Any) -> int:
     todo, deepest = [(value, 1)], 0
     while todo:

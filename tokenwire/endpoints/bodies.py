@@ -11,7 +11,12 @@ kind, and loses its innermost pairs once per pass; one still left after
 ``json.loads`` then says).  ``json.loads`` reads ``\\ud800`` and the raw bytes
 ``\\xed\\xa0\\x80`` as a lone surrogate, a ``str`` no UTF-8 encoding (nor
 ``urlencode``) can take: a body that may hold one is encoded once to find
-out, and then walked, without recursion, to name the field.  ``text_field``
+out, and then walked, without recursion, to name the field.  A body is read
+as UTF-8 only (``json.loads`` would also take UTF-16 and UTF-32, whose bytes
+the nesting and surrogate checks do not read), and as strict JSON: no
+``NaN`` or ``Infinity``, no number past a double's range, no integer longer
+than ``MAX_INT_DIGITS`` (each refused by ``json.loads``'s own hooks, so the
+message says what it is rather than Python's conversion limit).  ``text_field``
 reads a string field within its length limit: an id, a model name, each a
 named limit, since what a route keeps or echoes must be small.
 """
@@ -19,12 +24,13 @@ named limit, since what a route keeps or echoes must be small.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
 from .params import RequestError, echo
 
-__all__ = ["MAX_ID_CHARS", "MAX_JSON_DEPTH", "MAX_MODEL_CHARS", "depth_error", "field_of", "json_object",
+__all__ = ["MAX_ID_CHARS", "MAX_INT_DIGITS", "MAX_JSON_DEPTH", "MAX_MODEL_CHARS", "depth_error", "field_of", "json_object",
            "text_field"]
 
 # 64 levels: an OpenAI or AI SDK body is at most about six deep (messages, a message, its parts, a part, a tool
@@ -37,6 +43,10 @@ MAX_MODEL_CHARS = 256
 # 256 characters: an id the body carries (messageId, trigger, previous_response_id, user) is a UUID (36), an
 # AI SDK id (16) or an OpenAI id (about 50); one passed on or kept is not a place for a megabyte.
 MAX_ID_CHARS = 256
+# 100 digits: no field of any body takes an integer near that long (a seed, a count, a timestamp in ns are under
+# 20 digits); past 4,300 Python refuses the conversion in its own words, and converting one costs time quadratic
+# in its length.
+MAX_INT_DIGITS = 100
 
 # A lone surrogate may come in as the raw bytes of one (json reads bytes with 'surrogatepass') or as an escape.
 _MAYBE_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]|\\u[dD][89a-fA-F]")
@@ -63,15 +73,38 @@ def _too_deep(body: bytes) -> bool:
     return bool(brackets)
 
 
+def _int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"it holds an integer of {digits} digits, longer than the {MAX_INT_DIGITS} any field takes")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"it holds the number {echo(text)}, past a double's range")
+    return value
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"it holds {name}, which is no JSON number (JSON has no NaN or Infinity)")
+
+
 def json_object(body: bytes, what: str) -> dict[str, Any]:
     """``body`` read as a JSON object; raises ``RequestError`` 400 naming ``what`` (``"a chat body"``) and the fault.
 
-    Refused: a body that is no JSON, nested deeper than ``MAX_JSON_DEPTH``,
-    not an object, or holding a lone surrogate (named by its field).
+    Refused: a body that is not UTF-8, no strict JSON (see the module), nested
+    deeper than ``MAX_JSON_DEPTH``, not an object, or holding a lone surrogate
+    (named by its field).
     """
+    encoding = json.detect_encoding(body)
+    if not encoding.startswith("utf-8"):
+        raise RequestError(400, f"{what} must be JSON in UTF-8, got what reads as {encoding.upper()}")
     deep = _too_deep(body)
     try:
-        data = json.loads(body)
+        data = json.loads(body.decode(encoding, "surrogatepass"), parse_int=_int, parse_float=_float,
+                          parse_constant=_constant)
     except RecursionError:
         raise depth_error(what) from None
     except (UnicodeDecodeError, ValueError) as exc:
