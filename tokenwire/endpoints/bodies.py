@@ -30,8 +30,8 @@ from typing import Any
 
 from .params import RequestError, echo
 
-__all__ = ["MAX_ID_CHARS", "MAX_INT_DIGITS", "MAX_JSON_DEPTH", "MAX_MODEL_CHARS", "depth_error", "field_of", "json_object",
-           "text_field"]
+__all__ = ["MAX_ID_CHARS", "MAX_INT_DIGITS", "MAX_JSON_DEPTH", "MAX_MODEL_CHARS", "depth_error", "field_of",
+           "json_object", "text_field"]
 
 # 64 levels: an OpenAI or AI SDK body is at most about six deep (messages, a message, its parts, a part, a tool
 # call's arguments); json's C parser (and json.dumps, the echo of a bad value) recurses once per level, and
