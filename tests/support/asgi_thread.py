@@ -21,10 +21,11 @@ TIMEOUT_S = 10.0
 
 
 @contextlib.contextmanager
-def in_thread(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn in a thread; yields ``http://127.0.0.1:<port>``."""
+def in_thread(app: Any, http: Any = "auto") -> Iterator[str]:
+    """``app`` served by uvicorn in a thread (``http``: its HTTP protocol, a name or a class); yields
+    ``http://127.0.0.1:<port>``."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=1))
+                                           timeout_graceful_shutdown=1, http=http))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:

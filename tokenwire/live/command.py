@@ -113,7 +113,7 @@ def cannot_listen(command: str, host: str, port: int, exc: OSError) -> int:
 def add_stream_flags(parser: FlagParser, *, serve: bool = False) -> None:
     """The flags of every command that serves the live routes (``serve``, ``proxy``): where, the limits, the log.
 
-    ``serve``: with the flags of tokenwire's own server too (its request timeout, the memory log's age, metrics).
+    ``serve``: with the flags of tokenwire's own server too (the memory log's age, metrics).
     """
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="address to bind, IPv4 or IPv6 (default 127.0.0.1)")
@@ -122,10 +122,9 @@ def add_stream_flags(parser: FlagParser, *, serve: bool = False) -> None:
         help=f"send ': ping' on a stream silent this long (default {DEFAULT_HEARTBEAT_S:g})")
     add("--write-timeout-s", type=float, default=DEFAULT_WRITE_TIMEOUT_S,
         help=f"drop a client that takes nothing for this long (default {DEFAULT_WRITE_TIMEOUT_S:g})")
-    if serve:
-        add("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
-            help=f"drop a client whose request has not arrived whole in this long, or an idle connection "
-                 f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
+    add("--request-timeout-s", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
+        help=f"drop a client whose request has not arrived whole in this long, or an idle connection "
+             f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
     add("--max-live", type=int, default=DEFAULT_MAX_LIVE,
         help=f"open event streams at once; more get 503 (default {DEFAULT_MAX_LIVE})")
     add("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,

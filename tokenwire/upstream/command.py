@@ -8,7 +8,9 @@ in time) and what a follower does when
 the instance relaying a stream dies (``--takeover continue``, which needs
 ``--continue-final-message``: an upstream that continues a partial answer).
 The socket is bound before uvicorn starts, so ``--port 0`` is printed as the
-port it got.  The upstream's URL is printed (and named) with its password
+port it got.  uvicorn's HTTP protocol is held to serve's request limits
+(``guard``: the head's size, ``--request-timeout-s`` for a request to arrive
+whole).  The upstream's URL is printed (and named) with its password
 as ``***``.  A bad flag is one line naming it, exit 2, as for every command.
 """
 
@@ -20,6 +22,7 @@ import socket
 
 from ..asgi import TokenStreams
 from ..cli import FlagParser, usage_error
+from ..endpoints.config import LiveConfig
 from ..live.command import (
     add_stream_flags,
     beyond_loopback,
@@ -32,6 +35,7 @@ from ..live.command import (
 )
 from ..live.sockets import listening
 from ..redislog.redact import redact_url
+from .guard import guarded
 from .relay import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_MAX_ANSWER_S,
@@ -82,6 +86,7 @@ def _parser() -> FlagParser:
 def _app(args: argparse.Namespace) -> TokenStreams:
     """The ``TokenStreams`` the flags describe; raises ``ValueError`` naming a bad one."""
     check_port(args.port)
+    LiveConfig(request_timeout_s=args.request_timeout_s)     # refused by name as serve refuses it
     if args.takeover == "continue" and not args.continue_final_message:
         raise ValueError("--takeover continue needs an upstream that continues a partial answer: add "
                          "--continue-final-message (vLLM, SGLang), or keep --takeover end")
@@ -124,6 +129,7 @@ def cli_main(argv: list[str]) -> int:
           flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="error" if args.quiet else "warning",
                                            access_log=not args.quiet, limit_concurrency=args.max_connections,
-                                           timeout_graceful_shutdown=max(1, round(args.grace_s) + 1)))
+                                           timeout_graceful_shutdown=max(1, round(args.grace_s) + 1),
+                                           http=guarded(app.endpoints.routes, args.request_timeout_s)))
     asyncio.run(server.serve(sockets=[sock]))
     return 0

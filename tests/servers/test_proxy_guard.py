@@ -1,0 +1,111 @@
+"""``tokenwire proxy`` runs uvicorn with serve's request limits (``upstream.guard``), on httptools' protocol and on
+h11's: a head past serve's limits is refused as serve refuses it before it is held whole, and a request
+that does not arrive whole within the request timeout (slowloris: a head, or a body, trickled in) loses its
+connection, as serve's do; a request that arrived whole then streams for as long as it takes.
+
+Before, an outside probe held 3.3 GB in the proxy with 200 connections sending header lines for ever, and 60
+half-sent requests kept every slot of ``--max-connections 60`` taken.  The app is ``TokenStreams(Upstream(...))``,
+what ``tokenwire proxy`` serves, under uvicorn in a thread with the protocol the command gives it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from support.asgi_thread import in_thread
+from support.misbehaving_upstream import MisbehavingUpstream
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from tokenwire.asgi import TokenStreams
+from tokenwire.endpoints.config import MAX_HEADER_BYTES
+from tokenwire.upstream import Upstream, UpstreamConfig
+from tokenwire.upstream.guard import guarded
+
+TIMEOUT_S = 0.5          # the request timeout the proxy runs with here
+WAIT_S = 15.0            # how long a test waits for the server to act, at most
+
+
+@pytest.fixture(scope="module", params=[HttpToolsProtocol, H11Protocol], ids=["httptools", "h11"])
+def proxy(request: pytest.FixtureRequest) -> Iterator[tuple[int, MisbehavingUpstream]]:
+    with MisbehavingUpstream() as upstream:
+        app = TokenStreams(Upstream(UpstreamConfig(upstream.url)))
+        with in_thread(app, http=guarded(app.endpoints.routes, TIMEOUT_S, base=request.param)) as base:
+            yield int(base.rsplit(":", 1)[1]), upstream
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+    sock.settimeout(WAIT_S)
+    return sock
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (a reset counts as the close)."""
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got
+
+
+def test_headers_past_the_limit_are_serves_431(proxy: tuple[int, Any]) -> None:
+    with connect(proxy[0]) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+        sent = 0
+        try:
+            while sent < 8 * MAX_HEADER_BYTES:        # header lines for ever: refused long before this
+                sock.sendall(b"X-Flood: " + b"a" * 4000 + b"\r\n")
+                sent += 4011
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = read_all(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert body == b"431 request headers longer than 16384 bytes or 100 lines\n", answer[:300]
+
+
+def test_a_head_that_never_ends_loses_its_connection(proxy: tuple[int, Any]) -> None:
+    with connect(proxy[0]) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")     # and nothing more
+        assert read_all(sock) == b""                                 # aborted at the request timeout
+
+
+def test_a_connection_that_says_nothing_loses_it_too(proxy: tuple[int, Any]) -> None:
+    with connect(proxy[0]) as sock:
+        assert read_all(sock) == b""
+
+
+def test_a_body_trickled_in_loses_its_connection(proxy: tuple[int, Any]) -> None:
+    body = json.dumps({"model": "count=3", "messages": [{"role": "user", "content": "x"}]}).encode()
+    with connect(proxy[0]) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+        assert read_all(sock) == b""
+
+
+def test_a_request_that_arrived_whole_streams_past_the_timeout(proxy: tuple[int, Any]) -> None:
+    """An answer of 200 chunks at 5 ms (a second, twice the request timeout) arrives whole, then the next request
+    on the same kept-alive connection is answered too."""
+    port, upstream = proxy
+    body = json.dumps({"model": "count=200", "messages": [{"role": "user", "content": "x"}],
+                       "stream": True}).encode()
+    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    with connect(port) as sock:
+        sock.sendall(request)
+        got = b""
+        while b"data: [DONE]" not in got:
+            chunk = sock.recv(65536)
+            assert chunk, got[-300:]
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 200 ")
+    text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+                   for line in got.decode().split("\n") if line.startswith("data: {") and '"choices":[{' in line)
+    assert text == "".join(f" e{i}" for i in range(200))

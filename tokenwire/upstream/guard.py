@@ -1,0 +1,128 @@
+"""uvicorn's HTTP protocol held to ``tokenwire serve``'s request limits, for the proxy tokenwire runs on uvicorn.
+
+Why: uvicorn's protocols keep a request's headers without bound and give a
+request that never arrives whole all the time it wants.  An outside probe
+held 3.3 GB in ``tokenwire proxy`` with 200 connections sending header lines
+for ever, and 60 half-sent requests took every slot of ``--max-connections
+60``: each real request then got a 503.  ``tokenwire serve`` refuses both
+(``live/http.py``); the proxy is served by uvicorn, so the protocol it runs
+gets serve's rules, the same limits and the same answers.
+
+How this works: ``guarded(routes, request_timeout_s)`` makes a subclass of
+the protocol uvicorn would pick (httptools' when it is installed, else
+h11's) that
+
+- reads each request's head through serve's ``precheck`` as it arrives
+  (a request line past ``MAX_REQUEST_LINE`` 414, headers past
+  ``MAX_HEADER_BYTES`` or ``MAX_HEADERS`` lines 431, a malformed line 400, a
+  body its route would refuse 413 or 411, in the route's own error format),
+  until its headers are complete: a head held is at most those limits and
+  one read more;
+- gives a request ``request_timeout_s`` to arrive whole, head and body,
+  from the connection's start (or, on a kept-alive connection, from its next
+  request's first byte), never restarted by a byte: past it the connection
+  is aborted, as serve aborts it.  A request read whole (its response may
+  stream for hours) has no deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+
+from ..endpoints.routes import RouteTable
+from ..live.head_checks import precheck
+from ..live.http import head_bytes
+
+__all__ = ["guarded"]
+
+
+def _base() -> type[Any]:
+    """The protocol uvicorn's ``http="auto"`` picks: httptools' when it imports, else h11's."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        return HttpToolsProtocol
+    except ImportError:               # no httptools: uvicorn runs h11
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+        return H11Protocol
+
+
+def guarded(routes: RouteTable, request_timeout_s: float, base: type[Any] | None = None) -> type[asyncio.Protocol]:
+    """The protocol class to give ``uvicorn.Config(http=...)``: uvicorn's (``base``: the one ``http="auto"``
+    picks), held to ``routes``' head checks and to ``request_timeout_s`` for a request to arrive whole (see the
+    module).  Its hooks are httptools' (``on_headers_complete``, ``on_message_complete``) and h11's
+    (``handle_events``): each base calls its own."""
+    base = base if base is not None else _base()
+
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        """uvicorn's HTTP protocol with serve's head limits and request timeout."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head = bytearray()          # the head of the request arriving, until its headers are complete
+            self._heading = True
+            self._deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None and self._heading:
+                self._arm()                   # a kept-alive connection's next request: its time starts now
+            if self._heading:
+                self._head += data
+                early = precheck(bytes(self._head), routes)
+                if early is not None:
+                    self._refuse(early.status, early.headers, early.body)
+                    return
+            super().data_received(data)
+
+        def on_headers_complete(self) -> None:
+            self._heading, self._head = False, bytearray()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._disarm()                    # arrived whole: what it asked for may take as long as it takes
+            self._heading = True
+            super().on_message_complete()
+
+        def handle_events(self) -> None:      # h11's protocol reads its events here, with no per-event hooks
+            super().handle_events()
+            state = self.conn.their_state
+            if self._heading and state in (h11.SEND_BODY, h11.DONE):
+                self._heading, self._head = False, bytearray()     # its headers are complete
+            if state is h11.DONE:
+                self._disarm()                # arrived whole
+                self._heading = True
+
+        def _arm(self) -> None:
+            self._deadline = asyncio.get_running_loop().call_later(request_timeout_s, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            transport = getattr(self, "transport", None)
+            if transport is not None and not transport.is_closing():
+                transport.abort()             # slowloris, or a connection idle from its start: its time is up
+
+        def _refuse(self, status: int, headers: tuple[tuple[str, str], ...], body: bytes) -> None:
+            self._disarm()
+            self._heading, self._head = False, bytearray()
+            transport = self.transport
+            transport.write(head_bytes(status, (*headers, ("Content-Length", str(len(body))),
+                                                ("Connection", "close"))) + body)
+            transport.close()
+
+    return Guarded
+
