@@ -162,7 +162,11 @@ def test_the_flags_are_refused_by_name() -> None:
     done = proxy("--upstream", "http://127.0.0.1:1/v1", "--upstream-timeout-s", "0")
     assert (done.returncode, done.stderr) == (2, "tokenwire proxy: --upstream-timeout-s must be a number of seconds "
                                                  "from 0 to 3600; got '0'\n")
+    done = proxy("--upstream", "http://127.0.0.1:1/v1", "--request-timeout-s", "0")
+    assert (done.returncode, done.stderr) == (2, "tokenwire proxy: --request-timeout-s must be a number of seconds "
+                                                 "above 0 and below a day; got '0'\n")
     helped = proxy("--help").stdout
+    assert "--request-timeout-s" in helped
     assert "(UpstreamTooLong; default 32768)" in helped and "(UpstreamOvertime; default 1800)" in helped
 
 
