@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from support.asgi_thread import in_thread
+from support.live import wait_until
 from support.misbehaving_upstream import MisbehavingUpstream
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -109,3 +110,22 @@ def test_a_request_that_arrived_whole_streams_past_the_timeout(proxy: tuple[int,
     text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
                    for line in got.decode().split("\n") if line.startswith("data: {") and '"choices":[{' in line)
     assert text == "".join(f" e{i}" for i in range(200))
+
+
+def test_a_burst_of_large_bodies_has_the_allocator_give_their_pages_back() -> None:
+    """Ten near-1 MiB chat completions (past ``TRIM_AFTER_BYTES``) end in one trim, as on serve."""
+    trims: list[int] = []
+    with MisbehavingUpstream() as upstream:
+        app = TokenStreams(Upstream(UpstreamConfig(upstream.url)))
+        protocol = guarded(app.endpoints.routes, WAIT_S, trim=lambda: trims.append(1))
+        with in_thread(app, http=protocol) as base:
+            port = int(base.rsplit(":", 1)[1])
+            body = json.dumps({"model": "count=1", "messages": [{"role": "user", "content": "x" * 1_000_000}]})
+            for _ in range(10):
+                with connect(port) as sock:
+                    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+                                 + body.encode())
+                    assert read_all(sock).startswith(b"HTTP/1.1 200 ")
+            wait_until(lambda: bool(trims), "the trim after the burst", WAIT_S)
+    assert trims == [1]
