@@ -23,16 +23,14 @@ is removed when it ends, also on failure.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from .common import ROOT
-from .side_by_side import Server, floor_protocol, per_entry_us, rounds, serve
+from .side_by_side import Server, floor_protocol, print_beside_floor, rounds, serve
 
 __all__ = ["HOT_MODULES", "build", "main"]
 
@@ -82,20 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         compiled = serve("serve, compiled", opts.n, cwd=tmp)
         servers: list[Server] = [python, compiled, floor_protocol()]
         done = rounds(0, servers, opts.n, opts.tokens, opts.rounds)
-    floor = done.median_us(servers[-1].name) if done.ran(servers[-1].name) else None
-    for server in servers:
-        if not done.ran(server.name):
-            print(f"{server.name}: did not run: {done.failed.get(server.name)}")
-            continue
-        us = [per_entry_us(s) for s in done.steps[server.name]]
-        median = statistics.median(us)
-        than = f", {median / floor:.2f}x the floor" if floor else ", no ratio (the floor's CPU read 0 clock ticks)"
-        print(f"{server.name}: {median:.1f} us a token (rounds {', '.join(f'{u:.1f}' for u in us)}){than}; "
-              f"complete {done.completes(server.name)}")
-    print(f"N={opts.n}, {opts.tokens} tokens at 20 ms, {opts.rounds} interleaved rounds; load average "
-          f"{os.getloadavg()[0]:.2f} at the end")
-    return 0 if all(done.complete(s.name) for s in servers) else 1
-
+    return print_beside_floor(done, servers, opts.tokens, opts.rounds)
 
 if __name__ == "__main__":
     raise SystemExit(main())

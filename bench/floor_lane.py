@@ -23,13 +23,10 @@ counts nothing on the channel, so it is started only here, by patching
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 from typing import Any
 
-from .scale import Step
-from .side_by_side import Server, floor_protocol, rounds, serve
+from .side_by_side import Server, floor_protocol, print_beside_floor, rounds, serve
 
 __all__ = ["least_make", "main"]
 
@@ -83,10 +80,6 @@ def _serve_least(argv: list[str]) -> int:  # pragma: no cover - the server proce
     return cli(["serve", *argv])
 
 
-def _cpu(step: Step) -> float:
-    return float(step.cpu_s / max(1, step.client["tokens_received"]) * 1e6)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["serve"]:
@@ -101,20 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                    lambda port: [sys.executable, "-m", "bench.floor_lane", *full.command(port)[3:]])   # its flags
     servers = [full, least, floor_protocol()]
     done = rounds(0, servers, opts.n, opts.tokens, opts.rounds)
-    floor = done.median_us(servers[-1].name) if done.ran(servers[-1].name) else None
-    for server in servers:
-        if not done.ran(server.name):
-            print(f"{server.name}: did not run: {done.failed.get(server.name)}")
-            continue
-        us = [_cpu(s) for s in done.steps[server.name]]
-        median = statistics.median(us)
-        than = f", {median / floor:.2f}x the floor" if floor else ", no ratio (the floor's CPU read 0 clock ticks)"
-        print(f"{server.name}: {median:.1f} us a token (rounds {', '.join(f'{u:.1f}' for u in us)}){than}; "
-              f"complete {done.completes(server.name)}")
-    print(f"N={opts.n}, {opts.tokens} tokens at 20 ms, {opts.rounds} interleaved rounds; load average "
-          f"{os.getloadavg()[0]:.2f} at the end")
-    return 0 if all(done.complete(s.name) for s in servers) else 1
-
+    return print_beside_floor(done, servers, opts.tokens, opts.rounds)
 
 if __name__ == "__main__":
     raise SystemExit(main())

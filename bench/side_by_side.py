@@ -15,6 +15,7 @@ complete and contiguous.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import statistics
 import subprocess
@@ -174,3 +175,21 @@ def ratio_row(item: int, name: str, done: Rounds, ours: str, theirs: str, limit:
                                 f"{done.completes(ours)}, {theirs} {done.completes(theirs)}): not met",)
     return Row(item, name, f"{a:.1f} us", f"{theirs} {b:.1f} us", a / b, f"<= {limit:g}x",
                a / b <= limit and complete, notes + more)
+
+
+def print_beside_floor(done: Rounds, servers: Sequence[Server], tokens: int, count: int) -> int:
+    """Print each server's CPU per token and its ratio to the last, the floor (``bench.floor_lane``,
+    ``bench.compiled_lane``); returns 0 if every round of every server delivered every stream whole, else 1."""
+    floor = done.median_us(servers[-1].name) if done.ran(servers[-1].name) else None
+    for server in servers:
+        if not done.ran(server.name):
+            print(f"{server.name}: did not run: {done.failed.get(server.name)}")
+            continue
+        us = [per_entry_us(s) for s in done.steps[server.name]]
+        median = statistics.median(us)
+        than = f", {median / floor:.2f}x the floor" if floor else ", no ratio (the floor's CPU read 0 clock ticks)"
+        print(f"{server.name}: {median:.1f} us a token (rounds {', '.join(f'{u:.1f}' for u in us)}){than}; "
+              f"complete {done.completes(server.name)}")
+    print(f"N={done.n}, {tokens} tokens at 20 ms, {count} interleaved rounds; load average "
+          f"{os.getloadavg()[0]:.2f} at the end")
+    return 0 if all(done.complete(s.name) for s in servers) else 1
