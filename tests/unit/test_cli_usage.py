@@ -63,8 +63,9 @@ CASES = [
     (["proxy", "--bogus=1"], "tokenwire proxy: unknown flag '--bogus'; allowed: --upstream, --model, --api-key-env, "
                              "--takeover, --continue-final-message, --connect-timeout-s, --upstream-timeout-s, "
                              "--max-answer-tokens, --max-answer-s, "
-                             "--host, --port, --heartbeat-s, --write-timeout-s, --max-live, --max-connections, "
-                             "--max-streams, --create-burst, --create-rate, --grace-s, --max-duration-s, "
+                             "--host, --port, --heartbeat-s, --write-timeout-s, --request-timeout-s, --max-live, "
+                             "--max-connections, --max-streams, --create-burst, --create-rate, --grace-s, "
+                             "--max-duration-s, "
                              "--max-body-bytes, --max-chat-body-bytes, --quiet, --log"),
     (["read", "--bogus"], "tokenwire read: unknown flag '--bogus'; allowed: --header, --last-event-id, "
                           "--max-attempts"),

@@ -9,7 +9,11 @@ status but 200 (204 ends the stream; 5xx, 408 and 429 are retried, after
 ``StreamRefused``); or ``opened(content_type)`` for a 200, ``feed(chunk)``
 for each chunk of its body (the events to hand out; the end event ends the
 stream) and ``dropped(reason)`` when the body stops short of the end event
-(a clean EOF, a read error) or the connection cannot be made.
+(a clean EOF, a read error) or the connection cannot be made.  Both take
+the answer's ``Content-Encoding``: the body is fed as sent, never
+decompressed (a decoder's bound applies to what comes, not to what 32 KB
+of zstd inflate to), so a compressed 200 raises ``ProtocolError`` naming
+its encoding, and a compressed refusal's body is not quoted.
 
 Each connection gets a new ``Decoder`` that starts from the old one's last
 event ID and ``retry``, as the spec's EventSource keeps both across
@@ -50,6 +54,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DONE_DATA",
     "END_EVENTS",
+    "IDENTITY",
     "AttemptsExhausted",
     "Backoff",
     "ClientError",
@@ -78,6 +83,9 @@ DEFAULT_MAX_ATTEMPTS = 5
 RETRIED = frozenset({408, 429})
 # A refusal's text is one line of a message, not a page.
 MAX_ERROR_TEXT = 300
+# The one Content-Encoding read: the body as sent.  A compressed body would be inflated before any bound of the
+# decoder applies (32 KB of zstd are 1 GiB), so it is refused by name; the drivers ask for this one.
+IDENTITY = "identity"
 
 
 class ClientError(Exception):
@@ -190,8 +198,12 @@ class Reconnect:
         self._sent_id, self._moved = self.last_event_id, False
         return Request(self.url, headers, self._wait_s, self._failures + 1, self._failure if self._failures else "")
 
-    def opened(self, content_type: str) -> None:
-        """A 200 came; raises ``ProtocolError`` if it is not ``text/event-stream``."""
+    def opened(self, content_type: str, content_encoding: str = "") -> None:
+        """A 200 came; raises ``ProtocolError`` if it is compressed (a ``Content-Encoding`` other than
+        ``identity``: its body is never inflated) or not ``text/event-stream``."""
+        if compressed(content_encoding):
+            raise ProtocolError(f"{self._path()} answered 200 with Content-Encoding {content_encoding.strip()!r}; "
+                                f"tokenwire asks for {IDENTITY} (an SSE stream is not compressed)")
         if content_type.partition(";")[0].strip().lower() != "text/event-stream":
             raise ProtocolError(f"{self._path()} answered 200 with Content-Type {content_type!r}, "
                                 "not text/event-stream")
@@ -216,13 +228,15 @@ class Reconnect:
         """The connection could not be made, or ended before the end event; raises ``AttemptsExhausted``."""
         self._fail(reason, 0.0)
 
-    def answered(self, status: int, reason: str, retry_after: str | None, body: bytes) -> None:
+    def answered(self, status: int, reason: str, retry_after: str | None, body: bytes,
+                 content_encoding: str = "") -> None:
         """Any status but 200: 204 ends the stream, 5xx/408/429 are retried; raises ``StreamRefused``,
-        ``AttemptsExhausted``."""
+        ``AttemptsExhausted``.  A compressed ``body`` is not quoted: its encoding is named instead."""
         if status == 204:
             self.ended = True
             return
-        text = error_text(body)
+        text = error_text(body) if not compressed(content_encoding) else (
+            f"a body in Content-Encoding {content_encoding.strip()!r}, not read (tokenwire asks for {IDENTITY})")
         message = f"{self._path()} answered {status} {reason}".rstrip() + (f": {text}" if text else "")
         if status >= 500 or status in RETRIED:
             self._fail(message, self._retry_after_s(retry_after))
@@ -272,6 +286,11 @@ def _http_url(url: str) -> bool:
     except ValueError:
         return False
     return parts.scheme in ("http", "https") and bool(parts.netloc) and port != 0
+
+
+def compressed(content_encoding: str) -> bool:
+    """Whether an answer's ``Content-Encoding`` says its body is compressed (anything but none or ``identity``)."""
+    return content_encoding.strip().lower() not in ("", IDENTITY)
 
 
 def error_text(body: bytes | str) -> str:

@@ -6,9 +6,14 @@ first ``MAX_ERROR_BODY`` bytes of its body), or the body's chunks of a 200,
 then how the connection ended.  Every decision (resume, retry, backoff, the
 end, the errors) is the state's; the two loops differ only by ``await``.
 An ``httpx.TransportError`` (refused, reset, timed out, a chunked body cut
-short) is a dropped connection.  No message names the URL's userinfo: httpx's
-text is scrubbed of its password (``redislog.redact``), and a URL httpx
-cannot send is refused at the call, shown redacted.
+short) is a dropped connection.  Every request asks for ``Accept-Encoding:
+identity`` (httpx would ask for gzip, deflate, zstd and br) and the body is
+read raw (``iter_raw``): httpx inflates nothing, so 32 KB of zstd never
+become 1 GiB before the decoder's bounds apply; a server that compresses
+all the same is refused by the state, naming its encoding.  No message
+names the URL's userinfo: httpx's text is scrubbed of its password
+(``redislog.redact``), and a URL httpx cannot send is refused at the call,
+shown redacted.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import httpx
 
 from ..core.sse import Event
 from ..redislog.redact import redact_url, scrub
-from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, Backoff, Reconnect, Request
+from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, IDENTITY, Backoff, Reconnect, Request
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "aevents", "events"]
 
@@ -34,6 +39,8 @@ DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=60.0)
 MAX_ERROR_BODY = 4096
 # What a connection that ends before the end event is reported as.
 CLOSED = "the connection closed before the end event"
+# Sent on every request unless the caller sends its own: the body as sent, which is what the decoder bounds.
+ACCEPT_ENCODING = (b"Accept-Encoding", IDENTITY.encode())
 
 
 def events(url: str, *, headers: Mapping[str, str] | None = None, last_event_id: str | None = None,
@@ -53,8 +60,10 @@ def events(url: str, *, headers: Mapping[str, str] | None = None, last_event_id:
     user can be told it is still trying; ``sleep`` and ``random`` are for
     tests.  Raises ``StreamRefused`` on a 4xx,
     ``AttemptsExhausted`` after ``max_attempts`` connections in a row
-    without a new event, ``ProtocolError`` if the answer is no event stream,
-    and ValueError for bad arguments (at the call, not at the first event).
+    without a new event, ``ProtocolError`` if the answer is no event stream
+    (or is compressed: it asks for ``Accept-Encoding: identity`` and
+    inflates nothing), and ValueError for bad arguments (at the call, not
+    at the first event).
     """
     state = Reconnect(url, headers=headers, last_event_id=last_event_id, max_attempts=max_attempts,
                       backoff=backoff, end_events=end_events, random=random)
@@ -89,10 +98,10 @@ def _run(state: Reconnect, own: AbstractContextManager[httpx.Client], timeout: f
             try:
                 with http.stream("GET", request.url, headers=_encoded(request), timeout=timeout) as response:
                     if response.status_code != 200:
-                        _answered(state, response, _head(response.iter_bytes()))
+                        _answered(state, response, _head(_raw(response)))
                         continue
-                    state.opened(response.headers.get("content-type", ""))
-                    for chunk in response.iter_bytes():
+                    _opened(state, response)
+                    for chunk in _raw(response):
                         yield from state.feed(chunk)
                         if state.ended:
                             break
@@ -112,10 +121,10 @@ async def _arun(state: Reconnect, own: AbstractAsyncContextManager[httpx.AsyncCl
             try:
                 async with http.stream("GET", request.url, headers=_encoded(request), timeout=timeout) as response:
                     if response.status_code != 200:
-                        _answered(state, response, await _ahead(response.aiter_bytes()))
+                        _answered(state, response, await _ahead(_araw(response)))
                         continue
-                    state.opened(response.headers.get("content-type", ""))
-                    async for chunk in response.aiter_bytes():
+                    _opened(state, response)
+                    async for chunk in _araw(response):
                         for event in state.feed(chunk):
                             yield event
                         if state.ended:
@@ -135,12 +144,37 @@ def _next(state: Reconnect, on_retry: Callable[[Request], object] | None) -> Req
 
 
 def _encoded(request: Request) -> list[tuple[bytes, bytes]]:
-    """The headers as UTF-8 (an event id may be any text; httpx would take a str for ASCII only)."""
-    return [(name.encode(), value.encode()) for name, value in request.headers]
+    """The headers as UTF-8 (an event id may be any text; httpx would take a str for ASCII only), with
+    ``ACCEPT_ENCODING`` first unless the caller sent one."""
+    given = [(name.encode(), value.encode()) for name, value in request.headers]
+    asked = any(name.lower() == b"accept-encoding" for name, _ in given)
+    return given if asked else [ACCEPT_ENCODING, *given]
+
+
+def _opened(state: Reconnect, response: httpx.Response) -> None:
+    state.opened(response.headers.get("content-type", ""), response.headers.get("content-encoding", ""))
 
 
 def _answered(state: Reconnect, response: httpx.Response, body: bytes) -> None:
-    state.answered(response.status_code, response.reason_phrase, response.headers.get("retry-after"), body)
+    state.answered(response.status_code, response.reason_phrase, response.headers.get("retry-after"), body,
+                   response.headers.get("content-encoding", ""))
+
+
+def _raw(response: httpx.Response) -> Iterator[bytes]:
+    """The body as sent, never inflated (one already read, as ``httpx.MockTransport``'s is, as it was read)."""
+    if response.is_stream_consumed:
+        yield response.content
+    else:
+        yield from response.iter_raw()
+
+
+async def _araw(response: httpx.Response) -> AsyncIterator[bytes]:
+    """``_raw`` of an async response."""
+    if response.is_stream_consumed:
+        yield response.content
+    else:
+        async for chunk in response.aiter_raw():
+            yield chunk
 
 
 def _head(chunks: Iterator[bytes]) -> bytes:

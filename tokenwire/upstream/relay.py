@@ -15,7 +15,13 @@ than ``max_answer_tokens`` tokens is ``UpstreamTooLong``; longer than
 ``max_answer_s`` in all is ``UpstreamOvertime``: each ends the stream
 ``failed`` with its name, the upstream's request closed.  An answer that is
 not an event stream (a status other than 200, a redirect, a 200 of another
-content type) names its status or its content type.  Every failure is one of ``UpstreamError``'s kinds, named in the
+content type) names its status or its content type.  Every request asks for
+``Accept-Encoding: identity`` and every body is read raw (``aiter_raw``):
+httpx inflates nothing, so no bound is passed before it applies (32 KB of
+zstd are 1 GiB); a 200 compressed all the same is ``UpstreamMalformed``
+naming its encoding (a refusal's status is named, its compressed body not
+quoted), and a model list is read up to ``MAX_MODEL_LIST_BYTES``.  Every
+failure is one of ``UpstreamError``'s kinds, named in the
 reader's ``failed`` event and logged once with its message (never the API
 key: it is read from the environment variable the config names, sent in the
 ``Authorization`` header only, and kept out of every ``repr``), nor the
@@ -35,6 +41,7 @@ second answer to the first.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 import weakref
@@ -84,6 +91,12 @@ MAX_ANSWER_S = 86_400.0
 # How much of a refused answer's body is read to quote it: QUOTE_CHARS characters of UTF-8 at most (the rest
 # is never read: an error page may be large).
 QUOTED_BYTES = 4 * QUOTE_CHARS
+# The longest model list read from the upstream's /models: a list of a thousand models with their metadata is
+# a few hundred KB; a longer body is no model list, and is refused rather than read whole.
+MAX_MODEL_LIST_BYTES = 1 << 20
+# The one Content-Encoding read: the body as sent (asked for on every request).  httpx would inflate a
+# compressed body before any bound here applies, so one that comes compressed all the same is refused.
+IDENTITY = "identity"
 
 
 class UpstreamCannotContinue(UpstreamError):
@@ -202,7 +215,7 @@ class Upstream:
             limits = httpx.Limits(max_connections=config.max_connections,
                                   max_keepalive_connections=config.max_connections)
             key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
-            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            headers = {"Accept-Encoding": IDENTITY, **({"Authorization": f"Bearer {key}"} if key else {})}
             client = self._clients[loop] = httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers)
         return client
 
@@ -214,7 +227,7 @@ class Upstream:
         try:
             async with self._client().stream("POST", url, json=body) as response:
                 await _check_head(response, shown, deadlines)
-                chunks = response.aiter_bytes()
+                chunks = response.aiter_raw()
                 while (chunk := await deadlines.next(chunks, frames.events)) is not None:
                     for part in frames.feed(chunk):
                         tokens += 1
@@ -243,13 +256,18 @@ class Upstream:
         """The models ``GET /v1/models`` lists: ``--model``, else the upstream's own ``/models``.
 
         Raises an ``UpstreamError`` kind (refused, stalled: no answer within the read timeout, a status, a body that
-        is not a model list).
+        is not a model list, or is compressed, or longer than ``MAX_MODEL_LIST_BYTES``).
         """
         if self.config.model is not None:
             return [self.config.model]
         url = self.config.url.rstrip("/") + "/models"
         try:
-            response = await self._client().get(url)
+            async with self._client().stream("GET", url) as response:
+                if response.status_code >= 400:
+                    said = _not_read(response) or quote(_text(await _read_up_to(response.aiter_raw(), QUOTED_BYTES)))
+                    raise UpstreamStatus(f"the upstream answered {response.status_code}: {said}")
+                _check_identity(response, redact_url(url), "a model list")
+                listed = await _read_up_to(response.aiter_raw(), MAX_MODEL_LIST_BYTES + 1)
         except (httpx.ReadTimeout, httpx.PoolTimeout):
             raise UpstreamStalled(f"the upstream at {redact_url(url)} did not answer within "
                                   f"{self.config.read_timeout_s:g} s") from None
@@ -257,12 +275,13 @@ class Upstream:
             raise UpstreamRefused(f"cannot list the models of the upstream at {redact_url(url)}: "
                                   f"{type(exc).__name__}") \
                 from None
-        if response.status_code >= 400:
-            raise UpstreamStatus(f"the upstream answered {response.status_code}: {quote(response.text)}")
+        if len(listed) > MAX_MODEL_LIST_BYTES:
+            raise UpstreamMalformed(f"the upstream's model list at {redact_url(url)} is longer than "
+                                    f"MAX_MODEL_LIST_BYTES ({MAX_MODEL_LIST_BYTES} bytes)")
         try:
-            return [str(model["id"]) for model in response.json()["data"]]
+            return [str(model["id"]) for model in json.loads(listed)["data"]]
         except (ValueError, KeyError, TypeError):
-            raise UpstreamMalformed(f"the upstream's model list is not one: {quote(response.text)}") from None
+            raise UpstreamMalformed(f"the upstream's model list is not one: {quote(_text(listed))}") from None
 
     async def aclose(self) -> None:
         """Close this event loop's pool (a new one is made if the factory is called again)."""
@@ -320,24 +339,61 @@ def _model_of(request: StreamRequest) -> str | None:
 
 
 async def _check_head(response: httpx.Response, shown: str, deadlines: Deadlines) -> None:
-    """Raise the ``UpstreamError`` of an answer that is not an event stream, naming its status or content type."""
+    """Raise the ``UpstreamError`` of an answer that is not an event stream, naming its status, its encoding or its
+    content type."""
     status, kind = response.status_code, response.headers.get("content-type", "")
     if status >= 400:
-        raise UpstreamStatus(f"the upstream answered {status}: {quote(await _start_of(response, deadlines))}")
+        said = _not_read(response) or quote(await _start_of(response, deadlines))
+        raise UpstreamStatus(f"the upstream answered {status}: {said}")
     if status != 200:
         location = response.headers.get("location")
         where = f", to {redact_url(location)!r}" if location else ""
         raise UpstreamStatus(f"the upstream at {shown} answered {status} {response.reason_phrase}{where}, not 200 "
                              f"with an event stream")
+    _check_identity(response, shown, "an SSE stream")
     if kind and kind.split(";")[0].strip().lower() != "text/event-stream":
         raise UpstreamMalformed(f"the upstream at {shown} answered 200 with content type {kind!r}, not "
                                 f"text/event-stream: {quote(await _start_of(response, deadlines))}")
 
 
+def _encoding(response: httpx.Response) -> str:
+    """The answer's ``Content-Encoding`` if it says its body is compressed, else ""."""
+    encoding = response.headers.get("content-encoding", "").strip()
+    return "" if encoding.lower() in ("", IDENTITY) else encoding
+
+
+def _check_identity(response: httpx.Response, shown: str, what: str) -> None:
+    """Raise ``UpstreamMalformed`` for a 200 whose body is compressed (it is never inflated), naming its encoding."""
+    if encoding := _encoding(response):
+        raise UpstreamMalformed(f"the upstream at {shown} answered with Content-Encoding {encoding!r}; tokenwire "
+                                f"asks for {IDENTITY} ({what} is not compressed)")
+
+
+def _not_read(response: httpx.Response) -> str:
+    """What a refusal's error says in place of its body when that is compressed (it is never inflated), else ""."""
+    encoding = _encoding(response)
+    return f"a body in Content-Encoding {encoding!r}, not read (tokenwire asks for {IDENTITY})" if encoding else ""
+
+
 async def _start_of(response: httpx.Response, deadlines: Deadlines) -> str:
     """The start of ``response``'s body (``QUOTED_BYTES`` at most, within the deadlines), as an error quotes it."""
     said = bytearray()
-    chunks = response.aiter_bytes()
+    chunks = response.aiter_raw()
     while len(said) < QUOTED_BYTES and (chunk := await deadlines.next(chunks, 0)) is not None:
         said += chunk
-    return bytes(said[:QUOTED_BYTES]).decode("utf-8", "replace")
+    return _text(bytes(said[:QUOTED_BYTES]))
+
+
+async def _read_up_to(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    """The first ``limit`` bytes of ``chunks`` (all of them if fewer); the rest is never read."""
+    said = bytearray()
+    async for chunk in chunks:
+        said += chunk
+        if len(said) >= limit:
+            break
+    return bytes(said[:limit])
+
+
+def _text(said: bytes) -> str:
+    """A body's bytes as an error quotes them (UTF-8; what is not is replaced)."""
+    return said.decode("utf-8", "replace")
