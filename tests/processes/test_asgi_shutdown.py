@@ -90,8 +90,8 @@ BIG_APP = '''
 from tokenwire.asgi import TokenStreams
 
 async def model(request):
-    for _ in range(40):
-        yield "x" * 1_000_000
+    for _ in range(250):
+        yield "x" * 60_000      # within MAX_ENTRY_BYTES and (15 MB in all) MAX_ANSWER_BYTES; past any buffer
 
 app = TokenStreams(model, write_timeout_s=1.0)
 '''

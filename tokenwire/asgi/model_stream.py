@@ -20,8 +20,10 @@ how it ended (``Stream.closing_frame``):
   ``"stopped_early": true`` and the reason;
 - the model raised, or yielded something that is no part, or a part that
   may not stand where it does (a text UTF-8 cannot encode, an argument
-  delta for a call never started, an object of no known client: checked
-  before it enters any log): a ``failed`` event naming the exception type
+  delta for a call never started, an object of no known client, an entry
+  past ``MAX_ENTRY_BYTES`` or one that takes the answer past
+  ``MAX_ANSWER_BYTES``: checked before it enters any log), or more than
+  ``MAX_MODEL_TOKENS`` parts: a ``failed`` event naming the exception type
   (never its traceback or message) or the part, its index and what is wrong
   with it, logged once on the server; every part before it stays.
 

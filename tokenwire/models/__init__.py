@@ -9,6 +9,7 @@ when its objects are yielded.
 from __future__ import annotations
 
 from .request import MAX_MODEL_TOKENS, ModelFactory, ModelFailure, StreamRequest, Tokens
-from .yields import ModelParts, token_problem
+from .yields import MAX_ANSWER_BYTES, MAX_ENTRY_BYTES, ModelParts, token_problem
 
-__all__ = ["MAX_MODEL_TOKENS", "ModelFactory", "ModelFailure", "ModelParts", "StreamRequest", "Tokens", "token_problem"]
+__all__ = ["MAX_ANSWER_BYTES", "MAX_ENTRY_BYTES", "MAX_MODEL_TOKENS", "ModelFactory", "ModelFailure", "ModelParts",
+           "StreamRequest", "Tokens", "token_problem"]

@@ -28,7 +28,11 @@ next call's chunks number their tool calls from 0 again).
 
 Anything else, or a part that may not stand where it does, is a
 ``PartError`` naming the part and its index: the stream ends ``failed``
-with that message, every part before it kept.
+with that message, every part before it kept.  So is an entry of more than
+``MAX_ENTRY_BYTES``, or one that takes the answer past ``MAX_ANSWER_BYTES``
+in all: an entry's size in UTF-8 is counted where it is already known (a
+``str`` that is ASCII is its length; any other is encoded once already, for
+the UTF-8 check), so text pays one addition and two comparisons.
 """
 
 from __future__ import annotations
@@ -37,15 +41,29 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..core.parts import PART_MARK, Finish, Part, PartChecker, PartError, Step, Usage, encode, is_part
+from ..core.sse import MAX_LINE_BYTES
 from .anthropic_events import AnthropicParts
 from .langchain_chunks import LangChainParts
 from .openai_chat import ChunkParts
 from .openai_responses import ResponseParts
 
-__all__ = ["ModelParts", "token_problem"]
+__all__ = ["MAX_ANSWER_BYTES", "MAX_ENTRY_BYTES", "ModelParts", "token_problem"]
 
 # A bad yield is quoted in the error up to this many characters.
 _QUOTE_CHARS = 80
+# The most UTF-8 bytes one log entry (a token, or a part in the log's codec) may have: 128 KiB, an eighth of the
+# line tokenwire's decoder reads (MAX_LINE_BYTES, 1 MiB).  A token is a few bytes and a tool call's argument delta
+# tens; a tool's result, a data part or a file may be large, and 128 KiB takes a fetched page's text.  A dialect's
+# frame may be four times its entry for text as it comes (JSON escapes a quote or a backslash in two bytes, and
+# OpenAI's chat chunks carry reasoning twice, as ``reasoning`` and ``reasoning_content``), which still fits the
+# decoder's line; an entry made of control characters, which JSON writes in six bytes each, can pass it in the JSON
+# dialects, and tokenwire's client then says so (``ProtocolError`` naming the bound) where others read on.
+MAX_ENTRY_BYTES = MAX_LINE_BYTES // 8
+# The most UTF-8 bytes one answer's entries may have in all: 16 MiB.  An LLM's answer of 32k tokens (the most
+# today's models give) is well under 1 MiB of text; tool results and data parts make more, and this still holds
+# 128 entries of MAX_ENTRY_BYTES.  Without it only the count bounded a stream: MAX_MODEL_TOKENS entries of
+# MAX_ENTRY_BYTES are 6.5 GB, held in memory (or in Redis) for the stream's lifetime.
+MAX_ANSWER_BYTES = 16 << 20
 
 
 class Adapter(Protocol):
@@ -67,14 +85,22 @@ def token_problem(token: str, index: int) -> str | None:
     Text must encode to UTF-8 (the wire's encoding; a lone surrogate such as
     ``"\\ud800"`` has no encoding).
     """
-    if token.isascii():
-        return None
     try:
-        token.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return (f"the model yielded a str that is not valid UTF-8 (a lone surrogate at position {exc.start}) "
-                f"as token {index}")
+        _utf8_size(token, index)
+    except PartError as exc:
+        return str(exc)
     return None
+
+
+def _utf8_size(token: str, index: int) -> int:
+    """The bytes of the text ``token`` in UTF-8; ``PartError`` if it has none (see ``token_problem``)."""
+    if token.isascii():
+        return len(token)
+    try:
+        return len(token.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise PartError(f"the model yielded a str that is not valid UTF-8 (a lone surrogate at position "
+                        f"{exc.start}) as token {index}") from None
 
 
 def _quote(value: object) -> str:
@@ -99,10 +125,12 @@ class ModelParts:
     """One model's yields made log entries, each part checked where it stands; see the module.
 
     ``prefix``: the parts a continuation starts after (they were checked as
-    they were logged; the checker learns its calls from them).
+    they were logged; the checker learns its calls from them, and they count
+    towards ``MAX_ANSWER_BYTES``).  ``size``: the UTF-8 bytes of the entries
+    made so far.
     """
 
-    __slots__ = ("_adapters", "_checker", "_finish", "_usage", "finished")
+    __slots__ = ("_adapters", "_checker", "_finish", "_usage", "finished", "size")
 
     def __init__(self, prefix: Iterable[str | Part] = ()) -> None:
         self._checker = PartChecker()
@@ -110,8 +138,10 @@ class ModelParts:
         self._finish: Finish | None = None        # an adapter's finish, held until the answer ends
         self._usage: Usage | None = None          # the adapters' usage summed, held likewise
         self.finished = False                     # a Finish was logged: only usage may follow
+        self.size = 0
         for index, part in enumerate(prefix):
             try:
+                self.size += _entry(index, part)[1]
                 self._check(index, part)
             except PartError:
                 pass                              # logged already: the continuation goes on from it
@@ -119,7 +149,11 @@ class ModelParts:
     def entries(self, item: object, index: int) -> list[str]:
         """The log entries ``item`` makes, the first at ``index``; ``PartError`` naming what is wrong."""
         if item.__class__ is str and item.isascii() and item[:1] != PART_MARK and not self.finished:
-            return [item]                         # the fast path: text, as a token always was
+            size = len(item)                      # the fast path: text, as a token always was (ASCII: a byte a char)
+            if size > MAX_ENTRY_BYTES or self.size + size > MAX_ANSWER_BYTES:
+                self._count(index, size)          # past a bound: raises, naming it
+            self.size += size
+            return [item]
         if isinstance(item, str) or is_part(item):
             if isinstance(item, Step):
                 self._adapters.clear()            # the next model call's objects are read afresh
@@ -161,8 +195,20 @@ class ModelParts:
                 self._usage = part if self._usage is None else _summed(self._usage, part)
                 continue
             self._check(index + len(entries), part)
-            entries.append(_entry(index + len(entries), part))
+            entry, size = _entry(index + len(entries), part)
+            self._count(index + len(entries), size)
+            entries.append(entry)
         return entries
+
+    def _count(self, index: int, size: int) -> None:
+        """Add the entry ``index`` of ``size`` bytes to the answer's; ``PartError`` past either bound."""
+        if size > MAX_ENTRY_BYTES:
+            raise PartError(f"part {index}: the model yielded an entry of {size} bytes; an entry is at most "
+                            f"{MAX_ENTRY_BYTES} (tokenwire's decoder reads lines of {MAX_LINE_BYTES >> 20} MiB)")
+        self.size += size
+        if self.size > MAX_ANSWER_BYTES:
+            raise PartError(f"part {index}: the model yielded more than {MAX_ANSWER_BYTES} bytes in all, the most "
+                            f"one answer keeps")
 
     def _check(self, index: int, part: str | Part) -> None:
         if not isinstance(part, Finish | Usage):
@@ -172,20 +218,19 @@ class ModelParts:
             self.finished = True
 
 
-def _entry(index: int, part: str | Part) -> str:
-    """``part``'s log entry; ``PartError`` if its text cannot be sent (a lone surrogate)."""
+def _entry(index: int, part: str | Part) -> tuple[str, int]:
+    """``part``'s log entry and its UTF-8 bytes; ``PartError`` if its text cannot be sent (a lone surrogate)."""
     if isinstance(part, str):
-        problem = token_problem(part, index)
-        if problem is not None:
-            raise PartError(problem)
-        return encode(str(part))              # a str subclass is logged as the plain str it holds
+        size = _utf8_size(part, index)
+        entry = encode(str(part))             # a str subclass is logged as the plain str it holds
+        return entry, size if entry[:1] != PART_MARK else len(entry)     # escaped: JSON, all ASCII
     entry = encode(part)
-    if not entry.isascii():
-        try:
-            entry.encode("utf-8")
-        except UnicodeEncodeError:
-            raise PartError(f"part {index} ({_quote(part)}): its text is not valid UTF-8 (a lone surrogate)") from None
-    return entry
+    if entry.isascii():
+        return entry, len(entry)
+    try:
+        return entry, len(entry.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise PartError(f"part {index} ({_quote(part)}): its text is not valid UTF-8 (a lone surrogate)") from None
 
 
 def _summed(one: Usage, other: Usage) -> Usage:
