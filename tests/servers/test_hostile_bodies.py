@@ -125,6 +125,33 @@ def test_a_lone_surrogate_is_a_400_naming_its_field(server: Server, route: str, 
     no_traceback(server)
 
 
+@pytest.mark.parametrize("route", CHAT_ROUTES)
+def test_a_body_in_utf_16_or_with_numbers_json_has_not_is_a_400_saying_which(server: Server, route: str) -> None:
+    """UTF-16 hid a lone surrogate and the nesting from the checks (a 200 that echoed "\ud800"); NaN reached the
+    upstream's encoder (a message naming no field); 4,001 digits met Python's own conversion limit."""
+    utf16 = json.dumps({**BASE[route], "model": "m\ud800", "x": [[[[0]]]]}).encode("utf-16")
+    assert error_of(route, post(server, route, utf16)) == \
+        f"{what(route)} must be JSON in UTF-8, got what reads as UTF-16"
+    for raw, said in ((b'"temperature": NaN', "it holds NaN, which is no JSON number (JSON has no NaN or Infinity)"),
+                      (b'"temperature": -Infinity', "it holds -Infinity, which is no JSON number (JSON has no NaN or "
+                                                    "Infinity)"),
+                      (b'"temperature": 1e999', "it holds the number '1e999', past a double's range"),
+                      (b'"tokens": ' + b"9" * 4001, "it holds an integer of 4001 digits, longer than the 100 any "
+                                                    "field takes")):
+        assert error_of(route, post(server, route, with_field(route, raw))) == f"{what(route)} must be JSON: {said}"
+    no_traceback(server)
+
+
+def test_several_choices_are_refused_by_name(server: Server) -> None:
+    """The canned answer took any ``n`` (5, "s", {}) and answered one choice; the proxy refused it already."""
+    why = ("the proxy relays one answer per stream (several choices are neither spliced nor kept apart)"
+           if server.name == "proxy" else "the canned answer is one answer, one choice")
+    for n in (2, "s", {}):
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": n}).encode()
+        assert error_of("/v1/chat/completions", post(server, "/v1/chat/completions", body)) == \
+            f"n must be 1: {why}, got {json.dumps(n)!r}"
+
+
 @pytest.mark.parametrize("route", CHAT_ROUTES[1:])
 def test_a_huge_model_is_a_400_naming_the_limit(server: Server, route: str) -> None:
     body = json.dumps({**BASE[route], "model": "m" * 1_000_000}).encode()

@@ -26,6 +26,7 @@ open stream is ``Endpoints.write`` (``writing``), against the adapter's wire.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections import deque
@@ -38,6 +39,7 @@ from .access import DEFAULT_CHALLENGE, Access, Authorize, ask, check_owner, head
 from .chat import canned_query, open_chat, resume_chat, stop_chat
 from .config import JOURNAL_SIZE, ConnectionLog, LiveConfig
 from .decisions import (
+    CHAT_COMPLETIONS,
     Answer,
     Asked,
     ChatRequest,
@@ -57,7 +59,7 @@ from .openai import (
     models_answer,
     retrieve_response,
 )
-from .params import RequestError, spec_from_query
+from .params import RequestError, echo, spec_from_query
 from .registry import LiveStream, OverQuota, Registry
 from .routes import LIVE_ROUTES, ErrorFormat, Found, RouteTable
 from .writing import EventWire, Writing, write_events
@@ -87,6 +89,10 @@ class CannedMaker:
         return _kept_promise(Asked(spec, {}, cut, chat))
 
     def parse_openai(self, request: OpenAIRequest) -> Asked:
+        n = request.body.get("n")
+        if request.api == CHAT_COMPLETIONS and not (n is None or (n == 1 and type(n) is int)):
+            raise RequestError(400, f"n must be 1: the canned answer is one answer, one choice, got "
+                                    f"{echo(json.dumps(n))}")
         spec, cut = spec_from_query(canned_query(request.body))
         return _kept_promise(Asked(spec, {}, cut, openai=request))
 
