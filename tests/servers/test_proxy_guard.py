@@ -32,11 +32,11 @@ WAIT_S = 15.0            # how long a test waits for the server to act, at most
 
 
 @pytest.fixture(scope="module", params=[HttpToolsProtocol, H11Protocol], ids=["httptools", "h11"])
-def proxy(request: pytest.FixtureRequest) -> Iterator[tuple[int, MisbehavingUpstream]]:
+def proxy(request: pytest.FixtureRequest) -> Iterator[tuple[int, MisbehavingUpstream, type[Any]]]:
     with MisbehavingUpstream() as upstream:
         app = TokenStreams(Upstream(UpstreamConfig(upstream.url)))
         with in_thread(app, http=guarded(app.endpoints.routes, TIMEOUT_S, base=request.param)) as base:
-            yield int(base.rsplit(":", 1)[1]), upstream
+            yield int(base.rsplit(":", 1)[1]), upstream, request.param
 
 
 def connect(port: int) -> socket.socket:
@@ -91,25 +91,47 @@ def test_a_body_trickled_in_loses_its_connection(proxy: tuple[int, Any]) -> None
         assert read_all(sock) == b""
 
 
-def test_a_request_that_arrived_whole_streams_past_the_timeout(proxy: tuple[int, Any]) -> None:
-    """An answer of 200 chunks at 5 ms (a second, twice the request timeout) arrives whole, then the next request
-    on the same kept-alive connection is answered too."""
-    port, upstream = proxy
-    body = json.dumps({"model": "count=200", "messages": [{"role": "user", "content": "x"}],
-                       "stream": True}).encode()
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    with connect(port) as sock:
-        sock.sendall(request)
-        got = b""
-        while b"data: [DONE]" not in got:
-            chunk = sock.recv(65536)
-            assert chunk, got[-300:]
-            got += chunk
-    assert got.startswith(b"HTTP/1.1 200 ")
-    text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
-                   for line in got.decode().split("\n") if line.startswith("data: {") and '"choices":[{' in line)
-    assert text == "".join(f" e{i}" for i in range(200))
+def _streamed(model: str, version: bytes = b"HTTP/1.1", extra: bytes = b"") -> bytes:
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "x"}], "stream": True}).encode()
+    return (b"POST /v1/chat/completions " + version + b"\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _text(answer: bytes) -> str:
+    return "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+                   for line in answer.decode().split("\n") if line.startswith("data: {") and '"choices":[{' in line)
+
+
+@pytest.mark.parametrize(("version", "extra", "after"), [
+    (b"HTTP/1.1", b"", b""),
+    (b"HTTP/1.1", b"Connection: close\r\n", b""),        # h11 takes the peer to MUST_CLOSE, not DONE
+    (b"HTTP/1.0", b"", b""),                              # as nginx's proxy_pass sends by default
+    (b"HTTP/1.1", b"", b"\r\n"),                          # a stray CRLF after the body, which servers ignore
+], ids=["kept-alive", "connection-close", "http-1.0", "stray-crlf"])
+def test_a_request_that_arrived_whole_streams_past_the_timeout(proxy: tuple[int, Any], version: bytes,
+                                                               extra: bytes, after: bytes) -> None:
+    """An answer of 200 chunks at 5 ms (a second, twice the request timeout) arrives whole, and the connection ends
+    with it (one request a connection, as on serve: ``read_all`` returns at the server's close); httptools' protocol
+    says so in the answer (``Connection: close``), h11's closes after it."""
+    with connect(proxy[0]) as sock:
+        sock.sendall(_streamed("count=200", version, extra) + after)
+        answer = read_all(sock)
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 200 "), answer[:300]
+    assert b"data: [DONE]" in answer and _text(answer) == "".join(f" e{i}" for i in range(200))
+    if proxy[2] is HttpToolsProtocol:
+        assert b"\r\nconnection: close" in head or version == b"HTTP/1.0" or b"Connection: close" in extra, head
+
+
+def test_a_request_behind_the_first_ends_with_its_connection(proxy: tuple[int, Any]) -> None:
+    """Pipelined behind a whole request, a request that never arrives whole holds no connection: the first is
+    answered, and the connection ends with that answer."""
+    partial = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: 100\r\n\r\n{\"mo")
+    with connect(proxy[0]) as sock:
+        sock.sendall(_streamed("count=3") + partial)
+        answer = read_all(sock)                         # returns once the server closes: no wait for a timeout
+    assert answer.count(b"HTTP/1.1 ") == 1 and _text(answer) == " e0 e1 e2", answer[-300:]
 
 
 def test_a_burst_of_large_bodies_has_the_allocator_give_their_pages_back() -> None:

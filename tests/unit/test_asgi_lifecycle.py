@@ -99,3 +99,19 @@ def test_a_send_that_fails_mid_stream_gives_the_slot_back_and_lets_go_of_the_str
                           "the writer's end to free the slot")
     asyncio.run(main())
     assert app.registry.live == 0 and not app.endpoints.writing
+
+
+def test_a_websocket_is_refused_before_it_is_accepted_not_raised() -> None:
+    """uvicorn answered a WebSocket upgrade 500 and logged the app's ValueError; now the app closes it first, which
+    the server answers 403 (the ASGI spec's refusal)."""
+    sent: list[Message] = []
+
+    async def connect() -> Message:
+        return {"type": "websocket.connect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(TokenStreams(lambda request: iter(["x"]))({"type": "websocket", "path": "/streams", "headers": []},
+                                                          connect, send))
+    assert sent == [{"type": "websocket.close", "code": 1008, "reason": "tokenwire serves SSE over HTTP"}]

@@ -146,6 +146,11 @@ class TokenStreams:
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self.lifecycle.run(receive, send)
+        elif kind == "websocket":
+            # A WebSocket is refused as the ASGI spec says, closed before it is accepted: the server answers the
+            # upgrade 403, not a 500 with a traceback (the streams are SSE over plain HTTP).
+            await receive()                   # websocket.connect
+            await send({"type": "websocket.close", "code": 1008, "reason": "tokenwire serves SSE over HTTP"})
         else:
             raise ValueError(f"tokenwire.asgi serves http (and lifespan), not a {kind!r} scope")
 

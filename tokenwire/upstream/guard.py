@@ -18,11 +18,14 @@ h11's) that
   body its route would refuse 413 or 411, in the route's own error format),
   until its headers are complete: a head held is at most those limits and
   one read more;
-- gives a request ``request_timeout_s`` to arrive whole, head and body,
-  from the connection's start (or, on a kept-alive connection, from its next
-  request's first byte), never restarted by a byte: past it the connection
-  is aborted, as serve aborts it.  A request read whole (its response may
-  stream for hours) has no deadline;
+- gives the request ``request_timeout_s`` to arrive whole, head and body,
+  from the connection's start, never restarted by a byte: past it the
+  connection is aborted, as serve aborts it.  A request read whole (its
+  response may stream for hours) has no deadline;
+- serves one request a connection, as serve does: the answer says
+  ``Connection: close`` and the connection ends with it, so no request
+  pipelined or kept alive behind the first escapes the head checks or the
+  deadline (a client opens a connection a request, as an SSE reader does);
 - tells serve's ``Trimmer`` how much a connection read when it closes, so
   that a burst of large bodies' memory is given back, as serve's
   connections do (three bursts of near-1 MiB bodies held 739 MB in the proxy
@@ -44,7 +47,7 @@ import h11
 
 from ..endpoints.routes import RouteTable
 from ..live.head_checks import precheck
-from ..live.http import head_bytes
+from ..live.http import LINGER_S, head_bytes
 from ..live.memory import Trimmer, malloc_trim
 
 __all__ = ["collect_and_trim", "guarded"]
@@ -84,18 +87,19 @@ def guarded(routes: RouteTable, request_timeout_s: float, base: type[Any] | None
         return trimmers[loop]
 
     class Guarded(base):  # type: ignore[valid-type,misc]
-        """uvicorn's HTTP protocol with serve's head limits and request timeout."""
+        """uvicorn's HTTP protocol with serve's head limits and request timeout, one request a connection."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._head = bytearray()          # the head of the request arriving, until its headers are complete
-            self._heading = True
+            self._head = bytearray()          # the request's head as it arrives, until its headers are complete
+            self._heading = True              # its headers are not complete yet
+            self._refused = False             # answered before it was read: what still comes is dropped
             self._deadline: asyncio.TimerHandle | None = None
             self._received = 0                # bytes this connection read (the trimmer counts them)
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
-            self._arm()
+            self._deadline = asyncio.get_running_loop().call_later(request_timeout_s, self._too_slow)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -104,8 +108,8 @@ def guarded(routes: RouteTable, request_timeout_s: float, base: type[Any] | None
 
         def data_received(self, data: bytes) -> None:
             self._received += len(data)
-            if self._deadline is None and self._heading:
-                self._arm()                   # a kept-alive connection's next request: its time starts now
+            if self._refused:
+                return                        # read and dropped until the lingering close
             if self._heading:
                 self._head += data
                 early = precheck(bytes(self._head), routes)
@@ -114,26 +118,32 @@ def guarded(routes: RouteTable, request_timeout_s: float, base: type[Any] | None
                     return
             super().data_received(data)
 
+        # httptools' protocol calls these as it parses.
         def on_headers_complete(self) -> None:
-            self._heading, self._head = False, bytearray()
+            self._headed()
             super().on_headers_complete()
+            if self.cycle is not None:        # None: a protocol switch, which uvicorn hands on
+                self.cycle.keep_alive = False     # its answer says Connection: close, and the connection ends with it
 
         def on_message_complete(self) -> None:
             self._disarm()                    # arrived whole: what it asked for may take as long as it takes
-            self._heading = True
             super().on_message_complete()
 
-        def handle_events(self) -> None:      # h11's protocol reads its events here, with no per-event hooks
+        # h11's reads its events in one loop, with no hook for each: its peer's state says how far the request is.
+        def handle_events(self) -> None:
             super().handle_events()
             state = self.conn.their_state
-            if self._heading and state in (h11.SEND_BODY, h11.DONE):
-                self._heading, self._head = False, bytearray()     # its headers are complete
-            if state is h11.DONE:
-                self._disarm()                # arrived whole
-                self._heading = True
+            if state is h11.IDLE:
+                return
+            if self._heading:
+                self._headed()
+                if self.cycle is not None:
+                    self.cycle.keep_alive = False          # the connection ends with its answer
+            if state is not h11.SEND_BODY:
+                self._disarm()                # DONE, MUST_CLOSE (HTTP/1.0, Connection: close), a protocol switch
 
-        def _arm(self) -> None:
-            self._deadline = asyncio.get_running_loop().call_later(request_timeout_s, self._too_slow)
+        def _headed(self) -> None:
+            self._heading, self._head = False, bytearray()
 
         def _disarm(self) -> None:
             if self._deadline is not None:
@@ -142,17 +152,24 @@ def guarded(routes: RouteTable, request_timeout_s: float, base: type[Any] | None
 
         def _too_slow(self) -> None:
             self._deadline = None
-            transport = getattr(self, "transport", None)
-            if transport is not None and not transport.is_closing():
-                transport.abort()             # slowloris, or a connection idle from its start: its time is up
+            if not self.transport.is_closing():
+                self.transport.abort()        # slowloris, or a connection idle from its start: its time is up
 
         def _refuse(self, status: int, headers: tuple[tuple[str, str], ...], body: bytes) -> None:
+            """Answer before the request is read (as serve: a FIN after the answer, what still comes read and
+            dropped for ``LINGER_S``, then the close; closing on unread bytes would send a reset that can destroy
+            the answer before the client reads it)."""
             self._disarm()
-            self._heading, self._head = False, bytearray()
+            self._headed()
+            self._refused = True
             transport = self.transport
             transport.write(head_bytes(status, (*headers, ("Content-Length", str(len(body))),
                                                 ("Connection", "close"))) + body)
-            transport.close()
+            if transport.can_write_eof():
+                transport.write_eof()
+                asyncio.get_running_loop().call_later(LINGER_S, transport.close)
+            else:
+                transport.close()
 
     return Guarded
 
