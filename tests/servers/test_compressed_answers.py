@@ -305,7 +305,7 @@ def test_a_compressed_model_list_refusal_is_not_quoted(server: Compressing) -> N
 def test_a_model_list_past_its_bound_is_refused_by_name(server: Compressing) -> None:
     said, _ = raised(UpstreamMalformed, lambda: model_ids(f"{server.url}/biglist/v1"))
     assert said == (f"the upstream's model list at {server.url}/biglist/v1/models is longer than "
-                    f"MAX_MODEL_LIST_BYTES (1048576 bytes)")
+                    f"MAX_MODEL_LIST_BYTES ({MAX_MODEL_LIST_BYTES} bytes)")
 
 
 def test_the_bomb_is_what_it_says() -> None:

@@ -51,6 +51,9 @@ MAX_INT_DIGITS = 100
 # A lone surrogate may come in as the raw bytes of one (json reads bytes with 'surrogatepass') or as an escape.
 _MAYBE_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]|\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A number that may pass MAX_INT_DIGITS or a double's range: a run of more digits than that, or an exponent of
+# three digits (one of two cannot pass 1.8e308).  Most bodies hold none, and are read without a call a number.
+_LONG_NUMBER = re.compile(rb"[0-9]{%d}|[eE][+-]?[0-9]{3}" % (MAX_INT_DIGITS + 1))
 _ONE_KIND = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 
@@ -103,8 +106,11 @@ def json_object(body: bytes, what: str) -> dict[str, Any]:
         raise RequestError(400, f"{what} must be JSON in UTF-8, got what reads as {encoding.upper()}")
     deep = _too_deep(body)
     try:
-        data = json.loads(body.decode(encoding, "surrogatepass"), parse_int=_int, parse_float=_float,
-                          parse_constant=_constant)
+        text = body.decode(encoding, "surrogatepass")
+        if _LONG_NUMBER.search(body):      # only a number this long can pass a bound: the hooks cost a call each
+            data = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+        else:
+            data = json.loads(text, parse_constant=_constant)
     except RecursionError:
         raise depth_error(what) from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -91,9 +91,9 @@ MAX_ANSWER_S = 86_400.0
 # How much of a refused answer's body is read to quote it: QUOTE_CHARS characters of UTF-8 at most (the rest
 # is never read: an error page may be large).
 QUOTED_BYTES = 4 * QUOTE_CHARS
-# The longest model list read from the upstream's /models: a list of a thousand models with their metadata is
-# a few hundred KB; a longer body is no model list, and is refused rather than read whole.
-MAX_MODEL_LIST_BYTES = 1 << 20
+# The longest model list read from the upstream's /models: a server's own list is a few KB, an aggregator's of
+# hundreds of models with their metadata a few MB; a longer body is no model list, and is refused, not read whole.
+MAX_MODEL_LIST_BYTES = 16 << 20
 # The one Content-Encoding read: the body as sent (asked for on every request).  httpx would inflate a
 # compressed body before any bound here applies, so one that comes compressed all the same is refused.
 IDENTITY = "identity"
