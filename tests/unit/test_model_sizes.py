@@ -33,6 +33,7 @@ from tokenwire.core.parts import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
+    decode,
     encode,
 )
 from tokenwire.core.sources import OnDisconnect
@@ -43,6 +44,7 @@ from tokenwire.endpoints.openai_responses import ResponseEvents
 from tokenwire.endpoints.openai_wire import Answered
 from tokenwire.endpoints.ui_stream import ChatFrames
 from tokenwire.models import MAX_ANSWER_BYTES, MAX_ENTRY_BYTES, ModelParts
+from tokenwire.models.yields import PART_PIECE, TEXT_PIECE
 
 BOUND = MAX_ENTRY_BYTES
 TOO_BIG = ("part {index}: the model yielded an entry of {size} bytes; an entry is at most 131072 (tokenwire's "
@@ -77,19 +79,51 @@ def test_an_entry_of_exactly_the_bound_is_taken(item: str | Part) -> None:
 
 
 @pytest.mark.parametrize(("item", "size"), [
-    ("a" * (BOUND + 1), BOUND + 1),
-    ("a" + "é" * (BOUND // 2), BOUND + 1),
     ("\x00" * 25_000, 150_026),                     # a text starting with the mark: its escaped JSON is counted
-    (Reasoning("x" * BOUND), BOUND + 31),
     (Data("n", "x" * (BOUND + 1 - len(encode(Data("n", ""))))), BOUND + 1),
-    ({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a" * (BOUND + 1)}}]},
-     BOUND + 1),                                    # a client's stream object: its parts are counted alike
-    (104_857_600 * "a", 104_857_600),
-], ids=["ascii", "latin", "escaped", "reasoning", "part", "chunk", "100MB"])
-def test_an_entry_past_the_bound_is_a_part_error_naming_it(item: Any, size: int) -> None:
+    (ToolResult("c", "x" * BOUND), len(encode(ToolResult("c", "x" * BOUND)))),
+], ids=["escaped", "data", "tool-result"])
+def test_a_part_that_cannot_be_cut_past_the_bound_is_a_part_error_naming_it(item: Any, size: int) -> None:
+    items = ["Hello", " there", *([ToolCallStart("c", "f"), ToolCallEnd("c", {})] if isinstance(item, ToolResult)
+                                  else []), item]
     with pytest.raises(PartError) as raised:
-        _entries(["Hello", " there", item])
-    assert str(raised.value) == TOO_BIG.format(index=2, size=size)
+        _entries(items)
+    assert str(raised.value) == TOO_BIG.format(index=len(items) - 1, size=size)
+
+
+CHUNK = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a" * (3 * BOUND)}}]}
+
+
+@pytest.mark.parametrize(("item", "pieces", "text"), [
+    ("a" * (BOUND + 1), 5, "a" * (BOUND + 1)),                             # ASCII: TEXT_PIECE characters a piece
+    ("a" + "é" * (BOUND // 2), 3, "a" + "é" * (BOUND // 2)),
+    ("😀" * BOUND, 4, "😀" * BOUND),
+    (Reasoning("x" * BOUND), BOUND // PART_PIECE, "x" * BOUND),           # a part's text: PART_PIECE a piece
+    (Refusal("no" * BOUND), 2 * BOUND // PART_PIECE, "no" * BOUND),
+    (CHUNK, 12, "a" * (3 * BOUND)),                                         # a client's object: its text alike
+], ids=["ascii", "latin", "emoji", "reasoning", "refusal", "chunk"])
+def test_a_delta_past_the_bound_is_logged_in_pieces_that_fit(item: Any, pieces: int, text: str) -> None:
+    """An upstream that sends a whole answer in one chunk: its text is cut into entries that each fit, and read
+    together they are the text it sent."""
+    entries = _entries(["Hello", item])
+    assert entries[0] == "Hello" and len(entries) == 1 + pieces
+    assert all(len(entry.encode()) <= BOUND for entry in entries)
+    decoded = [decode(entry) for entry in entries[1:]]
+    assert "".join(piece if isinstance(piece, str) else piece.text for piece in decoded) == text   # type: ignore[union-attr]
+
+
+def test_a_calls_arguments_in_one_piece_past_the_bound_are_logged_in_pieces() -> None:
+    arguments = json.dumps({"text": "y" * 200_000})
+    entries = _entries([ToolCallStart("c", "f"), ToolCallDelta("c", arguments)])
+    deltas = [part for part in map(decode, entries) if isinstance(part, ToolCallDelta)]
+    assert len(deltas) == -(-len(arguments) // PART_PIECE) and "".join(d.arguments for d in deltas) == arguments
+
+
+def test_a_hundred_megabytes_of_text_in_one_token_passes_the_answers_bound() -> None:
+    with pytest.raises(PartError) as raised:
+        _entries(["Hello", " there", 104_857_600 * "a"])
+    # "Hello" and " there" are 11 bytes of the answer's bound: the 512th piece passes it.
+    assert str(raised.value) == TOO_MUCH.format(index=2 + (MAX_ANSWER_BYTES - 11) // TEXT_PIECE)
 
 
 def test_an_answer_past_its_bound_is_a_part_error_naming_the_part_that_passed_it() -> None:
@@ -128,8 +162,9 @@ async def _read(items: list[Any]) -> tuple[list[str], str, Any]:
     return [e.data for e in events if e.event == "token"], events[-1].event, json.loads(events[-1].data)
 
 
-def test_a_model_yielding_an_entry_past_the_bound_fails_naming_it_the_entries_before_it_readable() -> None:
-    tokens, last, data = asyncio.run(_read(["Hello", " there", "a" * (BOUND + 1), " never"]))
+def test_a_model_yielding_a_part_past_the_bound_fails_naming_it_the_entries_before_it_readable() -> None:
+    big = Data("n", "x" * (BOUND + 1 - len(encode(Data("n", "")))))
+    tokens, last, data = asyncio.run(_read(["Hello", " there", big, " never"]))
     assert tokens == ["Hello", " there"]
     assert (last, data) == ("failed", {"error": TOO_BIG.format(index=2, size=BOUND + 1), "tokens": 2})
 
@@ -145,15 +180,17 @@ def test_a_model_whose_answer_passes_its_bound_fails_naming_the_part() -> None:
     assert (last, data) == ("failed", {"error": TOO_MUCH.format(index=WHOLE), "tokens": WHOLE})
 
 
-def test_tokenwires_client_reads_a_1_mib_token_as_failed_not_as_a_line_it_cannot_read() -> None:
+def test_tokenwires_client_reads_a_1_mib_token_whole_in_frames_it_can_read() -> None:
+    """Before, one 1 MiB token was one 1 MiB line, which tokenwire's own client refuses (its decoder's bound)."""
     async def read() -> list[tuple[str, str]]:
         streams = TokenStreams(_model(["Hello", "a" * MAX_LINE_BYTES]))
         async with streams.lifespan(), httpx.AsyncClient(transport=httpx.ASGITransport(app=streams)) as client:
             return [(event.event, event.data) async for event in aevents("http://t/stream", client=client,
                                                                          max_attempts=1)]
     got = asyncio.run(read())
-    assert [name for name, _ in got] == ["open", "token", "failed"] and got[1][1] == "Hello"
-    assert json.loads(got[2][1]) == {"error": TOO_BIG.format(index=1, size=MAX_LINE_BYTES), "tokens": 1}
+    names = [name for name, _ in got]
+    assert names == ["open", *["token"] * (1 + MAX_LINE_BYTES // TEXT_PIECE), "done"]
+    assert "".join(data for name, data in got if name == "token") == "Hello" + "a" * MAX_LINE_BYTES
 
 
 # -- the shared log: SharedModel's producer, its log calls awaited on a stand-in for Redis -----------------------
@@ -227,8 +264,9 @@ def _shared(items: list[Any]) -> tuple[_Log, _Stream]:
     return log, stream
 
 
-def test_on_a_shared_log_an_entry_past_the_bound_fails_the_stream_for_every_process_naming_it() -> None:
-    log, stream = _shared(["Hello", " there", "a" * (BOUND + 1), " never"])
+def test_on_a_shared_log_a_part_past_the_bound_fails_the_stream_for_every_process_naming_it() -> None:
+    big = Data("n", "x" * (BOUND + 1 - len(encode(Data("n", "")))))
+    log, stream = _shared(["Hello", " there", big, " never"])
     message = TOO_BIG.format(index=2, size=BOUND + 1)
     assert log.entries == stream.passed == ["Hello", " there"]
     assert log.ending == (StreamState.CANCELLED, message)           # what a follower's readers are told

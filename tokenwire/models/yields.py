@@ -30,17 +30,33 @@ Anything else, or a part that may not stand where it does, is a
 ``PartError`` naming the part and its index: the stream ends ``failed``
 with that message, every part before it kept.  So is an entry of more than
 ``MAX_ENTRY_BYTES``, or one that takes the answer past ``MAX_ANSWER_BYTES``
-in all: an entry's size in UTF-8 is counted where it is already known (a
-``str`` that is ASCII is its length; any other is encoded once already, for
-the UTF-8 check), so text pays one addition and two comparisons.
+in all; a delta longer than an entry (text, reasoning, a refusal, a call's
+arguments) is logged in pieces that fit, so only a part that cannot be cut
+(a tool's result, a data part, a file) is refused for its size.  An entry's
+size in UTF-8 is counted where it is already known (a ``str`` that is ASCII
+is its length; any other is encoded once already, for the UTF-8 check), so
+text pays one addition and two comparisons.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..core.parts import PART_MARK, Finish, Part, PartChecker, PartError, Step, Usage, encode, is_part
+from ..core.parts import (
+    PART_MARK,
+    Finish,
+    Part,
+    PartChecker,
+    PartError,
+    Reasoning,
+    Refusal,
+    Step,
+    ToolCallDelta,
+    Usage,
+    encode,
+    is_part,
+)
 from ..core.sse import MAX_LINE_BYTES
 from .anthropic_events import AnthropicParts
 from .langchain_chunks import LangChainParts
@@ -59,6 +75,11 @@ _QUOTE_CHARS = 80
 # decoder's line; an entry made of control characters, which JSON writes in six bytes each, can pass it in the JSON
 # dialects, and tokenwire's client then says so (``ProtocolError`` naming the bound) where others read on.
 MAX_ENTRY_BYTES = MAX_LINE_BYTES // 8
+# A delta longer than an entry (an upstream that sends a whole answer, or a call's whole arguments, in one chunk)
+# is logged in pieces of these many characters: text takes at most 4 bytes of UTF-8 a character; a part's text is
+# JSON in its entry, where one character may take 12 (an escaped surrogate pair), with room left for its fields.
+TEXT_PIECE = MAX_ENTRY_BYTES // 4
+PART_PIECE = MAX_ENTRY_BYTES // 16
 # The most UTF-8 bytes one answer's entries may have in all: 16 MiB.  An LLM's answer of 32k tokens (the most
 # today's models give) is well under 1 MiB of text; tool results and data parts make more, and this still holds
 # 128 entries of MAX_ENTRY_BYTES.  Without it only the count bounded a stream: MAX_MODEL_TOKENS entries of
@@ -150,8 +171,10 @@ class ModelParts:
         """The log entries ``item`` makes, the first at ``index``; ``PartError`` naming what is wrong."""
         if item.__class__ is str and item.isascii() and item[:1] != PART_MARK and not self.finished:
             size = len(item)                      # the fast path: text, as a token always was (ASCII: a byte a char)
-            if size > MAX_ENTRY_BYTES or self.size + size > MAX_ANSWER_BYTES:
-                self._count(index, size)          # past a bound: raises, naming it
+            if size > MAX_ENTRY_BYTES:
+                return self._logged(index, [item])              # in pieces
+            if self.size + size > MAX_ANSWER_BYTES:
+                self._count(index, size)          # past the answer's bound: raises, naming it
             self.size += size
             return [item]
         if isinstance(item, str) or is_part(item):
@@ -187,7 +210,7 @@ class ModelParts:
 
     def _logged(self, index: int, parts: Sequence[str | Part], *, held: bool = False) -> list[str]:
         entries: list[str] = []
-        for part in parts:
+        for part in _pieces(parts):
             if held and isinstance(part, Finish):
                 self._finish = part
                 continue
@@ -216,6 +239,29 @@ class ModelParts:
         self._checker.check(index, part)
         if isinstance(part, Finish):
             self.finished = True
+
+
+def _pieces(parts: Sequence[str | Part]) -> Iterator[str | Part]:
+    """``parts`` with each delta too long for one entry (text, reasoning, a refusal, a call's arguments) cut into
+    pieces that fit one (``TEXT_PIECE``, ``PART_PIECE``): read together they are the same text."""
+    for part in parts:
+        if isinstance(part, str):
+            if len(part) <= TEXT_PIECE or _fits(part):
+                yield part
+            else:
+                yield from (part[at:at + TEXT_PIECE] for at in range(0, len(part), TEXT_PIECE))
+        elif isinstance(part, Reasoning | Refusal) and len(part.text) > PART_PIECE and not _fits(encode(part)):
+            yield from (type(part)(part.text[at:at + PART_PIECE]) for at in range(0, len(part.text), PART_PIECE))
+        elif isinstance(part, ToolCallDelta) and len(part.arguments) > PART_PIECE and not _fits(encode(part)):
+            yield from (ToolCallDelta(part.call_id, part.arguments[at:at + PART_PIECE])
+                        for at in range(0, len(part.arguments), PART_PIECE))
+        else:
+            yield part
+
+
+def _fits(text: str) -> bool:
+    """Whether ``text`` (a long one) is one entry's UTF-8 at most (a lone surrogate is refused later, by name)."""
+    return len(text) <= MAX_ENTRY_BYTES and len(text.encode("utf-8", "surrogatepass")) <= MAX_ENTRY_BYTES
 
 
 def _entry(index: int, part: str | Part) -> tuple[str, int]:
