@@ -40,7 +40,7 @@ text pays one addition and two comparisons.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..core.parts import (
@@ -210,17 +210,19 @@ class ModelParts:
 
     def _logged(self, index: int, parts: Sequence[str | Part], *, held: bool = False) -> list[str]:
         entries: list[str] = []
-        for part in _pieces(parts):
-            if held and isinstance(part, Finish):
-                self._finish = part
+        for yielded in parts:
+            if held and isinstance(yielded, Finish):
+                self._finish = yielded
                 continue
-            if held and isinstance(part, Usage):
-                self._usage = part if self._usage is None else _summed(self._usage, part)
+            if held and isinstance(yielded, Usage):
+                self._usage = yielded if self._usage is None else _summed(self._usage, yielded)
                 continue
-            self._check(index + len(entries), part)
-            entry, size = _entry(index + len(entries), part)
-            self._count(index + len(entries), size)
-            entries.append(entry)
+            first = index + len(entries)          # a bound passed inside a delta's pieces names the delta
+            for part in _pieces(yielded):
+                self._check(index + len(entries), part)
+                entry, size = _entry(index + len(entries), part)
+                self._count(first, size)
+                entries.append(entry)
         return entries
 
     def _count(self, index: int, size: int) -> None:
@@ -241,23 +243,19 @@ class ModelParts:
             self.finished = True
 
 
-def _pieces(parts: Sequence[str | Part]) -> Iterator[str | Part]:
-    """``parts`` with each delta too long for one entry (text, reasoning, a refusal, a call's arguments) cut into
+def _pieces(part: str | Part) -> Sequence[str | Part]:
+    """``part``, or if it is a delta too long for one entry (text, reasoning, a refusal, a call's arguments), its
     pieces that fit one (``TEXT_PIECE``, ``PART_PIECE``): read together they are the same text."""
-    for part in parts:
-        if isinstance(part, str):
-            if len(part) <= TEXT_PIECE or _fits(part):
-                yield part
-            else:
-                yield from (part[at:at + TEXT_PIECE] for at in range(0, len(part), TEXT_PIECE))
-        elif isinstance(part, Reasoning | Refusal) and len(part.text) > PART_PIECE and not _fits(encode(part)):
-            yield from (type(part)(part.text[at:at + PART_PIECE]) for at in range(0, len(part.text), PART_PIECE))
-        elif isinstance(part, ToolCallDelta) and len(part.arguments) > PART_PIECE and not _fits(encode(part)):
-            yield from (ToolCallDelta(part.call_id, part.arguments[at:at + PART_PIECE])
-                        for at in range(0, len(part.arguments), PART_PIECE))
-        else:
-            yield part
-
+    if isinstance(part, str):
+        if len(part) <= TEXT_PIECE or _fits(part):
+            return (part,)
+        return [part[at:at + TEXT_PIECE] for at in range(0, len(part), TEXT_PIECE)]
+    if isinstance(part, Reasoning | Refusal) and len(part.text) > PART_PIECE and not _fits(encode(part)):
+        return [type(part)(part.text[at:at + PART_PIECE]) for at in range(0, len(part.text), PART_PIECE)]
+    if isinstance(part, ToolCallDelta) and len(part.arguments) > PART_PIECE and not _fits(encode(part)):
+        return [ToolCallDelta(part.call_id, part.arguments[at:at + PART_PIECE])
+                for at in range(0, len(part.arguments), PART_PIECE)]
+    return (part,)
 
 def _fits(text: str) -> bool:
     """Whether ``text`` (a long one) is one entry's UTF-8 at most (a lone surrogate is refused later, by name)."""
