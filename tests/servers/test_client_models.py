@@ -21,6 +21,7 @@ from support.apps import upstream_standin
 from support.apps.parts import prefix_app
 from support.asgi_thread import in_thread
 from support.client_streams import anthropic_events, langchain_chunks
+from support.models import yielding
 
 from tokenwire.asgi import StreamRequest, TokenStreams
 from tokenwire.core.parts import Finish, Part, Step, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolResult
@@ -46,15 +47,6 @@ MALFORMED_ERROR = ("part 2 (ToolCallDelta(call_id='call_9', arguments='{\"a\": 1
                    "never started")
 
 
-def _yielding(items: list[Any]) -> Any:
-    def model(request: StreamRequest) -> AsyncIterator[Any]:
-        async def stream() -> AsyncIterator[Any]:
-            for item in items:
-                yield item
-        return stream()
-    return model
-
-
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
     """One server with a mount per model: ``/openai``, ``/responses``, ``/anthropic``, ``/langchain``, ``/agent``,
@@ -73,9 +65,9 @@ def base() -> Iterator[str]:
             return stream.__aiter__()
 
         mounts = {"/openai": TokenStreams(openai_model), "/responses": TokenStreams(responses_model),
-                  "/anthropic": TokenStreams(_yielding(anthropic_events())),
-                  "/langchain": TokenStreams(_yielding(langchain_chunks())), "/agent": TokenStreams(_yielding(AGENT)),
-                  "/malformed": TokenStreams(_yielding(MALFORMED))}
+                  "/anthropic": TokenStreams(yielding(anthropic_events())),
+                  "/langchain": TokenStreams(yielding(langchain_chunks())), "/agent": TokenStreams(yielding(AGENT)),
+                  "/malformed": TokenStreams(yielding(MALFORMED))}
         with in_thread(prefix_app(mounts)) as url:
             yield url
 

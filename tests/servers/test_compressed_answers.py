@@ -36,6 +36,7 @@ from typing import TypeVar
 import openai
 import pytest
 from support.asgi_thread import in_thread
+from support.live import read_request
 
 from tokenwire.asgi import TokenStreams
 from tokenwire.client import ProtocolError, StreamRefused, aevents, events
@@ -108,19 +109,10 @@ class Compressing:
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
                 self.connection.settimeout(TIMEOUT_S)
-                head = b""
-                while b"\r\n\r\n" not in head and len(head) < 65536:
-                    got = self.connection.recv(4096)
-                    if not got:
-                        return
-                    head += got
-                lines = head.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
-                headers = {name.strip().lower(): value.strip() for name, _, value in
-                           (line.partition(":") for line in lines[1:])}
-                body = head.partition(b"\r\n\r\n")[2]
-                while len(body) < int(headers.get("content-length", "0")) and (got := self.connection.recv(65536)):
-                    body += got
-                path = lines[0].split(" ")[1]
+                read = read_request(self.connection)
+                if read is None:
+                    return
+                path, headers, _ = read
                 owner.asked.append((path, headers))
                 try:
                     self.connection.sendall(answer(path))

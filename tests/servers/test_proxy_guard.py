@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from support.asgi_thread import in_thread
-from support.live import wait_until
+from support.live import read_to_end, wait_until
 from support.misbehaving_upstream import MisbehavingUpstream
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -46,14 +46,8 @@ def connect(port: int) -> socket.socket:
 
 
 def read_all(sock: socket.socket) -> bytes:
-    """What the server sends until it closes the connection (a reset counts as the close)."""
-    got = b""
-    try:
-        while chunk := sock.recv(65536):
-            got += chunk
-    except ConnectionResetError:
-        pass
-    return got
+    """What the server sends until it closes the connection (a reset, as a timed-out connection's abort, counts)."""
+    return read_to_end(sock, WAIT_S, reset_ends=True)
 
 
 def test_headers_past_the_limit_are_serves_431(proxy: tuple[int, Any]) -> None:

@@ -14,8 +14,10 @@ never imports another (what two share lives here).
 - ``private_loop``: a core stream served to a reader on a private event-loop driver of its own thread.
 - ``asgi``: a uvicorn process on loopback (``uvicorn("support.apps.chat:app")``, ``--app-dir tests``) and
   reading its streams with httpx-sse; ``asgi_thread``: an ASGI app under uvicorn in a thread of this process.
-- ``live``: the in-process servers (``serving``, ``serving_report``, ``in_thread``), raw HTTP exchanges, and
-  ``wait_until``, the bounded wait on a condition.
+- ``live``: the in-process servers (``serving``, ``serving_report``, ``in_thread``), raw HTTP exchanges (and
+  ``read_request``, what a test's own loopback server reads of one), and ``wait_until``, the bounded wait on a
+  condition.
+- ``models``: model factories the tests serve with ``TokenStreams`` (``yielding``: a stream of given items).
 - ``redis``: a private ``redis-server`` per test or session (the fixtures ``conftest.py`` registers as a
   plugin), the conditions a test waits for in Redis (``lease_expired``, ``until_logged``...) and ``run_scene``;
   ``redis_tls``: a redis-server that wants a client certificate; ``sentinel``: a primary, two replicas and

@@ -17,6 +17,8 @@ import socketserver
 import threading
 from types import TracebackType
 
+from support.live import read_request
+
 LINE = b"data: xy\n"
 CHUNK = LINE * (65536 // len(LINE))
 LIMIT_BYTES = 50_000_000
@@ -35,18 +37,11 @@ class EndlessEvent:
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                head = b""
-                while b"\r\n\r\n" not in head and len(head) < 65536:
-                    got = self.connection.recv(4096)
-                    if not got:
-                        return
-                    head += got
-                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                body = head.partition(b"\r\n\r\n")[2]
-                while len(body) < length and (got := self.connection.recv(65536)):
-                    body += got
-                short = SHORT if head.split(b" ", 2)[1].startswith(b"/short") else None
+                read = read_request(self.connection)
+                if read is None:
+                    return
+                target, _, body = read
+                short = SHORT if target.startswith("/short") else None
                 if b'"model": "short"' in body or b'"model":"short"' in body:
                     short = SHORT_CHAT
                 owner._answer(self.connection, short)

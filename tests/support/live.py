@@ -217,16 +217,37 @@ def read_token_ids(sock: socket.socket, count: int) -> list[int]:
     return [int(e.id) for e in got if e.event == "token"]
 
 
-def read_to_end(sock: socket.socket, timeout_s: float = TIMEOUT_S) -> bytes:
+def read_to_end(sock: socket.socket, timeout_s: float = TIMEOUT_S, *, reset_ends: bool = False) -> bytes:
     """Read until the server closes the connection; fail if it has not after ``timeout_s`` in total
-    (a socket timeout alone restarts on every ping)."""
+    (a socket timeout alone restarts on every ping).  ``reset_ends``: a reset is the close (a server that aborts)."""
     out = b""
     deadline = time.monotonic() + timeout_s
-    while chunk := sock.recv(65536):
-        out += chunk
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the server kept the connection open past {timeout_s} s ({len(out)} bytes)")
+    try:
+        while chunk := sock.recv(65536):
+            out += chunk
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the server kept the connection open past {timeout_s} s ({len(out)} bytes)")
+    except ConnectionResetError:
+        if not reset_ends:
+            raise
     return out
+
+
+def read_request(sock: socket.socket) -> tuple[str, dict[str, str], bytes] | None:
+    """What a test's own loopback server reads of a request: its target, its headers (names in lower case) and the
+    body its ``Content-Length`` says; None if the client closed before the head's end (64 KiB at most)."""
+    head = b""
+    while b"\r\n\r\n" not in head and len(head) < 65536:
+        got = sock.recv(4096)
+        if not got:
+            return None
+        head += got
+    head, _, body = head.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")) and (got := sock.recv(65536)):
+        body += got
+    return lines[0].split(" ")[1], headers, body
 
 
 # -- resources of this process -------------------------------------------------------

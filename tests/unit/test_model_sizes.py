@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+from support.models import yielding
 
-from tokenwire.asgi import StreamRequest, TokenStreams
+from tokenwire.asgi import TokenStreams
 from tokenwire.asgi.shared_model import SharedModel
 from tokenwire.client import aevents
 from tokenwire.core.effects import Await, Process, Put
@@ -142,18 +143,9 @@ def test_a_continuation_counts_its_prefix_towards_the_answers_bound() -> None:
 
 
 # -- the memory log: TokenStreams, read through httpx's ASGI transport -------------------------------------------
-def _model(items: list[Any]) -> Callable[[StreamRequest], AsyncIterator[Any]]:
-    def model(request: StreamRequest) -> AsyncIterator[Any]:
-        async def stream() -> AsyncIterator[Any]:
-            for item in items:
-                yield item
-        return stream()
-    return model
-
-
 async def _read(items: list[Any]) -> tuple[list[str], str, Any]:
     """The tokens of ``GET /stream`` on a model yielding ``items``, its last event's name and data."""
-    streams = TokenStreams(_model(items))
+    streams = TokenStreams(yielding(items))
     async with streams.lifespan(), httpx.AsyncClient(transport=httpx.ASGITransport(app=streams),
                                                      base_url="http://t") as client:
         read = await client.get("/stream")
@@ -182,7 +174,7 @@ def test_a_model_whose_answer_passes_its_bound_fails_naming_the_part() -> None:
 def test_tokenwires_client_reads_a_1_mib_token_whole_in_frames_it_can_read() -> None:
     """Before, one 1 MiB token was one 1 MiB line, which tokenwire's own client refuses (its decoder's bound)."""
     async def read() -> list[tuple[str, str]]:
-        streams = TokenStreams(_model(["Hello", "a" * MAX_LINE_BYTES]))
+        streams = TokenStreams(yielding(["Hello", "a" * MAX_LINE_BYTES]))
         async with streams.lifespan(), httpx.AsyncClient(transport=httpx.ASGITransport(app=streams)) as client:
             return [(event.event, event.data) async for event in aevents("http://t/stream", client=client,
                                                                          max_attempts=1)]
@@ -258,7 +250,7 @@ async def _drive(process: Process, stream: _Stream) -> None:
 
 def _shared(items: list[Any]) -> tuple[_Log, _Stream]:
     log, stream = _Log(), _Stream()
-    source = SharedModel(_model(items)(None), log)     # type: ignore[arg-type, arg-type]
+    source = SharedModel(yielding(items)(None), log)     # type: ignore[arg-type, arg-type]
     asyncio.run(_drive(source.produce(stream, 0), stream))     # type: ignore[arg-type]
     return log, stream
 

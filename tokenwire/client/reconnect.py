@@ -47,14 +47,13 @@ from email.utils import parsedate_to_datetime
 from random import random as _random
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..core.sse import Decoder, Event, SSEError
+from ..core.sse import Decoder, Event, SSEError, compressed, not_compressed, not_read
 from ..redislog.redact import redact_url
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DONE_DATA",
     "END_EVENTS",
-    "IDENTITY",
     "AttemptsExhausted",
     "Backoff",
     "ClientError",
@@ -83,9 +82,6 @@ DEFAULT_MAX_ATTEMPTS = 5
 RETRIED = frozenset({408, 429})
 # A refusal's text is one line of a message, not a page.
 MAX_ERROR_TEXT = 300
-# The one Content-Encoding read: the body as sent.  A compressed body would be inflated before any bound of the
-# decoder applies (32 KB of zstd are 1 GiB), so it is refused by name; the drivers ask for this one.
-IDENTITY = "identity"
 
 
 class ClientError(Exception):
@@ -201,9 +197,8 @@ class Reconnect:
     def opened(self, content_type: str, content_encoding: str = "") -> None:
         """A 200 came; raises ``ProtocolError`` if it is compressed (a ``Content-Encoding`` other than
         ``identity``: its body is never inflated) or not ``text/event-stream``."""
-        if compressed(content_encoding):
-            raise ProtocolError(f"{self._path()} answered 200 with Content-Encoding {content_encoding.strip()!r}; "
-                                f"tokenwire asks for {IDENTITY} (an SSE stream is not compressed)")
+        if encoding := compressed(content_encoding):
+            raise ProtocolError(f"{self._path()} answered 200 with {not_compressed(encoding, 'an SSE stream')}")
         if content_type.partition(";")[0].strip().lower() != "text/event-stream":
             raise ProtocolError(f"{self._path()} answered 200 with Content-Type {content_type!r}, "
                                 "not text/event-stream")
@@ -235,8 +230,8 @@ class Reconnect:
         if status == 204:
             self.ended = True
             return
-        text = error_text(body) if not compressed(content_encoding) else (
-            f"a body in Content-Encoding {content_encoding.strip()!r}, not read (tokenwire asks for {IDENTITY})")
+        encoding = compressed(content_encoding)
+        text = not_read(encoding) if encoding else error_text(body)
         message = f"{self._path()} answered {status} {reason}".rstrip() + (f": {text}" if text else "")
         if status >= 500 or status in RETRIED:
             self._fail(message, self._retry_after_s(retry_after))
@@ -286,11 +281,6 @@ def _http_url(url: str) -> bool:
     except ValueError:
         return False
     return parts.scheme in ("http", "https") and bool(parts.netloc) and port != 0
-
-
-def compressed(content_encoding: str) -> bool:
-    """Whether an answer's ``Content-Encoding`` says its body is compressed (anything but none or ``identity``)."""
-    return content_encoding.strip().lower() not in ("", IDENTITY)
 
 
 def error_text(body: bytes | str) -> str:

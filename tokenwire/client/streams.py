@@ -26,9 +26,9 @@ from random import random as _random
 
 import httpx
 
-from ..core.sse import Event
+from ..core.sse import IDENTITY, Event
 from ..redislog.redact import redact_url, scrub
-from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, IDENTITY, Backoff, Reconnect, Request
+from .reconnect import DEFAULT_MAX_ATTEMPTS, END_EVENTS, Backoff, Reconnect, Request
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "aevents", "events"]
 

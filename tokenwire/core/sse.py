@@ -52,6 +52,11 @@ LF into one ``data:`` line each.
    C, each run of two or more goes to the column path, and only the odd
    blocks between runs to ``_blocks``, so one odd block costs itself rather
    than the column path of its whole chunk.
+
+The bounds hold for the bytes a reader is fed, so a reader over HTTP asks for
+them as sent (``IDENTITY``) and refuses a compressed body by its encoding
+(``compressed``, and the words ``not_compressed`` and ``not_read``): the
+client and the proxy's relay both read so.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from dataclasses import dataclass
 from itertools import repeat
 
 __all__ = [
+    "IDENTITY",
     "MAX_EVENT_BYTES",
     "MAX_LINE_BYTES",
     "Decoder",
@@ -69,8 +75,11 @@ __all__ = [
     "EventTooLong",
     "LineTooLong",
     "SSEError",
+    "compressed",
     "encode",
     "encode_comment",
+    "not_compressed",
+    "not_read",
 ]
 
 # 1 MiB: far above any real SSE line (a token frame is tens of bytes, a
@@ -86,6 +95,10 @@ MAX_LINE_BYTES = 1 << 20
 # this (a two-character line is 8 characters sent, a ~59-byte str kept):
 # ~15 MB, not the unbounded buffer that had no limit.
 MAX_EVENT_BYTES = 2 << 20
+# The one Content-Encoding an event stream is read in: as it was sent.  These bounds hold for the bytes that come,
+# so a body an HTTP library inflated first (32 KB of zstd are 1 GiB) passes them before they apply: a reader asks
+# for this one, reads the body raw, and refuses any other by name (the client, the proxy's relay).
+IDENTITY = "identity"
 
 
 class SSEError(Exception):
@@ -775,3 +788,20 @@ class Decoder:
         self._id_buf = id_buf
         self._last_event_id = last_id
         self._retry = retry
+
+
+def compressed(content_encoding: str) -> str:
+    """The encoding a ``Content-Encoding`` header names if it says the body is compressed (anything but none or
+    ``identity``), else ""."""
+    encoding = content_encoding.strip()
+    return "" if encoding.lower() in ("", IDENTITY) else encoding
+
+
+def not_compressed(encoding: str, what: str) -> str:
+    """How a refusal of a compressed ``what`` (``"an SSE stream"``) names its ``encoding``, after the status."""
+    return f"Content-Encoding {encoding!r}; tokenwire asks for {IDENTITY} ({what} is not compressed)"
+
+
+def not_read(encoding: str) -> str:
+    """What an error says in place of a refusal's body compressed in ``encoding`` (it is never inflated)."""
+    return f"a body in Content-Encoding {encoding!r}, not read (tokenwire asks for {IDENTITY})"

@@ -57,6 +57,7 @@ from .openai import (
     chat_completions,
     create_response,
     models_answer,
+    one_choice,
     retrieve_response,
 )
 from .params import RequestError, echo, spec_from_query
@@ -89,10 +90,9 @@ class CannedMaker:
         return _kept_promise(Asked(spec, {}, cut, chat))
 
     def parse_openai(self, request: OpenAIRequest) -> Asked:
-        n = request.body.get("n")
-        if request.api == CHAT_COMPLETIONS and not (n is None or (n == 1 and type(n) is int)):
+        if request.api == CHAT_COMPLETIONS and not one_choice(request.body):
             raise RequestError(400, f"n must be 1: the canned answer is one answer, one choice, got "
-                                    f"{echo(json.dumps(n))}")
+                                    f"{echo(json.dumps(request.body['n']))}")
         spec, cut = spec_from_query(canned_query(request.body))
         return _kept_promise(Asked(spec, {}, cut, openai=request))
 

@@ -47,7 +47,7 @@ from .registry import LiveStream, Registry
 from .writing import Writing
 
 __all__ = ["CHAT_COMPLETIONS", "RESPONSES", "cancel_response", "chat_completions", "create_response",
-           "models_answer", "parse_openai", "retrieve_response"]
+           "models_answer", "one_choice", "parse_openai", "retrieve_response"]
 
 _RESPONSE_PREFIX = "resp_"
 # What a retrieve's query may carry: the SDK sends include (and include_obfuscation), which change nothing here.
@@ -65,6 +65,13 @@ class Endpoints(Protocol):
     async def make(self, asked: Asked, request: LiveRequest, body: bytes) -> LiveStream: ...
     def write(self, decision: OpenStream, wire: Any) -> Writing: ...
     async def stream_of(self, request: LiveRequest, stream_id: str) -> LiveStream: ...
+
+
+def one_choice(body: Mapping[str, Any]) -> bool:
+    """Whether a chat completion's body asks for one choice (``n`` absent, null or 1): a stream is one answer, and
+    every route that serves it refuses more by name, each in its own words."""
+    n = body.get("n")
+    return n is None or (n == 1 and type(n) is int)
 
 
 def _flag(data: Mapping[str, Any], name: str) -> bool:

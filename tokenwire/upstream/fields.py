@@ -35,6 +35,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..endpoints.openai import one_choice
 from ..endpoints.params import echo
 from ..models import StreamRequest
 
@@ -59,11 +60,9 @@ def _kind(kind: Any) -> str:
 
 
 def _checked_n(body: Mapping[str, Any]) -> None:
-    n = body.get("n", 1)
-    if n is None or (n == 1 and isinstance(n, int) and not isinstance(n, bool)):
-        return
-    raise ValueError(f"n must be 1: the proxy relays one answer per stream (several choices are neither spliced "
-                     f"nor kept apart), got {_shown(n)}")
+    if not one_choice(body):
+        raise ValueError(f"n must be 1: the proxy relays one answer per stream (several choices are neither "
+                         f"spliced nor kept apart), got {_shown(body['n'])}")
 
 
 def fields_of(request: StreamRequest) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from typing import Any
 import httpx
 
 from ..core.parts import Part
+from ..core.sse import IDENTITY, compressed, not_compressed, not_read
 from ..models import MAX_MODEL_TOKENS, StreamRequest
 from ..redislog.redact import redact_url, scrub
 from .fields import fields_of
@@ -94,9 +95,6 @@ QUOTED_BYTES = 4 * QUOTE_CHARS
 # The longest model list read from the upstream's /models: a server's own list is a few KB, an aggregator's of
 # hundreds of models with their metadata a few MB; a longer body is no model list, and is refused, not read whole.
 MAX_MODEL_LIST_BYTES = 16 << 20
-# The one Content-Encoding read: the body as sent (asked for on every request).  httpx would inflate a
-# compressed body before any bound here applies, so one that comes compressed all the same is refused.
-IDENTITY = "identity"
 
 
 class UpstreamCannotContinue(UpstreamError):
@@ -357,22 +355,20 @@ async def _check_head(response: httpx.Response, shown: str, deadlines: Deadlines
 
 
 def _encoding(response: httpx.Response) -> str:
-    """The answer's ``Content-Encoding`` if it says its body is compressed, else ""."""
-    encoding = response.headers.get("content-encoding", "").strip()
-    return "" if encoding.lower() in ("", IDENTITY) else encoding
+    """The answer's ``Content-Encoding`` if it says its body is compressed, else "" (``core.sse.compressed``)."""
+    return compressed(response.headers.get("content-encoding", ""))
 
 
 def _check_identity(response: httpx.Response, shown: str, what: str) -> None:
     """Raise ``UpstreamMalformed`` for a 200 whose body is compressed (it is never inflated), naming its encoding."""
     if encoding := _encoding(response):
-        raise UpstreamMalformed(f"the upstream at {shown} answered with Content-Encoding {encoding!r}; tokenwire "
-                                f"asks for {IDENTITY} ({what} is not compressed)")
+        raise UpstreamMalformed(f"the upstream at {shown} answered with {not_compressed(encoding, what)}")
 
 
 def _not_read(response: httpx.Response) -> str:
     """What a refusal's error says in place of its body when that is compressed (it is never inflated), else ""."""
     encoding = _encoding(response)
-    return f"a body in Content-Encoding {encoding!r}, not read (tokenwire asks for {IDENTITY})" if encoding else ""
+    return not_read(encoding) if encoding else ""
 
 
 async def _start_of(response: httpx.Response, deadlines: Deadlines) -> str:
